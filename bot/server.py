@@ -1,0 +1,67 @@
+"""`sift serve`: starts Weaviate, the database, the web server and the sync scheduler; stops them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from contextlib import AsyncExitStack
+
+from bot.app import App
+from bot.web import Health, build_web_app, start_site
+from rag.index import WeaviateIndex
+
+log = logging.getLogger(__name__)
+
+
+async def _start_weaviate(app: App, stack: AsyncExitStack) -> None:
+    managed = app.managed_weaviate
+    if managed is None:
+        log.info("using the Weaviate server at %s", app.settings.weaviate_url)
+        return
+    if managed.status().running:
+        log.info("Weaviate already running at %s; leaving it running on exit", managed.url)
+        return
+    log.info("starting Weaviate at %s (data in %s)", managed.url, managed.data_dir)
+    await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
+    stack.callback(managed.stop)
+
+
+def _index_check(index: WeaviateIndex):  # type: ignore[no-untyped-def]
+    async def check() -> Health:
+        ok = await index.is_ready()
+        return Health(ok, "" if ok else f"not reachable at {index.config.http_url}")
+
+    return check
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def serve(app: App, *, started: asyncio.Event | None = None,
+                stop: asyncio.Event | None = None) -> None:
+    """Run until SIGINT/SIGTERM (or `stop` is set), then shut everything down in reverse."""
+    stop = stop or _stop_event()
+    async with AsyncExitStack() as stack:
+        await _start_weaviate(app, stack)
+        index = app.index()
+        await index.connect()
+        stack.push_async_callback(index.close)
+        checks = {"weaviate": _index_check(index), **app.health_checks()}
+        web_app = build_web_app(checks)
+        runner = await start_site(web_app, app.settings.host, app.settings.port)
+        stack.push_async_callback(runner.cleanup)
+        print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
+              "(Ctrl-C to stop)", flush=True)
+        if started is not None:
+            started.set()
+        await stop.wait()
+        log.info("shutting down")
+    print("Sift stopped.", flush=True)

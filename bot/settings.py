@@ -1,0 +1,260 @@
+"""Sift's settings: SIFT_* environment variables over an optional sift.toml over defaults."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from rag.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WeaviateSettings(_Section):
+    """The managed Weaviate server (ignored when SIFT_WEAVIATE_URL points at a running one)."""
+
+    version: str = "1.39.3"
+    http_port: int = Field(8080, ge=1, le=65535)
+    grpc_port: int = Field(50051, ge=1, le=65535)
+    gossip_port: int = Field(7946, ge=1, le=65535)
+    data_port: int = Field(7947, ge=1, le=65535)
+    raft_port: int = Field(8300, ge=1, le=65535)
+    raft_rpc_port: int = Field(8301, ge=1, le=65535)
+    profiling_port: int = Field(6060, ge=1, le=65535)
+    grpc_url: str = ""  # gRPC endpoint of an external server; default: same host, port 50051
+    collection: str = "SiftChunks"
+    start_timeout_s: float = Field(90.0, gt=0)
+    connect_timeout_s: float = Field(5.0, gt=0)
+    query_timeout_s: float = Field(30.0, gt=0)
+    insert_timeout_s: float = Field(120.0, gt=0)
+
+
+class EmbeddingSettings(_Section):
+    provider: Literal["local", "voyage"] = "local"
+    local_model: str = "all-MiniLM-L6-v2"
+    voyage_model: str = "voyage-3.5"
+    voyage_api_key: SecretStr | None = None
+    voyage_base_url: str = ""
+    voyage_dimension: int = Field(1024, ge=1)
+    batch_size: int = Field(32, ge=1, le=1024)
+    max_seq_length: int = Field(256, ge=16, le=8192)
+
+
+class LLMSettings(_Section):
+    fast_model: str = "claude-haiku-5-5"
+    answer_model: str = "claude-sonnet-5-5"
+    timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    answer_max_tokens: int = Field(1200, ge=64)
+
+
+class RetrievalSettings(_Section):
+    limit: int = Field(20, ge=1, le=200)
+    alpha: float = Field(0.5, ge=0.0, le=1.0)
+    diversity: bool = True  # MMR over the hybrid results
+    diversity_balance: float = Field(0.8, ge=0.0, le=1.0)  # 1 = pure relevance
+    title_boost: float = Field(2.0, ge=1.0)
+
+
+class GradingSettings(_Section):
+    strategy: Literal["pointwise", "batched"] = "pointwise"
+    batch_size: int = Field(5, ge=1, le=50)
+    concurrency: int = Field(20, ge=1, le=200)
+    call_timeout_s: float = Field(15.0, gt=0)
+    deadline_s: float = Field(25.0, gt=0)
+    early_stop: bool = False
+    early_stop_wave: int = Field(5, ge=1)
+    early_stop_enough: int = Field(6, ge=1)
+    early_stop_score: float = Field(0.8, ge=0.0, le=1.0)
+    cache_ttl_days: float = Field(30.0, ge=0)
+    version: str = "g1"
+
+
+class SelectionSettings(_Section):
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    max_chunks: int = Field(12, ge=1, le=100)
+    per_document: int = Field(5, ge=1, le=100)
+
+
+class StorageSettings(_Section):
+    relevant_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    store_text: bool = True  # False keeps only hashes of questions and answers
+    dedupe_ttl_hours: float = Field(24.0, gt=0)
+
+
+class ChatSettings(_Section):
+    """Limits shared by the Slack and Teams adapters."""
+
+    quota_per_minute: int = Field(10, ge=1)
+    max_message_chars: int = Field(4000, ge=10)
+    history_turns: int = Field(10, ge=0, le=100)
+
+
+class SlackSettings(_Section):
+    streaming: bool = False
+    follow_ups_without_mention: bool = True
+    ask_why_on_downvote: bool = True
+
+
+class ABSettings(_Section):
+    fast_share: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class HttpSourceSettings(_Section):
+    """Field mapping and paths of an `http` knowledge-platform source."""
+
+    list_path: str = "/articles"
+    ids_path: str = "/articles/ids"
+    items_key: str = "items"
+    next_key: str = "next"
+    cursor_param: str = "cursor"
+    updated_since_param: str = "updated_since"
+    page_size: int = Field(100, ge=1)
+    page_size_param: str = "limit"
+    fields: dict[str, str] = Field(default_factory=dict)
+    max_retries: int = Field(5, ge=0)
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class SourceSettings(_Section):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["folder", "http"]
+    path: Path | None = None
+    url: str = ""
+    token: SecretStr | None = None
+    interval_minutes: float | None = Field(15.0, gt=0)
+    cron: str = ""  # when set, replaces interval_minutes
+    full_cron: str = "0 3 * * *"  # the slower pass that also prunes deleted documents
+    http: HttpSourceSettings = Field(default_factory=HttpSourceSettings)
+
+
+def sample_source() -> SourceSettings:
+    return SourceSettings(name="sample", kind="folder", path=SAMPLE_KNOWLEDGE)
+
+
+class Settings(BaseSettings):
+    """All of Sift's settings. Flat names are the documented public interface (SIFT_*)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SIFT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        populate_by_name=True,
+    )
+
+    config: Path | None = None
+    data_dir: Path = Path(".sift")
+    database_url: str = ""
+    log_level: str = "INFO"
+    mode: Literal["accurate", "fast"] | None = None  # None: accurate when an LLM is configured
+
+    weaviate_url: str = ""
+    weaviate_api_key: SecretStr | None = None
+    weaviate_binary: Path | None = None
+
+    anthropic_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SIFT_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY",
+                                            "anthropic_api_key")
+    )
+    anthropic_base_url: str = ""
+
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_url: str = ""
+
+    teams_app_id: str = ""
+    teams_app_password: SecretStr | None = None
+    teams_tenant_id: str = ""
+
+    host: str = "127.0.0.1"
+    port: int = Field(3978, ge=0, le=65535)
+
+    weaviate: WeaviateSettings = Field(default_factory=WeaviateSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
+    selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    chat: ChatSettings = Field(default_factory=ChatSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
+    ab: ABSettings = Field(default_factory=ABSettings)
+    sources: list[SourceSettings] = Field(default_factory=list)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # sift.toml arrives as init keywords; the environment wins over it.
+        return env_settings, init_settings
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'sift.db'}"
+
+    @property
+    def resolved_sources(self) -> list[SourceSettings]:
+        return self.sources or [sample_source()]
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.anthropic_api_key is not None or bool(self.anthropic_base_url)
+
+
+def _env_name(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if not isinstance(p, int)]
+    return "SIFT_" + "__".join(parts).upper() if parts else "SIFT_*"
+
+
+def _explain(error: ValidationError, toml_path: Path | None) -> str:
+    first = error.errors()[0]
+    loc = tuple(first.get("loc", ()))
+    key = ".".join(str(p) for p in loc) or "settings"
+    where = f" in {toml_path}" if toml_path else ""
+    if first.get("type") == "extra_forbidden":
+        return f"Unknown setting '{key}'{where}; check its spelling against the README."
+    value = first.get("input")
+    shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
+    message = str(first.get("msg", "invalid value")).rstrip(".")
+    return f"Setting '{key}' ({_env_name(loc)}) is invalid{shown}: {message}."
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"Config file {path} does not exist (from --config or SIFT_CONFIG).",
+                          user_message=f"Config file {path} does not exist.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid TOML: {exc}.",
+                          user_message=f"Config file {path} is not valid TOML: {exc}.") from exc
+
+
+def build_settings(config: Path | None = None) -> Settings:
+    """Validate settings from `config` (or SIFT_CONFIG) and the environment, or raise ConfigError."""
+    named = config or os.environ.get("SIFT_CONFIG")
+    path = Path(named) if named else None
+    data = read_toml(path) if path else {}
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        sentence = _explain(exc, path)
+        raise ConfigError(sentence, user_message=sentence) from exc
+    return settings.model_copy(update={"config": path})

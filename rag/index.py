@@ -1,0 +1,286 @@
+"""The hybrid index over Weaviate (async client): ensure, upsert, delete, list, count, search."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import weaviate
+from weaviate.classes.aggregate import GroupByAggregate
+from weaviate.classes.data import DataObject
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.query import Diversity as WeaviateDiversity
+from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+from weaviate.exceptions import WeaviateBaseError
+
+from rag import index_schema as schema
+from rag.errors import ConfigError, RetrievalError
+from rag.ports import Diversity
+from rag.types import Chunk, SearchFilters, SearchHit, Vector
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+INSERT_BATCH = 200
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    http_url: str
+    grpc_url: str = ""  # "host:port"; default: the HTTP host with port 50051
+    api_key: str | None = None
+    collection: str = "SiftChunks"
+    connect_timeout_s: float = 5.0
+    query_timeout_s: float = 30.0
+    insert_timeout_s: float = 120.0
+    title_boost: float = 2.0
+
+
+def _endpoints(config: IndexConfig) -> dict[str, Any]:
+    http = urlsplit(config.http_url if "://" in config.http_url else f"http://{config.http_url}")
+    secure = http.scheme == "https"
+    grpc = urlsplit("//" + config.grpc_url.split("://")[-1]) if config.grpc_url else None
+    return {
+        "http_host": http.hostname or "127.0.0.1",
+        "http_port": http.port or (443 if secure else 80),
+        "http_secure": secure,
+        "grpc_host": (grpc.hostname if grpc else None) or http.hostname or "127.0.0.1",
+        "grpc_port": (grpc.port if grpc else None) or (443 if secure and grpc else 50051),
+        "grpc_secure": secure,
+    }
+
+
+def build_filter(filters: SearchFilters | None) -> Any:
+    if filters is None:
+        return None
+    parts = []
+    if filters.access is not None:
+        parts.append(Filter.by_property("access").contains_any(list(filters.access) or [""]))
+    if filters.sources:
+        parts.append(Filter.by_property("source").contains_any(list(filters.sources)))
+    if filters.doc_types:
+        parts.append(Filter.by_property("doc_type").contains_any(list(filters.doc_types)))
+    return Filter.all_of(parts) if parts else None
+
+
+class WeaviateIndex:
+    """One collection of chunks. Call `connect()` inside the event loop that will use it."""
+
+    def __init__(self, config: IndexConfig, embedder: str, dimension: int) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.dimension = dimension
+        self._client: weaviate.WeaviateAsyncClient | None = None
+
+    @property
+    def where(self) -> str:
+        return f"Weaviate at {self.config.http_url}"
+
+    def _error(self, action: str, exc: BaseException) -> RetrievalError:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return RetrievalError(f"{self.where} failed to {action}: {detail}")
+
+    async def _run(self, action: str, call: Awaitable[T], timeout_s: float) -> T:
+        try:
+            return await asyncio.wait_for(call, timeout_s)
+        except TimeoutError as exc:
+            raise RetrievalError(f"{self.where} did not {action} within {timeout_s:.0f}s") from exc
+        except WeaviateBaseError as exc:
+            raise self._error(action, exc) from exc
+
+    @property
+    def _collection(self) -> Any:
+        if self._client is None:
+            raise RetrievalError(f"{self.where}: the index is not connected (call connect())")
+        return self._client.collections.use(self.config.collection)
+
+    async def connect(self, *, ensure: bool = True) -> None:
+        """Connect; with `ensure`, create the collection or check it matches the embedder."""
+        c = self.config
+        timeout = Timeout(init=c.connect_timeout_s, query=c.query_timeout_s,
+                          insert=c.insert_timeout_s)
+        client = weaviate.use_async_with_custom(
+            **_endpoints(c),
+            additional_config=AdditionalConfig(timeout=timeout),
+            auth_credentials=Auth.api_key(c.api_key) if c.api_key else None,
+            skip_init_checks=True,
+        )
+        try:
+            await asyncio.wait_for(client.connect(), c.connect_timeout_s + 5)
+        except (WeaviateBaseError, TimeoutError, OSError) as exc:
+            await client.close()
+            raise RetrievalError(
+                f"Could not connect to {self.where} (gRPC {_endpoints(c)['grpc_host']}:"
+                f"{_endpoints(c)['grpc_port']}): {str(exc).splitlines()[0] if str(exc) else exc!r}"
+            ) from exc
+        self._client = client
+        if ensure:
+            await self._ensure_collection()
+
+    async def collection_exists(self) -> bool:
+        assert self._client is not None
+        return bool(await self._run("check the collection",
+                                    self._client.collections.exists(self.config.collection),
+                                    self.config.query_timeout_s))
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def _ensure_collection(self) -> None:
+        assert self._client is not None
+        name = self.config.collection
+        if not await self.collection_exists():
+            options = schema.collection_options(schema.describe(self.embedder, self.dimension))
+            await self._run("create the collection",
+                            self._client.collections.create(name, **options),
+                            self.config.insert_timeout_s)
+            log.info("created Weaviate collection %s for %s", name, self.embedder)
+            return
+        config = await self._run("read the collection", self._collection.config.get(),
+                                 self.config.query_timeout_s)
+        stored = schema.read_description(config.description)
+        if (stored.get("embedder"), stored.get("dimension")) != (self.embedder, self.dimension):
+            raise ConfigError(
+                f"Collection {name} holds vectors from {stored.get('embedder')} "
+                f"({stored.get('dimension')} dims), not {self.embedder} ({self.dimension}).",
+                user_message=f"The index '{name}' was built with a different embedder "
+                f"({stored.get('embedder')}, {stored.get('dimension')} dims) than the one "
+                f"configured ({self.embedder}, {self.dimension} dims): re-sync with "
+                "`sift sync --rebuild`.",
+            )
+
+    async def drop(self) -> None:
+        """Delete the whole collection (used to rebuild after an embedder change)."""
+        if self._client is None:
+            raise RetrievalError(f"{self.where}: the index is not connected")
+        await self._run("delete the collection",
+                        self._client.collections.delete(self.config.collection),
+                        self.config.insert_timeout_s)
+
+    async def is_ready(self) -> bool:
+        if self._client is None:
+            return False
+        try:
+            return bool(await asyncio.wait_for(self._client.is_ready(),
+                                               self.config.connect_timeout_s))
+        except (WeaviateBaseError, TimeoutError, OSError, TypeError):
+            return False
+
+    async def server_version(self) -> str:
+        assert self._client is not None
+        meta = await self._run("read its version", self._client.get_meta(),
+                               self.config.query_timeout_s)
+        return str(meta.get("version", ""))
+
+    async def upsert(self, chunks: Sequence[Chunk], vectors: Sequence[Vector]) -> int:
+        """Insert or replace chunks by their deterministic ids; raise if any object fails."""
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        written = 0
+        for start in range(0, len(chunks), INSERT_BATCH):
+            part = range(start, min(start + INSERT_BATCH, len(chunks)))
+            objects = [DataObject(properties=schema.to_properties(chunks[i]),
+                                  uuid=schema.object_uuid(chunks[i].chunk_id),
+                                  vector=list(vectors[i])) for i in part]
+            result = await self._run("write chunks", self._collection.data.insert_many(objects),
+                                     self.config.insert_timeout_s)
+            if result.errors:
+                first = sorted(result.errors.items())[:3]
+                detail = "; ".join(f"{chunks[start + i].chunk_id}: {e.message}" for i, e in first)
+                raise RetrievalError(
+                    f"{self.where} rejected {len(result.errors)} of {len(objects)} chunks: "
+                    f"{detail}")
+            written += len(objects)
+        return written
+
+    async def _delete_where(self, where: Any, action: str) -> int:
+        deleted = 0
+        while True:  # the server deletes at most QUERY_MAXIMUM_RESULTS objects per call
+            result = await self._run(action, self._collection.data.delete_many(where=where),
+                                     self.config.insert_timeout_s)
+            if result.failed:
+                raise RetrievalError(f"{self.where} failed to {action}: "
+                                     f"{result.failed} objects could not be deleted")
+            deleted += result.successful
+            if result.matches == 0 or result.successful == 0:
+                return deleted
+
+    async def delete_document(self, source: str, doc_id: str, keep_hash: str = "") -> int:
+        """Delete a document's chunks; with `keep_hash`, only those of other (older) versions."""
+        where = (Filter.by_property("source").equal(source)
+                 & Filter.by_property("doc_id").equal(doc_id))
+        if keep_hash:
+            where = where & Filter.by_property("content_hash").not_equal(keep_hash)
+        return await self._delete_where(where, f"delete chunks of {source}/{doc_id}")
+
+    async def delete_source(self, source: str) -> int:
+        return await self._delete_where(Filter.by_property("source").equal(source),
+                                        f"delete the chunks of source {source}")
+
+    async def list_documents(self, source: str) -> dict[str, set[str]]:
+        """doc_id -> content hashes present in the index for one source."""
+        found: dict[str, set[str]] = {}
+        try:
+            async for obj in self._collection.iterator(
+                return_properties=["source", "doc_id", "content_hash"], cache_size=1000
+            ):
+                props = obj.properties
+                if props.get("source") == source:
+                    found.setdefault(str(props["doc_id"]), set()).add(
+                        str(props.get("content_hash", "")))
+        except WeaviateBaseError as exc:
+            raise self._error("list documents", exc) from exc
+        return found
+
+    async def count(self, source: str | None = None) -> int:
+        where = Filter.by_property("source").equal(source) if source else None
+        result = await self._run(
+            "count objects", self._collection.aggregate.over_all(total_count=True, filters=where),
+            self.config.query_timeout_s)
+        return int(result.total_count or 0)
+
+    async def count_by_document(self, source: str) -> dict[str, int]:
+        result = await self._run(
+            "count chunks per document",
+            self._collection.aggregate.over_all(
+                filters=Filter.by_property("source").equal(source),
+                group_by=GroupByAggregate(prop="doc_id", limit=1_000_000), total_count=True),
+            self.config.query_timeout_s)
+        return {str(g.grouped_by.value): int(g.total_count or 0) for g in result.groups}
+
+    async def search(
+        self,
+        query: str,
+        vector: Vector | None,
+        *,
+        limit: int = 20,
+        alpha: float = 0.5,
+        diversity: Diversity | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """Hybrid search (relative-score fusion); alpha 0 is BM25 only, 1 is vectors only."""
+        if not await self.is_ready():  # gRPC would retry a dead server for a minute
+            raise RetrievalError(f"{self.where} is not reachable")
+        fetch = limit * 2 if diversity else limit  # MMR picks `limit` out of a wider pool
+        boost = f"^{self.config.title_boost:g}"
+        response = await self._run("search", self._collection.query.hybrid(
+            query=query,
+            vector=list(vector) if vector is not None else None,
+            alpha=alpha,
+            limit=fetch,
+            fusion_type=HybridFusion.RELATIVE_SCORE,
+            query_properties=[f"title{boost}", "section", "text", "tags"],
+            filters=build_filter(filters),
+            diversity_selection=(WeaviateDiversity.mmr(limit=limit, balance=diversity.balance)
+                                 if diversity else None),
+            return_metadata=MetadataQuery(score=True),
+            return_properties=schema.RETURNED,
+        ), self.config.query_timeout_s)
+        return [SearchHit(schema.from_properties(dict(o.properties)), float(o.metadata.score or 0))
+                for o in response.objects]

@@ -1,0 +1,35 @@
+"""Correlation ids: one per question or job, attached to every log line and error message."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import secrets
+
+_correlation_id: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="-")
+
+
+def new_correlation_id() -> str:
+    """Short, unguessable, easy to read aloud from a chat message to an operator."""
+    return secrets.token_hex(4)
+
+
+def current_correlation_id() -> str:
+    return _correlation_id.get()
+
+
+def bind_correlation_id(value: str) -> contextvars.Token[str]:
+    return _correlation_id.set(value)
+
+
+def reset_correlation_id(token: contextvars.Token[str]) -> None:
+    _correlation_id.reset(token)
+
+
+class CorrelationFilter(logging.Filter):
+    """Adds `record.correlation_id` so that formats can show it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "correlation_id"):
+            record.correlation_id = _correlation_id.get()
+        return True

@@ -1,0 +1,1 @@
+"""Keeps the index in step with the knowledge platform: connectors, chunking, embedding, upserts."""

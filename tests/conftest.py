@@ -1,0 +1,61 @@
+"""Shared fixtures: a throwaway real Weaviate server, the real embedder, fresh index collections."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.weaviate.install import cached_binary, find_binary
+from bot.weaviate.process import ManagedWeaviate, free_ports
+from rag.embed import LocalEmbedder
+from rag.index import IndexConfig, WeaviateIndex
+
+WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", "1.39.3")
+
+
+@pytest.fixture(scope="session")
+def weaviate_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedWeaviate]:
+    """A real Weaviate process on free loopback ports. A missing binary fails, never skips."""
+    explicit = os.environ.get("SIFT_WEAVIATE_BINARY")
+    binary = find_binary(WEAVIATE_VERSION, Path(explicit) if explicit else None)
+    if binary is None:
+        pytest.fail(
+            f"No Weaviate {WEAVIATE_VERSION} binary at {cached_binary(WEAVIATE_VERSION)} and "
+            "SIFT_WEAVIATE_BINARY is not set: run `sift weaviate install` (or `make install`).",
+            pytrace=False,
+        )
+    server = ManagedWeaviate(binary, tmp_path_factory.mktemp("weaviate"), free_ports())
+    server.start(timeout_s=120)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    """The real all-MiniLM-L6-v2 model, loaded once per session."""
+    return LocalEmbedder(batch_size=32)
+
+
+def index_config(server: ManagedWeaviate, collection: str) -> IndexConfig:
+    return IndexConfig(http_url=server.url, grpc_url=f"127.0.0.1:{server.ports.grpc}",
+                       api_key=server.api_key, collection=collection, query_timeout_s=20)
+
+
+def unique_collection(prefix: str = "Test") -> str:
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+async def weaviate_index(weaviate_server: ManagedWeaviate,
+                         embedder: LocalEmbedder) -> AsyncIterator[WeaviateIndex]:
+    """A connected index over a fresh collection, dropped afterwards."""
+    index = WeaviateIndex(index_config(weaviate_server, unique_collection()),
+                          embedder.name, embedder.dimension)
+    await index.connect()
+    yield index
+    await index.drop()
+    await index.close()
