@@ -1,0 +1,78 @@
+"""What the sync job needs from the index and from storage (satisfied structurally)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from rag.types import Chunk, Vector
+
+
+class ChunkIndex(Protocol):
+    """The writing side of the index (WeaviateIndex and the test MemoryIndex satisfy it)."""
+
+    async def upsert(self, chunks: Sequence[Chunk], vectors: Sequence[Vector]) -> int: ...
+
+    async def delete_document(self, source: str, doc_id: str, keep_hash: str = "") -> int: ...
+
+    async def delete_source(self, source: str) -> int: ...
+
+    async def list_documents(self, source: str) -> dict[str, set[str]]: ...
+
+
+class DocumentState(Protocol):
+    """What storage remembers of one synced document."""
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def chunk_count(self) -> int: ...
+
+    @property
+    def status(self) -> str: ...  # "ok" or "failed"
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    chunks_written: int = 0
+
+
+class SyncState(Protocol):
+    """Per-source document hashes and the `sync_runs` log. Blocking calls (run off the loop)."""
+
+    def documents(self, source: str) -> Mapping[str, DocumentState]: ...
+
+    def record_document(
+        self,
+        source: str,
+        doc_id: str,
+        *,
+        content_hash: str,
+        chunk_count: int,
+        updated_at: datetime | None,
+        status: str = "ok",
+        error: str = "",
+    ) -> None: ...
+
+    def forget_document(self, source: str, doc_id: str) -> None: ...
+
+    def start_run(self, source: str, *, full: bool) -> int: ...
+
+    def finish_run(
+        self, run_id: int, counts: RunCounts, errors: Sequence[str], *, status: str
+    ) -> None: ...
+
+    def last_success(self, source: str) -> datetime | None:
+        """Start time of the source's last successful run: the incremental checkpoint."""
+        ...
