@@ -8,9 +8,9 @@ from functools import cached_property
 from pathlib import Path
 
 from bot.settings import Settings, build_settings
-from bot.web import HealthCheck
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
+from bot.web import HealthCheck
 from rag.embed import LocalEmbedder, VoyageEmbedder
 from rag.errors import ConfigError
 from rag.index import IndexConfig, WeaviateIndex

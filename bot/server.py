@@ -1,4 +1,4 @@
-"""`sift serve`: starts Weaviate, the database, the web server and the sync scheduler; stops them."""
+"""`sift serve`: starts Weaviate, the database, the web server and the sync scheduler."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import signal
 from contextlib import AsyncExitStack
 
 from bot.app import App
-from bot.web import Health, build_web_app, start_site
+from bot.web import Health, HealthCheck, build_web_app, start_site
 from rag.index import WeaviateIndex
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ async def _start_weaviate(app: App, stack: AsyncExitStack) -> None:
     stack.callback(managed.stop)
 
 
-def _index_check(index: WeaviateIndex):  # type: ignore[no-untyped-def]
+def _index_check(index: WeaviateIndex) -> HealthCheck:
     async def check() -> Health:
         ok = await index.is_ready()
         return Health(ok, "" if ok else f"not reachable at {index.config.http_url}")

@@ -248,7 +248,7 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 def build_settings(config: Path | None = None) -> Settings:
-    """Validate settings from `config` (or SIFT_CONFIG) and the environment, or raise ConfigError."""
+    """Validate settings from `config` (or SIFT_CONFIG) and the environment; raise ConfigError."""
     named = config or os.environ.get("SIFT_CONFIG")
     path = Path(named) if named else None
     data = read_toml(path) if path else {}

@@ -21,7 +21,9 @@ class Health:
 HealthCheck = Callable[[], Awaitable[Health]]
 
 
-def _health_handler(checks: Mapping[str, HealthCheck], timeout_s: float) -> web.RequestHandler:
+def _health_handler(
+    checks: Mapping[str, HealthCheck], timeout_s: float
+) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def healthz(request: web.Request) -> web.Response:
         async def run(check: HealthCheck) -> Health:
             try:

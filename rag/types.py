@@ -119,9 +119,13 @@ class GradeSource(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Grade:
-    """How well one candidate answers the question: score in [0, 1] and a one-sentence reason."""
+    """How well one candidate answers the question: score in [0, 1] and a one-sentence reason.
 
-    score: float
+    A `fallback` grade (the grader failed) has no score: a failure is not a verdict of
+    irrelevance, so it must never be stored or treated as 0.
+    """
+
+    score: float | None
     reason: str
     source: GradeSource
     model: str = ""

@@ -23,7 +23,7 @@ Everything runs on embedded defaults; see the README for SIFT_* settings and sif
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:  # type: ignore[type-arg]
+def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     # Each command module adds its own subparser and sets `handler`; imports stay light
     # because heavy dependencies are imported inside the handlers.
     from bot.cli import ask, db, evaluate, report, serve, sync, weaviate

@@ -8,7 +8,7 @@ import asyncio
 from bot.app import App, load_settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "serve", help="run the bot: web server, Slack/Teams adapters and scheduled sync",
         description="Start the managed Weaviate (unless SIFT_WEAVIATE_URL is set), apply "

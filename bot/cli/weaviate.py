@@ -12,7 +12,7 @@ from bot.weaviate.install import cached_binary, install
 from rag.errors import ConfigError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "weaviate", help="install, start, stop or inspect the managed Weaviate server",
         description="Manage the Weaviate server that Sift runs on loopback when "
@@ -35,7 +35,7 @@ def _app(args: argparse.Namespace) -> App:
     return App(load_settings(args.config))
 
 
-def _managed(app: App):  # type: ignore[no-untyped-def]
+def _managed(app: App):
     managed = app.managed_weaviate
     if managed is None:
         raise ConfigError("SIFT_WEAVIATE_URL is set", user_message="SIFT_WEAVIATE_URL is set "

@@ -1,4 +1,4 @@
-"""Gets a Weaviate server binary: an explicit path or the cache, the release tarball, or a Go build."""
+"""Gets a Weaviate server binary: an explicit path or cache, the release tarball, a Go build."""
 
 from __future__ import annotations
 

@@ -177,7 +177,7 @@ class ManagedWeaviate:
             return "(no log)"
 
     def start(self, timeout_s: float = 90.0) -> int:
-        """Start the server (or adopt the one already running from this data dir); return its pid."""
+        """Start the server (or adopt the one running from this data dir); return its pid."""
         pid = self._recorded_pid()
         if pid is not None and is_ready(self.ports.http):
             return pid

@@ -1,0 +1,116 @@
+"""Answers from the selected excerpts only: Claude with checked citations, or quoted excerpts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rag import messages, prompts
+from rag.citations import has_uncited_claims, renumber
+from rag.ports import LLM, LLMRequest
+from rag.types import Candidate, Citation, Turn, Usage
+
+NO_ANSWER_TOKEN = "NO_ANSWER"
+EXCERPT_CHARS = 700
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str
+    citations: tuple[Citation, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    no_answer: bool = False
+    extractive: bool = False
+    uncited_claims: bool = False
+
+
+def citation_for(n: int, candidate: Candidate) -> Citation:
+    c = candidate.chunk
+    return Citation(n=n, doc_id=c.doc_id, title=c.title, url=c.url, chunk_id=c.chunk_id)
+
+
+def excerpt_block(n: int, candidate: Candidate) -> str:
+    c = candidate.chunk
+    body = c.text.replace("</excerpt>", "</ excerpt>")
+    head = f'<excerpt n="{n}" title="{c.title}"' + (f' section="{c.section}"' if c.section else "")
+    return f"{head}>\n{body}\n</excerpt>"
+
+
+def _history_text(history: Sequence[Turn]) -> str:
+    if not history:
+        return ""
+    lines = [f"{t.role}: {t.text}" for t in history[-6:]]
+    return "Earlier in this conversation (context only):\n" + "\n".join(lines) + "\n\n"
+
+
+class LLMGenerator:
+    """The answer model writes from numbered excerpts; the post-check keeps citations honest."""
+
+    def __init__(self, llm: LLM, model: str, max_tokens: int, cache_min_tokens: int = 1024,
+                 timeout_s: float | None = None) -> None:
+        self._llm = llm
+        self._model = model
+        self._max_tokens = max_tokens
+        self._cache_min_chars = cache_min_tokens * 4
+        self._timeout_s = timeout_s
+
+    async def generate(self, question: str, selected: Sequence[Candidate],
+                       history: Sequence[Turn] = ()) -> Draft:
+        excerpts = "\n\n".join(excerpt_block(i, c) for i, c in enumerate(selected, start=1))
+        system = prompts.load("answer")
+        request = LLMRequest(
+            model=self._model, system=system, max_tokens=self._max_tokens,
+            messages=(("user", f"{_history_text(history)}Excerpts:\n\n{excerpts}\n\n"
+                               f"Question: {question}"),),
+            timeout_s=self._timeout_s,
+            cache_system=len(system) >= self._cache_min_chars, purpose="answer")
+        response = await self._llm.complete(request)
+        text = response.text.strip()
+        if not text or text.startswith(NO_ANSWER_TOKEN):
+            return Draft("", usage=response.usage, model=response.model, no_answer=True)
+        checked = renumber(text, len(selected))
+        citations = tuple(citation_for(new, selected[old - 1])
+                          for new, old in enumerate(checked.sources, start=1))
+        return Draft(checked.text, citations, response.usage, response.model,
+                     uncited_claims=has_uncited_claims(checked.text, checked.sources))
+
+
+def _trim(text: str, limit: int = EXCERPT_CHARS) -> str:
+    if len(text) <= limit:
+        return text.strip()
+    cut = text[:limit]
+    ends = [m.start() for m in _SENTENCE_END.finditer(cut)]
+    return (cut[: ends[-1]] if ends and ends[-1] > limit // 2 else cut).strip() + " …"
+
+
+class ExtractiveGenerator:
+    """Without an LLM: the best passages, quoted verbatim with their citations."""
+
+    def __init__(self, passages: int = 3, note: str = messages.EXTRACTIVE_LABEL) -> None:
+        self._passages = passages
+        self._note = note
+
+    async def generate(self, question: str, selected: Sequence[Candidate],
+                       history: Sequence[Turn] = ()) -> Draft:
+        chosen = list(selected[: self._passages])
+        if not chosen:
+            return Draft("", no_answer=True, extractive=True)
+        parts = [self._note]
+        for n, candidate in enumerate(chosen, start=1):
+            c = candidate.chunk
+            where = f"{c.title} — {c.section}" if c.section and c.section != c.title else c.title
+            quoted = "\n".join(f"> {line}" if line else ">" for line in _trim(c.text).splitlines())
+            parts.append(f"**{where}** [{n}]\n{quoted}")
+        citations = tuple(citation_for(n, c) for n, c in enumerate(chosen, start=1))
+        return Draft("\n\n".join(parts), citations, extractive=True)
+
+
+def suggestions(candidates: Sequence[Candidate], limit: int = 3) -> tuple[Citation, ...]:
+    """The closest distinct documents, for "you may want to look at"."""
+    seen: dict[str, Candidate] = {}
+    for candidate in sorted(candidates, key=lambda c: c.rank):
+        seen.setdefault(candidate.chunk.doc_id, candidate)
+    return tuple(citation_for(n, c) for n, c in enumerate(list(seen.values())[:limit], start=1))

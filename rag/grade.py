@@ -1,0 +1,204 @@
+"""Grading with Claude: does each candidate actually answer the question? Score plus reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rag import prompts
+from rag.config import GradingConfig
+from rag.llm import LLMError
+from rag.ports import LLM, LLMRequest
+from rag.types import Candidate, Grade, GradeSource, Usage
+
+log = logging.getLogger(__name__)
+
+GRADE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+    "required": ["score", "reason"],
+    "additionalProperties": False,
+}
+BATCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"grades": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "score": {"type": "number"},
+                       "reason": {"type": "string"}},
+        "required": ["id", "score", "reason"],
+        "additionalProperties": False,
+    }}},
+    "required": ["grades"],
+    "additionalProperties": False,
+}
+MAX_REASON_CHARS = 300
+
+
+class GradeParseError(ValueError):
+    """The grader's output was not the JSON it was asked for."""
+
+
+@dataclass
+class GradingResult:
+    grades: dict[str, Grade] = field(default_factory=dict)  # by chunk_id
+    usage: Usage = field(default_factory=Usage)
+    failures: int = 0  # candidates whose grading failed (they carry fallback grades)
+
+
+class Grader(Protocol):
+    async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult: ...
+
+
+def _score_and_reason(item: Any) -> tuple[float, str]:
+    if not isinstance(item, dict):
+        raise GradeParseError(f"expected an object, got {type(item).__name__}")
+    score, reason = item.get("score"), item.get("reason")
+    if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
+        raise GradeParseError(f"score is not a number: {score!r}")
+    if not isinstance(reason, str) or not reason.strip():
+        raise GradeParseError("reason is missing")
+    return min(1.0, max(0.0, float(score))), " ".join(reason.split())[:MAX_REASON_CHARS]
+
+
+def parse_grade(text: str) -> tuple[float, str]:
+    """Parse `{"score": x, "reason": "..."}`; scores outside [0, 1] are clamped."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise GradeParseError(f"not JSON: {text[:80]!r}") from exc
+    return _score_and_reason(data)
+
+
+def parse_batch(text: str, ids: Sequence[str]) -> dict[str, tuple[float, str]]:
+    """Parse a batch reply; entries for unknown ids are ignored, missing ids are simply absent."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise GradeParseError(f"not JSON: {text[:80]!r}") from exc
+    items = data.get("grades") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise GradeParseError("no 'grades' list")
+    wanted, parsed = set(ids), {}
+    for item in items:
+        key = str(item.get("id", "")) if isinstance(item, dict) else ""
+        if key in wanted and key not in parsed:
+            try:
+                parsed[key] = _score_and_reason(item)
+            except GradeParseError:
+                continue  # one bad entry costs only its own grade
+    return parsed
+
+
+def document_block(candidate: Candidate, ident: str = "") -> str:
+    """The candidate as untrusted data, with the metadata the grader judges context by."""
+    c = candidate.chunk
+    attrs = f' id="{ident}"' if ident else ""
+    meta = [f"title: {c.title}", f"type: {c.doc_type or 'unknown'}"]
+    if c.section:
+        meta.append(f"section: {c.section}")
+    if c.tags:
+        meta.append("tags: " + ", ".join(c.tags))
+    body = c.text.replace("</document>", "</ document>")  # keep the wrapper unbreakable
+    return f"<document{attrs} untrusted=\"true\">\n" + "\n".join(meta) + f"\n\n{body}\n</document>"
+
+
+def fallback(reason: str) -> Grade:
+    return Grade(score=None, reason=reason, source=GradeSource.FALLBACK)
+
+
+class LLMGrader:
+    """Grades candidates with the fast model, pointwise (one call each) or in batches."""
+
+    def __init__(self, llm: LLM, model: str, config: GradingConfig,
+                 cache_min_tokens: int = 1024) -> None:
+        self._llm = llm
+        self._model = model
+        self._config = config
+        self._cache_min_chars = cache_min_tokens * 4  # ~4 characters per token
+
+    async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult:
+        result = GradingResult()
+        deadline = time.monotonic() + self._config.deadline_s
+        waves = self._waves(candidates)
+        for number, wave in enumerate(waves):
+            await self._grade_wave(question, wave, result, deadline)
+            if self._enough(result) and number + 1 < len(waves):
+                log.info("early stop after %d of %d candidates", len(result.grades),
+                         len(candidates))
+                break
+        return result
+
+    def _waves(self, candidates: Sequence[Candidate]) -> list[Sequence[Candidate]]:
+        if not self._config.early_stop:
+            return [candidates]
+        size = self._config.early_stop_wave
+        return [candidates[i:i + size] for i in range(0, len(candidates), size)]
+
+    def _enough(self, result: GradingResult) -> bool:
+        if not self._config.early_stop:
+            return False
+        strong = [g for g in result.grades.values()
+                  if g.score is not None and g.score >= self._config.early_stop_score]
+        return len(strong) >= self._config.early_stop_enough
+
+    async def _grade_wave(self, question: str, wave: Sequence[Candidate],
+                          result: GradingResult, deadline: float) -> None:
+        groups: list[Sequence[Candidate]] = (
+            [wave[i:i + self._config.batch_size] for i in range(0, len(wave),
+                                                                self._config.batch_size)]
+            if self._config.strategy == "batched" else [[c] for c in wave])
+        gate = asyncio.Semaphore(self._config.concurrency)
+
+        async def run(group: Sequence[Candidate]) -> None:
+            async with gate:
+                await self._grade_group(question, group, result)
+
+        tasks = [asyncio.create_task(run(g)) for g in groups]
+        remaining = max(0.0, deadline - time.monotonic())
+        _, pending = await asyncio.wait(tasks, timeout=remaining)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+            log.warning("grading deadline (%.1fs) passed with %d call(s) unfinished",
+                        self._config.deadline_s, len(pending))
+        for candidate in wave:
+            if candidate.chunk.chunk_id not in result.grades:
+                result.grades[candidate.chunk.chunk_id] = fallback("not graded before deadline")
+                result.failures += 1
+
+    async def _grade_group(self, question: str, group: Sequence[Candidate],
+                           result: GradingResult) -> None:
+        batched = self._config.strategy == "batched"
+        ids = [f"c{c.rank}" for c in group]
+        docs = "\n\n".join(document_block(c, i if batched else "")
+                           for c, i in zip(group, ids, strict=True))
+        system = prompts.load("grade_batch" if batched else "grade")
+        request = LLMRequest(
+            model=self._model, system=system, max_tokens=200 * len(group) + 100,
+            messages=(("user", f"Question: {question}\n\n{docs}"),),
+            json_schema=BATCH_SCHEMA if batched else GRADE_SCHEMA,
+            timeout_s=self._config.call_timeout_s,
+            cache_system=len(system) + len(question) >= self._cache_min_chars, purpose="grade")
+        try:
+            response = await self._llm.complete(request)
+            result.usage += response.usage
+            parsed = (parse_batch(response.text, ids) if batched
+                      else {ids[0]: parse_grade(response.text)})
+        except (LLMError, GradeParseError) as exc:
+            log.warning("grading %d candidate(s) failed: %s", len(group), exc)
+            parsed = {}
+        for candidate, ident in zip(group, ids, strict=True):
+            if ident in parsed:
+                score, reason = parsed[ident]
+                result.grades[candidate.chunk.chunk_id] = Grade(score, reason, GradeSource.LLM,
+                                                                self._model)
+            else:
+                result.grades[candidate.chunk.chunk_id] = fallback("grader unavailable")
+                result.failures += 1

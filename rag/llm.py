@@ -1,0 +1,143 @@
+"""Claude through AsyncAnthropic, with one bounded retry loop that honours Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from typing import Any
+
+import anthropic
+
+from rag.errors import SiftError
+from rag.ports import LLMRequest, LLMResponse
+from rag.types import Usage
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 8.0
+# Some 429s can never succeed by waiting (an exhausted spend limit), whatever the status says.
+_HOPELESS_CODES = {"enforced_spend_limit_reached"}
+
+
+class LLMError(SiftError):
+    """A Messages call failed. `retryable` says whether waiting could have helped."""
+
+    user_message = "The language model is unavailable right now."
+
+    def __init__(self, cause: str, *, kind: str, retryable: bool) -> None:
+        super().__init__(cause)
+        self.kind = kind
+        self.retryable = retryable
+
+
+def _retry_after(exc: anthropic.APIStatusError) -> float | None:
+    headers = exc.response.headers
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                continue
+    return None
+
+
+def classify(exc: Exception) -> LLMError:
+    """Map an SDK exception to an LLMError that says whether a retry makes sense."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return LLMError(f"timed out: {exc}", kind="timeout", retryable=True)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return LLMError(f"connection failed: {exc}", kind="connection", retryable=True)
+    if isinstance(exc, anthropic.APIStatusError):
+        status, code = exc.status_code, getattr(exc, "error_code", None)
+        detail = f"HTTP {status} {getattr(exc, 'type', '') or ''}: " \
+                 f"{getattr(exc, 'api_message', '') or exc}"
+        if code in _HOPELESS_CODES:
+            return LLMError(detail, kind="spend_limit", retryable=False)
+        if status in (401, 403):
+            return LLMError(detail, kind="auth", retryable=False)
+        if status == 429:
+            return LLMError(detail, kind="rate_limit", retryable=True)
+        if status == 529:
+            return LLMError(detail, kind="overloaded", retryable=True)
+        if status >= 500 or status in (408, 409):
+            return LLMError(detail, kind="server", retryable=True)
+        return LLMError(detail, kind="bad_request", retryable=False)
+    return LLMError(f"{type(exc).__name__}: {exc}", kind="unexpected", retryable=False)
+
+
+def _usage(raw: Any) -> Usage:
+    return Usage(
+        input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
+        cache_read_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+        cache_write_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
+        calls=1,
+    )
+
+
+class AnthropicLLM:
+    """The `LLM` port over the Messages API. SDK retries are off: this class owns the retries,
+    so that a deadline bounds the whole call and hopeless errors are never retried."""
+
+    def __init__(self, *, api_key: str, base_url: str = "", max_retries: int = 2,
+                 timeout_s: float = 30.0) -> None:
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url or None, max_retries=0, timeout=timeout_s
+        )
+        self._max_retries = max_retries
+        self._timeout_s = timeout_s
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _body(self, request: LLMRequest) -> dict[str, Any]:
+        system: dict[str, Any] = {"type": "text", "text": request.system}
+        if request.cache_system:
+            system["cache_control"] = {"type": "ephemeral"}
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "system": [system],
+            "messages": [{"role": role, "content": text} for role, text in request.messages],
+        }
+        if request.json_schema is not None:
+            body["output_config"] = {"format": {"type": "json_schema",
+                                                "schema": dict(request.json_schema)}}
+        return body
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        timeout = request.timeout_s or self._timeout_s
+        deadline = time.monotonic() + timeout
+        body = self._body(request)
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                message = await self._client.messages.create(**body, timeout=max(remaining, 0.1))
+            except Exception as exc:  # the SDK's hierarchy is mapped in one place: classify()
+                error = classify(exc)
+                wait = self._backoff(exc, attempt)
+                if not error.retryable or attempt >= self._max_retries or \
+                        time.monotonic() + wait >= deadline:
+                    log.warning("%s call to %s failed after %d attempt(s): %s",
+                                request.purpose or "LLM", request.model, attempt + 1, error)
+                    raise error from exc
+                attempt += 1
+                log.info("%s call: %s; retry %d in %.2fs", request.purpose or "LLM",
+                         error.kind, attempt, wait)
+                await asyncio.sleep(wait)
+                continue
+            text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+            return LLMResponse(text=text, model=message.model, usage=_usage(message.usage),
+                               stop_reason=str(message.stop_reason or ""))
+
+    @staticmethod
+    def _backoff(exc: Exception, attempt: int) -> float:
+        if isinstance(exc, anthropic.APIStatusError):
+            hinted = _retry_after(exc)
+            if hinted is not None:
+                return min(hinted, 60.0)
+        return min(0.5 * 2**attempt, MAX_BACKOFF_S) * (1 - 0.25 * random.random())

@@ -1,0 +1,37 @@
+"""Every sentence Sift says to a person, in one place, so that tone and wording stay consistent."""
+
+from __future__ import annotations
+
+NO_ANSWER = "I couldn't find an answer to that in the knowledge base."
+NO_ANSWER_SUGGESTIONS = "You may want to look at:"
+DEGRADED_NOTE = "Note: I couldn't fully check these sources, so treat this answer with care."
+EXTRACTIVE_LABEL = "Here are the most relevant excerpts I found (quoted, not summarised):"
+LLM_DOWN_NOTE = (
+    "The language model is unavailable right now, so these are the closest excerpts, unchecked."
+)
+UNCITED_NOTE = "Note: parts of this answer are not backed by a cited source."
+GREETING_REPLY = (
+    "Hi! Ask me anything about our processes, policies or systems and I'll answer from the "
+    "knowledge base, with sources."
+)
+THANKS_REPLY = "You're welcome! Ask me anytime."
+ABOUT_BOT_REPLY = (
+    "I'm Sift. I search the company knowledge base, read every result to check that it really "
+    "answers your question, and reply only from what passed, citing my sources. React with 👍 "
+    "or 👎 on an answer to tell me how I did."
+)
+EMPTY_QUESTION = "Please ask a question; I didn't find one in your message."
+TOO_LONG = "That message is too long for me ({length} characters; the limit is {limit})."
+QUOTA_EXCEEDED = (
+    "You've asked {limit} questions in the last minute; please wait a moment before asking more."
+)
+INTERNAL_ERROR = "Something went wrong on my side."
+ERROR_REFERENCE = "{message} (reference: {correlation_id})"
+FEEDBACK_THANKS = "Thanks for the feedback!"
+DOWNVOTE_PROMPT = "Thanks. What was missing or wrong? Reply in this thread and I'll pass it on."
+COMMENT_THANKS = "Thanks, I've noted that for the knowledge team."
+UNKNOWN_ANSWER_FEEDBACK = "I couldn't find the answer this feedback is about."
+
+
+def with_reference(message: str, correlation_id: str) -> str:
+    return ERROR_REFERENCE.format(message=message, correlation_id=correlation_id)

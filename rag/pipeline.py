@@ -1,0 +1,179 @@
+"""The question pipeline: understand -> retrieve -> grade -> select -> generate -> record."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from rag import messages
+from rag.config import PipelineConfig
+from rag.errors import SiftError
+from rag.generate import Draft, ExtractiveGenerator, suggestions
+from rag.grade import Grader
+from rag.llm import LLMError
+from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
+from rag.ports import InteractionRecorder
+from rag.retrieve import Retriever
+from rag.select import select, selected_in_order
+from rag.types import (
+    Answer,
+    AnswerStatus,
+    Candidate,
+    Intent,
+    Mode,
+    Question,
+    SearchFilters,
+    Turn,
+    Usage,
+)
+from rag.understand import Understander
+
+log = logging.getLogger(__name__)
+
+
+class Generator(Protocol):
+    async def generate(self, question: str, selected: Sequence[Candidate],
+                       history: Sequence[Turn] = ()) -> Draft: ...
+
+
+@dataclass
+class _Run:
+    """Per-question bookkeeping: stage timings, token usage and model ids."""
+
+    started: float
+    timings: dict[str, float]
+    usage: dict[str, Usage]
+    models: dict[str, str]
+
+    def lap(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings[stage] = round((now - since) * 1000, 2)
+        return now
+
+
+@dataclass(frozen=True)
+class Stages:
+    understander: Understander
+    retriever: Retriever
+    fast_grader: Grader
+    accurate_grader: Grader | None  # None: no LLM configured
+    generator: Generator | None  # None: no LLM configured
+    extractive: ExtractiveGenerator
+    fallback_extractive: ExtractiveGenerator  # when the answer model fails mid-question
+
+
+class Pipeline:
+    def __init__(self, stages: Stages, config: PipelineConfig,
+                 recorder: InteractionRecorder | None = None) -> None:
+        self._s = stages
+        self._config = config
+        self._recorder = recorder
+
+    def resolve_mode(self, question: Question) -> Mode:
+        if self._s.accurate_grader is None:
+            return Mode.FAST
+        if question.mode is not None:
+            return question.mode
+        if self._config.fast_share and random.random() < self._config.fast_share:
+            return Mode.FAST
+        return Mode(self._config.default_mode)
+
+    async def answer(self, question: Question) -> Answer:
+        """Answer one question; failures become an `error` answer, never an exception."""
+        question = replace(question, correlation_id=question.correlation_id or
+                           new_correlation_id())
+        token = bind_correlation_id(question.correlation_id)
+        try:
+            answer = await self._answer(question)
+            return await self._record(answer)
+        finally:
+            reset_correlation_id(token)
+
+    async def _answer(self, question: Question) -> Answer:
+        mode = self.resolve_mode(question)
+        run = _Run(time.perf_counter(), {}, {}, {})
+        try:
+            answer = await self._stages(question, mode, run)
+        except SiftError as exc:
+            log.error("question failed: %s", exc)
+            answer = Answer(exc.user_message, AnswerStatus.ERROR, question, mode=mode)
+        except Exception:
+            log.exception("question failed unexpectedly")
+            answer = Answer(messages.INTERNAL_ERROR, AnswerStatus.ERROR, question, mode=mode)
+        run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
+        return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models)
+
+    async def _stages(self, question: Question, mode: Mode, run: _Run) -> Answer:
+        s = self._s
+        use_llm = mode is Mode.ACCURATE or bool(question.history)
+        mark = time.perf_counter()
+        understood, usage = await s.understander.understand(question, use_llm)
+        mark = run.lap("understand", mark)
+        if usage.calls:
+            run.usage["understand"] = usage
+            run.models["understand"] = self._config.models.fast_model
+        if understood.intent is not Intent.KNOWLEDGE:
+            return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
+                          search_query="", mode=mode)
+
+        filters = SearchFilters(access=question.context.access_groups or None)
+        candidates = await s.retriever.retrieve(understood.search_phrases, filters)
+        mark = run.lap("retrieve", mark)
+
+        grader = s.accurate_grader if mode is Mode.ACCURATE and s.accurate_grader else s.fast_grader
+        graded = await grader.grade(understood.standalone, candidates)
+        candidates = [replace(c, grade=graded.grades.get(c.chunk.chunk_id)) for c in candidates]
+        mark = run.lap("grade", mark)
+        if graded.usage.calls:
+            run.usage["grade"] = graded.usage
+            run.models["grade"] = self._config.models.fast_model
+
+        candidates = select(candidates, self._config.selection)
+        chosen = selected_in_order(candidates)
+        mark = run.lap("select", mark)
+        base = Answer("", AnswerStatus.NO_ANSWER, question, understood.standalone, mode,
+                      candidates=tuple(candidates))
+        if not chosen:
+            return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
+
+        draft, generation_failed = await self._generate(understood.standalone, chosen, question)
+        run.lap("generate", mark)
+        if draft.usage.calls:
+            run.usage["generate"] = draft.usage
+            run.models["generate"] = draft.model or self._config.models.answer_model
+        if draft.no_answer:
+            return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
+        cited = {c.chunk_id for c in draft.citations}
+        degraded = graded.failures > 0 or generation_failed
+        return replace(
+            base, text=draft.text, citations=draft.citations,
+            status=AnswerStatus.DEGRADED if degraded else AnswerStatus.ANSWERED,
+            candidates=tuple(replace(c, cited=c.chunk.chunk_id in cited) for c in candidates),
+            extractive=draft.extractive, uncited_claims=draft.uncited_claims)
+
+    async def _generate(self, standalone: str, chosen: Sequence[Candidate],
+                        question: Question) -> tuple[Draft, bool]:
+        if self._s.generator is None:
+            return await self._s.extractive.generate(standalone, chosen), False
+        try:
+            return await self._s.generator.generate(standalone, chosen, question.history), False
+        except LLMError as exc:
+            # The excerpts are still worth showing; the answer says plainly what happened.
+            log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)
+            return await self._s.fallback_extractive.generate(standalone, chosen), True
+
+    async def _record(self, answer: Answer) -> Answer:
+        if self._recorder is None:
+            return answer
+        try:
+            interaction_id = await asyncio.to_thread(self._recorder.record, answer)
+        except Exception:
+            # The person still gets the answer; the log keeps the cause for the operator.
+            log.exception("could not record the interaction")
+            return answer
+        return replace(answer, interaction_id=interaction_id)

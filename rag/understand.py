@@ -1,0 +1,82 @@
+"""Understanding a message: standalone rewrite of follow-ups, search phrases, and its intent."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from rag import messages, prompts
+from rag.llm import LLMError
+from rag.ports import LLM, LLMRequest
+from rag.types import Intent, Question, Understanding, Usage
+
+log = logging.getLogger(__name__)
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "intent": {"type": "string", "enum": [i.value for i in Intent]},
+        "standalone_question": {"type": "string"},
+        "search_phrases": {"type": "array", "items": {"type": "string"}},
+        "reply": {"type": "string"},
+    },
+    "required": ["intent", "standalone_question", "search_phrases", "reply"],
+    "additionalProperties": False,
+}
+# Bare greetings and thanks are answered without an LLM or a search, whatever the mode.
+_GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|good (morning|afternoon|evening)|yo)\b[\s!.,]*$",
+                       re.IGNORECASE)
+_THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers)\b[\s\w!.,]{0,20}$", re.IGNORECASE)
+
+
+def passthrough(question: Question) -> Understanding:
+    return Understanding(standalone=question.text, search_phrases=(question.text,))
+
+
+def rule_based(question: Question) -> Understanding | None:
+    if _GREETING.match(question.text):
+        return Understanding(question.text, (), Intent.SMALL_TALK, messages.GREETING_REPLY)
+    if _THANKS.match(question.text):
+        return Understanding(question.text, (), Intent.SMALL_TALK, messages.THANKS_REPLY)
+    return None
+
+
+def parse_understanding(text: str, question: Question) -> Understanding:
+    """Validate the analyst's JSON; anything unusable falls back to the question as asked."""
+    data = json.loads(text)
+    intent = Intent(data["intent"])
+    standalone = str(data.get("standalone_question") or "").strip() or question.text
+    phrases = tuple(p.strip() for p in data.get("search_phrases") or [] if str(p).strip())[:3]
+    reply = str(data.get("reply") or "").strip()
+    if intent is not Intent.KNOWLEDGE and not reply:
+        reply = messages.ABOUT_BOT_REPLY if intent is Intent.ABOUT_BOT else messages.GREETING_REPLY
+    return Understanding(standalone, phrases or (standalone,), intent, reply)
+
+
+class Understander:
+    def __init__(self, llm: LLM | None, model: str, timeout_s: float = 10.0) -> None:
+        self._llm = llm
+        self._model = model
+        self._timeout_s = timeout_s
+
+    async def understand(self, question: Question, use_llm: bool) -> tuple[Understanding, Usage]:
+        quick = rule_based(question)
+        if quick is not None:
+            return quick, Usage()
+        if self._llm is None or not use_llm:
+            return passthrough(question), Usage()
+        history = "\n".join(f"{t.role}: {t.text}" for t in question.history[-10:])
+        content = (f"Conversation so far:\n{history}\n\n" if history else "") + \
+            f"Message: {question.text}"
+        request = LLMRequest(model=self._model, system=prompts.load("understand"),
+                             messages=(("user", content),), max_tokens=400, json_schema=SCHEMA,
+                             timeout_s=self._timeout_s, purpose="understand")
+        try:
+            response = await self._llm.complete(request)
+            return parse_understanding(response.text, question), response.usage
+        except (LLMError, ValueError, KeyError, TypeError) as exc:
+            # Understanding only sharpens the search; without it the question still gets one.
+            log.warning("understanding failed, searching with the question as asked: %s", exc)
+            return passthrough(question), Usage()

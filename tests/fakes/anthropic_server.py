@@ -1,0 +1,165 @@
+"""A local fake of the Anthropic Messages API: real HTTP, scripted replies, recorded requests."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.http import LocalServer
+
+_WORDS = re.compile(r"[a-z0-9]{3,}")
+_DOC = re.compile(r"<document(?: id=\"(?P<id>[^\"]+)\")?[^>]*>\n(?P<body>.*?)</document>", re.S)
+_QUESTION = re.compile(r"Question: (?P<q>.*?)\n\n<document", re.S)
+_KINDS = (("relevance grader (batch)", "grade_batch"), ("relevance grader", "grade"),
+          ("answer writer", "answer"), ("question analyst", "understand"))
+
+
+@dataclass
+class Reply:
+    """A scripted response; `kind` limits it to one kind of call (grade, answer, understand)."""
+
+    status: int = 200
+    json_body: Any = None
+    raw: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    kind: str = "any"
+
+
+def error(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message},
+            "request_id": "req_fake"}
+
+
+def overloaded(kind: str = "any") -> Reply:
+    return Reply(529, error("overloaded_error", "Overloaded"), kind=kind)
+
+
+def rate_limited(retry_after_s: float, kind: str = "any") -> Reply:
+    return Reply(429, error("rate_limit_error", "Number of requests has exceeded your "
+                            "per-minute rate limit"),
+                 headers={"retry-after": f"{retry_after_s:g}"}, kind=kind)
+
+
+def text_reply(text: str, kind: str = "any", delay_s: float = 0.0) -> Reply:
+    return Reply(200, None, text, delay_s=delay_s, kind=kind)
+
+
+@dataclass
+class Recorded:
+    kind: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    started: float
+    finished: float = 0.0
+
+
+def overlap_grade(question: str, document: str) -> tuple[float, str]:
+    asked = set(_WORDS.findall(question.lower()))
+    found = asked & set(_WORDS.findall(document.lower()))
+    score = round(len(found) / len(asked), 2) if asked else 0.0
+    return score, f"Shares {len(found)} of {len(asked)} question terms."
+
+
+def cite_first_two(question: str, excerpts: int) -> str:
+    if excerpts >= 2:
+        return "Follow the documented procedure [1]. Confirm the result afterwards [2]."
+    return "Follow the documented procedure [1]."
+
+
+class FakeAnthropic(LocalServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[Recorded] = []
+        self.script: deque[Reply] = deque()
+        self.latency_s: dict[str, float] = {}
+        self.grade_rule: Callable[[str, str], tuple[float, str]] = overlap_grade
+        self.answer_rule: Callable[[str, int], str] = cite_first_two
+        self.understanding: dict[str, Any] | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._ids = itertools.count(1)
+        self._cached_prefixes: set[str] = set()
+        self.app.router.add_post("/v1/messages", self._messages)
+
+    def calls(self, kind: str) -> list[Recorded]:
+        return [r for r in self.requests if r.kind == kind]
+
+    def _take(self, kind: str) -> Reply | None:
+        for reply in list(self.script):
+            if reply.kind in ("any", kind):
+                self.script.remove(reply)
+                return reply
+        return None
+
+    async def _messages(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        system = "".join(b.get("text", "") for b in body.get("system", []))
+        kind = next((k for marker, k in _KINDS if marker in system.splitlines()[0]), "other")
+        record = Recorded(kind, body, dict(request.headers), time.monotonic())
+        self.requests.append(record)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            scripted = self._take(kind)
+            await asyncio.sleep(scripted.delay_s if scripted else self.latency_s.get(kind, 0.0))
+            if scripted is not None and (scripted.status != 200 or scripted.json_body):
+                return web.json_response(scripted.json_body, status=scripted.status,
+                                         headers={"request-id": "req_fake", **scripted.headers})
+            text = scripted.raw if scripted is not None and scripted.raw is not None \
+                else self._default(kind, body)
+            return web.json_response(self._message(body, system, text),
+                                     headers={"request-id": "req_fake"})
+        finally:
+            self.in_flight -= 1
+            record.finished = time.monotonic()
+
+    def _default(self, kind: str, body: dict[str, Any]) -> str:
+        content = body["messages"][-1]["content"]
+        if kind in ("grade", "grade_batch"):
+            question = _QUESTION.search(content)
+            q = question.group("q") if question else ""
+            docs = list(_DOC.finditer(content))
+            if kind == "grade":
+                score, reason = self.grade_rule(q, docs[0].group("body"))
+                return json.dumps({"score": score, "reason": reason})
+            grades = [dict(zip(("score", "reason"), self.grade_rule(q, d.group("body")),
+                               strict=True), id=d.group("id")) for d in docs]
+            return json.dumps({"grades": grades})
+        if kind == "answer":
+            question = content.rsplit("Question: ", 1)[-1]
+            return self.answer_rule(question, content.count("<excerpt n="))
+        if kind == "understand":
+            message = content.rsplit("Message: ", 1)[-1]
+            return json.dumps(self.understanding or {
+                "intent": "knowledge", "standalone_question": message,
+                "search_phrases": [message], "reply": ""})
+        return "ok"
+
+    def _message(self, body: dict[str, Any], system: str, text: str) -> dict[str, Any]:
+        cacheable = any("cache_control" in b for b in body.get("system", []))
+        prefix_tokens = len(system) // 4
+        cache_read = cache_write = 0
+        if cacheable:
+            cache_read, cache_write = ((prefix_tokens, 0) if system in self._cached_prefixes
+                                       else (0, prefix_tokens))
+            self._cached_prefixes.add(system)
+        total_in = len(json.dumps(body)) // 4
+        return {
+            "id": f"msg_fake{next(self._ids):05d}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": max(1, total_in - cache_read - cache_write),
+                      "output_tokens": max(1, len(text) // 4),
+                      "cache_creation_input_tokens": cache_write,
+                      "cache_read_input_tokens": cache_read, "service_tier": "standard"},
+        }

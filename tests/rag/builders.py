@@ -1,0 +1,55 @@
+"""Builds pipelines from parts for rag tests (bot/app.py does the same from settings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag.config import GradingConfig, ModelConfig, PipelineConfig, RetrievalConfig
+from rag.generate import ExtractiveGenerator, LLMGenerator
+from rag.grade import LLMGrader
+from rag.grade_cache import CachedGrader
+from rag.heuristic import HeuristicGrader
+from rag.llm import AnthropicLLM
+from rag.messages import LLM_DOWN_NOTE
+from rag.pipeline import Pipeline, Stages
+from rag.ports import GradeCache, InteractionRecorder
+from rag.retrieve import Retriever
+from rag.types import Chunk
+from rag.understand import Understander
+
+
+def make_llm(base_url: str, *, max_retries: int = 2, timeout_s: float = 10.0) -> AnthropicLLM:
+    return AnthropicLLM(api_key="sk-test-key", base_url=base_url, max_retries=max_retries,
+                        timeout_s=timeout_s)
+
+
+def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
+                  grading: GradingConfig | None = None, cache: GradeCache | None = None,
+                  recorder: InteractionRecorder | None = None,
+                  config: PipelineConfig | None = None) -> Pipeline:
+    config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
+                                      grading=grading or GradingConfig())
+    models = config.models or ModelConfig()
+    accurate = None
+    if llm is not None:
+        accurate = LLMGrader(llm, models.fast_model, config.grading)
+        if cache is not None:
+            accurate = CachedGrader(accurate, cache, f"{config.grading.version}:test")
+    stages = Stages(
+        understander=Understander(llm, models.fast_model),
+        retriever=Retriever(index, embedder, config.retrieval),
+        fast_grader=HeuristicGrader(),
+        accurate_grader=accurate,
+        generator=LLMGenerator(llm, models.answer_model, models.answer_max_tokens)
+        if llm else None,
+        extractive=ExtractiveGenerator(),
+        fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
+    )
+    return Pipeline(stages, config, recorder)
+
+
+def chunk(doc_id: str, title: str, text: str, *, section: str = "", index: int = 0,
+          access: tuple[str, ...] = ("public",), doc_type: str = "how-to") -> Chunk:
+    return Chunk(chunk_id=f"kb:{doc_id}:{index}", doc_id=doc_id, source="kb", title=title,
+                 text=text, section=section, chunk_index=index, content_hash=f"h-{doc_id}",
+                 url=f"https://wiki.example/{doc_id}", access=access, doc_type=doc_type)

@@ -1,0 +1,99 @@
+"""The Anthropic adapter against the fake Messages API: request shape, retries, errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rag.llm import LLMError
+from rag.ports import LLMRequest
+from tests.fakes.anthropic_server import FakeAnthropic, Reply, error, overloaded, rate_limited
+from tests.rag.builders import make_llm
+
+SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
+          "additionalProperties": False}
+
+
+def request(**overrides: object) -> LLMRequest:
+    values: dict[str, object] = dict(model="claude-haiku-5-5", system="# Role: tester\nBe brief.",
+                                     messages=(("user", "hello"),), max_tokens=50)
+    values.update(overrides)
+    return LLMRequest(**values)  # type: ignore[arg-type]
+
+
+async def test_request_shape_structured_output_and_no_sampling(fake_anthropic: FakeAnthropic,
+                                                               ) -> None:
+    llm = make_llm(fake_anthropic.url)
+    response = await llm.complete(request(json_schema=SCHEMA, cache_system=True))
+    (sent,) = fake_anthropic.requests
+    assert sent.headers["Authorization"] == "Bearer sk-test-key"
+    assert sent.body["output_config"] == {"format": {"type": "json_schema", "schema": SCHEMA}}
+    assert sent.body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert not {"temperature", "top_p", "top_k"} & sent.body.keys()
+    assert response.text == "ok" and response.usage.calls == 1
+    assert response.usage.cache_write_tokens > 0  # first use writes the cache
+    again = await llm.complete(request(json_schema=SCHEMA, cache_system=True))
+    assert again.usage.cache_read_tokens == response.usage.cache_write_tokens
+
+
+async def test_529_storm_is_retried_then_given_up(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.extend(overloaded() for _ in range(10))
+    llm = make_llm(fake_anthropic.url, max_retries=2)
+    with pytest.raises(LLMError) as caught:
+        await llm.complete(request())
+    assert caught.value.kind == "overloaded" and caught.value.retryable
+    assert len(fake_anthropic.requests) == 3  # one try plus two bounded retries, no more
+
+
+async def test_429_honours_retry_after(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(rate_limited(0.6))
+    llm = make_llm(fake_anthropic.url)
+    started = time.monotonic()
+    response = await llm.complete(request())
+    assert response.text == "ok"
+    first, second = fake_anthropic.requests
+    assert second.started - first.finished >= 0.55
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(("status", "kind", "code"), [
+    (401, "authentication_error", "auth"),
+    (403, "permission_error", "auth"),
+    (400, "invalid_request_error", "bad_request"),
+])
+async def test_hopeless_errors_are_not_retried(fake_anthropic: FakeAnthropic, status: int,
+                                               kind: str, code: str) -> None:
+    fake_anthropic.script.append(Reply(status, error(kind, "no")))
+    with pytest.raises(LLMError) as caught:
+        await make_llm(fake_anthropic.url).complete(request())
+    assert caught.value.kind == code and not caught.value.retryable
+    assert len(fake_anthropic.requests) == 1
+
+
+async def test_spend_limit_429_is_not_retried(fake_anthropic: FakeAnthropic) -> None:
+    body = error("rate_limit_error", "spend limit reached")
+    body["error"]["details"] = {"error_code": "enforced_spend_limit_reached"}
+    fake_anthropic.script.append(Reply(429, body, headers={"retry-after": "0"}))
+    with pytest.raises(LLMError) as caught:
+        await make_llm(fake_anthropic.url).complete(request())
+    assert caught.value.kind == "spend_limit"
+    assert len(fake_anthropic.requests) == 1
+
+
+async def test_deadline_bounds_a_slow_call(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(Reply(200, raw="late", delay_s=3))
+    started = time.monotonic()
+    with pytest.raises(LLMError) as caught:
+        await make_llm(fake_anthropic.url).complete(request(timeout_s=0.5))
+    assert caught.value.kind == "timeout"
+    assert time.monotonic() - started < 2.5
+
+
+async def test_unreachable_server_is_a_connection_error() -> None:
+    from bot.weaviate.process import free_port
+
+    llm = make_llm(f"http://127.0.0.1:{free_port()}", max_retries=1, timeout_s=3)
+    with pytest.raises(LLMError) as caught:
+        await llm.complete(request())
+    assert caught.value.kind == "connection"

@@ -1,0 +1,217 @@
+"""The whole pipeline on an in-process index, with the fake Anthropic server as the LLM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rag import messages
+from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
+from rag.types import AnswerStatus, AskContext, GradeSource, Intent, Mode, Question, Turn
+from tests.fakes.anthropic_server import FakeAnthropic, overloaded, text_reply
+from tests.fakes.memory_index import MemoryIndex
+from tests.fakes.memory_stores import MemoryGradeCache, MemoryRecorder
+from tests.rag.builders import make_llm, make_pipeline
+from tests.rag.corpus import CHUNKS
+
+QUESTION = "How do I rotate the staging database credentials?"
+
+
+def scores_by_title(question: str, document: str) -> tuple[float, str]:
+    if "staging database credentials" in document:
+        return 0.95, "Gives the staging rotation steps."
+    if "production database credentials" in document:
+        return 0.35, "About production, not staging."
+    return 0.05, "Unrelated."
+
+
+@pytest.fixture
+async def index(embedder: Any) -> MemoryIndex:
+    memory = MemoryIndex()
+    vectors = await embedder.embed_documents([f"{c.title}\n{c.text}" for c in CHUNKS])
+    await memory.upsert(CHUNKS, vectors)
+    return memory
+
+
+async def test_accurate_mode_grades_selects_and_cites(index: MemoryIndex, embedder: Any,
+                                                      fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = scores_by_title
+    recorder = MemoryRecorder()
+    pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url), recorder=recorder)
+    answer = await pipeline.answer(Question(QUESTION))
+    assert answer.status is AnswerStatus.ANSWERED and answer.mode is Mode.ACCURATE
+    selected = [c for c in answer.candidates if c.selected]
+    assert [c.chunk.doc_id for c in selected] == ["staging-creds"]
+    assert all(c.grade and c.grade.source is GradeSource.LLM for c in answer.candidates)
+    assert [c.doc_id for c in answer.citations] == ["staging-creds"]
+    assert "[1]" in answer.text and "[2]" not in answer.text  # one excerpt: [2] was removed
+    assert set(answer.timings_ms) >= {"understand", "retrieve", "grade", "select", "generate",
+                                      "total"}
+    assert set(answer.usage) == {"understand", "grade", "generate"}
+    assert answer.models == {"understand": "claude-haiku-5-5", "grade": "claude-haiku-5-5",
+                             "generate": "claude-sonnet-5-5"}
+    assert recorder.answers == [answer.__class__(**{**answer.__dict__, "interaction_id": None})]
+    assert answer.interaction_id == 1 and answer.question.correlation_id
+
+
+async def test_answer_citing_missing_excerpt_is_repaired(index: MemoryIndex, embedder: Any,
+                                                         fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.9, "Relevant.")
+    fake_anthropic.answer_rule = lambda q, n: "Step one [7]. Step two [2]. Step three [4]."
+    config = PipelineConfig(retrieval=RetrievalConfig(diversity=False),
+                            selection=SelectionConfig(max_chunks=4))
+    pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url), config=config)
+    answer = await pipeline.answer(Question(QUESTION))
+    sent = fake_anthropic.calls("answer")[0].body["messages"][0]["content"]
+    assert sent.count("<excerpt n=") == 4
+    assert answer.text == "Step one. Step two [1]. Step three [2]."
+    assert [c.n for c in answer.citations] == [1, 2]
+    cited = {c.chunk.chunk_id for c in answer.candidates if c.cited}
+    assert cited == {c.chunk_id for c in answer.citations}
+
+
+async def test_claims_without_valid_citations_are_flagged(index: MemoryIndex, embedder: Any,
+                                                          fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = scores_by_title
+    fake_anthropic.answer_rule = lambda q, n: "Just restart everything [9]."
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION))
+    assert answer.uncited_claims and answer.citations == ()
+
+
+async def test_nothing_relevant_gives_no_answer_with_suggestions(
+        index: MemoryIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.1, "Does not cover it.")
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question("What is the parking policy for electric scooters?"))
+    assert answer.status is AnswerStatus.NO_ANSWER
+    assert answer.text == messages.NO_ANSWER
+    assert 1 <= len(answer.suggestions) <= 3
+    assert not fake_anthropic.calls("answer")  # nothing to answer from: no answer call
+
+
+async def test_model_saying_no_answer_is_respected(index: MemoryIndex, embedder: Any,
+                                                   fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.7, "Partly.")
+    fake_anthropic.script.append(text_reply("NO_ANSWER", kind="answer"))
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION))
+    assert answer.status is AnswerStatus.NO_ANSWER and answer.suggestions
+
+
+async def test_grading_outage_keeps_the_answer_flowing(index: MemoryIndex, embedder: Any,
+                                                       fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.extend(overloaded("grade") for _ in range(60))
+    llm = make_llm(fake_anthropic.url, max_retries=1)
+    answer = await make_pipeline(index, embedder, llm).answer(Question(QUESTION))
+    assert answer.status is AnswerStatus.DEGRADED
+    assert answer.citations and answer.text
+    assert all(c.grade and c.grade.source is GradeSource.FALLBACK and c.grade.score is None
+               for c in answer.candidates)
+    ranks = [c.rank for c in answer.candidates if c.selected]
+    assert ranks == sorted(ranks)  # unchecked candidates keep their retrieval order
+
+
+async def test_answer_model_outage_falls_back_to_excerpts(index: MemoryIndex, embedder: Any,
+                                                          fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = scores_by_title
+    fake_anthropic.script.extend(overloaded("answer") for _ in range(5))
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION))
+    assert answer.status is AnswerStatus.DEGRADED and answer.extractive
+    assert answer.text.startswith(messages.LLM_DOWN_NOTE)
+    assert "vault write database/rotate-root/staging" in answer.text
+
+
+async def test_second_identical_question_makes_no_grading_calls(
+        index: MemoryIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+    pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url),
+                             cache=MemoryGradeCache())
+    await pipeline.answer(Question(QUESTION))
+    graded = len(fake_anthropic.calls("grade"))
+    again = await pipeline.answer(Question(QUESTION))
+    assert graded > 0 and len(fake_anthropic.calls("grade")) == graded
+    assert {c.grade.source for c in again.candidates if c.grade} == {GradeSource.CACHE}
+    assert "grade" not in again.usage
+
+
+async def test_no_llm_answers_in_fast_mode_with_quoted_excerpts(index: MemoryIndex,
+                                                                embedder: Any) -> None:
+    answer = await make_pipeline(index, embedder, None).answer(Question(QUESTION))
+    assert answer.mode is Mode.FAST and answer.extractive
+    assert answer.status is AnswerStatus.ANSWERED
+    assert answer.citations[0].doc_id == "staging-creds"
+    assert answer.text.startswith(messages.EXTRACTIVE_LABEL)
+    assert all(c.grade and c.grade.source is GradeSource.HEURISTIC for c in answer.candidates)
+    assert answer.usage == {} and answer.models == {}
+
+
+async def test_follow_up_is_rewritten_with_history(index: MemoryIndex, embedder: Any,
+                                                   fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.understanding = {
+        "intent": "knowledge",
+        "standalone_question": "How do I rotate the production database credentials?",
+        "search_phrases": ["rotate production database credentials"], "reply": ""}
+    history = (Turn("user", QUESTION), Turn("assistant", "Run vault write ... [1]"))
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question("and for production?", history=history))
+    assert answer.search_query == "How do I rotate the production database credentials?"
+    sent = fake_anthropic.calls("understand")[0].body["messages"][0]["content"]
+    assert QUESTION in sent and "Message: and for production?" in sent
+    graded_question = fake_anthropic.calls("grade")[0].body["messages"][0]["content"]
+    assert graded_question.startswith("Question: How do I rotate the production")
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello!", "thanks"])
+async def test_greetings_get_a_direct_reply_without_retrieval(index: MemoryIndex, embedder: Any,
+                                                              text: str) -> None:
+    answer = await make_pipeline(index, embedder, None).answer(Question(text))
+    assert answer.status is AnswerStatus.ANSWERED and answer.candidates == ()
+    assert index.searches == []
+
+
+async def test_about_bot_requests_are_classified_by_the_llm(index: MemoryIndex, embedder: Any,
+                                                            fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.understanding = {"intent": Intent.ABOUT_BOT.value,
+                                    "standalone_question": "what are you?",
+                                    "search_phrases": [], "reply": "I'm Sift."}
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question("what are you?"))
+    assert answer.text == "I'm Sift." and index.searches == []
+
+
+async def test_access_groups_filter_retrieval(index: MemoryIndex, embedder: Any) -> None:
+    from dataclasses import replace
+
+    secret = replace(index.chunks["kb:staging-creds:0"][0], access=("engineering",))
+    index.chunks["kb:staging-creds:0"] = (secret, index.chunks["kb:staging-creds:0"][1])
+    answer = await make_pipeline(index, embedder, None).answer(
+        Question(QUESTION, AskContext(access_groups=("public",))))
+    assert "staging-creds" not in {c.chunk.doc_id for c in answer.candidates}
+
+
+async def test_index_failure_becomes_an_error_answer(embedder: Any) -> None:
+    from rag.errors import RetrievalError
+
+    class DownIndex(MemoryIndex):
+        async def search(self, *args: Any, **kwargs: Any) -> Any:
+            raise RetrievalError("Weaviate at http://127.0.0.1:1 is not reachable")
+
+    recorder = MemoryRecorder()
+    answer = await make_pipeline(DownIndex(), embedder, None, recorder=recorder).answer(
+        Question(QUESTION))
+    assert answer.status is AnswerStatus.ERROR
+    assert answer.text == RetrievalError.user_message
+    assert recorder.answers[0].status is AnswerStatus.ERROR
+
+
+async def test_batched_strategy_end_to_end(index: MemoryIndex, embedder: Any,
+                                           fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = scores_by_title
+    pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url),
+                             grading=GradingConfig(strategy="batched", batch_size=4))
+    answer = await pipeline.answer(Question(QUESTION))
+    assert answer.status is AnswerStatus.ANSWERED
+    assert fake_anthropic.calls("grade_batch") and not fake_anthropic.calls("grade")
+    assert [c.doc_id for c in answer.citations] == ["staging-creds"]
