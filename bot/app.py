@@ -7,15 +7,32 @@ import sys
 from functools import cached_property
 from pathlib import Path
 
+from bot.service import ChatLimits, ChatService, ChatStores
 from bot.settings import Settings, build_settings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import HealthCheck
+from rag import messages
+from rag.config import (
+    GradingConfig,
+    ModelConfig,
+    PipelineConfig,
+    RetrievalConfig,
+    SelectionConfig,
+)
 from rag.embed import LocalEmbedder, VoyageEmbedder
 from rag.errors import ConfigError
+from rag.generate import ExtractiveGenerator, LLMGenerator
+from rag.grade import Grader, LLMGrader
+from rag.grade_cache import CachedGrader
+from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
+from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
-from rag.ports import Embedder
+from rag.pipeline import Pipeline, Stages
+from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.retrieve import Retriever
+from rag.understand import Understander
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
@@ -107,3 +124,67 @@ class App:
     def index(self) -> WeaviateIndex:
         """A new index client bound to the configured collection and embedder (call `connect`)."""
         return WeaviateIndex(self.index_config, self.embedder.name, self.embedder.dimension)
+
+    # --- The question pipeline -------------------------------------------------------------
+
+    @cached_property
+    def llm(self) -> AnthropicLLM | None:
+        """Claude, when an API key is configured; without one Sift runs in fast mode."""
+        s = self.settings
+        if s.anthropic_api_key is None:
+            return None
+        return AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
+                            base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
+                            timeout_s=s.llm.timeout_s)
+
+    @cached_property
+    def pipeline_config(self) -> PipelineConfig:
+        s = self.settings
+        retrieval = s.retrieval.model_dump(exclude={"title_boost"})
+        default_mode = s.mode or ("accurate" if self.llm is not None else "fast")
+        return PipelineConfig(
+            retrieval=RetrievalConfig(**retrieval),
+            grading=GradingConfig(**s.grading.model_dump(exclude={"cache_ttl_days"})),
+            selection=SelectionConfig(**s.selection.model_dump()),
+            models=ModelConfig(fast_model=s.llm.fast_model, answer_model=s.llm.answer_model,
+                               answer_max_tokens=s.llm.answer_max_tokens),
+            default_mode=default_mode,
+            fast_share=s.ab.fast_share,
+        )
+
+    def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
+                 cache: GradeCache | None = None) -> Pipeline:
+        config, llm = self.pipeline_config, self.llm
+        models = config.models
+        accurate: Grader | None = None
+        generator = None
+        if llm is not None:
+            accurate = LLMGrader(llm, models.fast_model, config.grading, models.cache_min_tokens)
+            if cache is not None:
+                version = f"{config.grading.version}:{models.fast_model}"
+                accurate = CachedGrader(accurate, cache, version)
+            generator = LLMGenerator(llm, models.answer_model, models.answer_max_tokens,
+                                     models.cache_min_tokens, self.settings.llm.timeout_s)
+        stages = Stages(
+            understander=Understander(llm, models.fast_model),
+            retriever=Retriever(index, self.embedder, config.retrieval),
+            fast_grader=HeuristicGrader(),
+            accurate_grader=accurate,
+            generator=generator,
+            extractive=ExtractiveGenerator(),
+            fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
+        )
+        return Pipeline(stages, config, recorder)
+
+    # --- Chat platforms (Slack, Teams) -------------------------------------------------------
+
+    def chat_service(self, pipeline: Pipeline) -> ChatService:
+        """The admission, linking and feedback logic both chat adapters share."""
+        chat, storage = self.settings.chat, self.settings.storage
+        limits = ChatLimits(quota_per_minute=chat.quota_per_minute,
+                            max_message_chars=chat.max_message_chars,
+                            dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
+                            history_turns=chat.history_turns)
+        stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
+                            history=self.history)
+        return ChatService(pipeline, stores, limits)

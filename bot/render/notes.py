@@ -1,0 +1,20 @@
+"""The notes every platform adds under an answer, decided in one place."""
+
+from __future__ import annotations
+
+from rag import messages
+from rag.types import Answer, AnswerStatus
+
+
+def answer_notes(answer: Answer) -> list[str]:
+    """Small print for an answer: unchecked sources, claims without citations."""
+    notes = []
+    if answer.status is AnswerStatus.DEGRADED and not answer.extractive:
+        notes.append(messages.DEGRADED_NOTE)
+    if answer.uncited_claims:
+        notes.append(messages.UNCITED_NOTE)
+    return notes
+
+
+def error_text(answer: Answer) -> str:
+    return messages.with_reference(answer.text, answer.question.correlation_id)
