@@ -115,7 +115,8 @@ class App:
                 base_url=e.voyage_base_url,
                 batch_size=e.batch_size,
             )
-        return LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length)
+        return LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length,
+                             backend=e.backend)
 
     def health_checks(self) -> dict[str, HealthCheck]:
         """Checks beyond the index that /healthz reports (the database joins with storage)."""
