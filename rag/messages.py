@@ -32,6 +32,13 @@ DOWNVOTE_PROMPT = "Thanks. What was missing or wrong? Reply in this thread and I
 COMMENT_THANKS = "Thanks, I've noted that for the knowledge team."
 UNKNOWN_ANSWER_FEEDBACK = "I couldn't find the answer this feedback is about."
 
+# Slack: the working status, the block labels and the feedback buttons' accessible names.
+WORKING_STATUS = "is reading the knowledge base…"
+SOURCES_HEADING = "Sources"
+ANSWER_SHORTENED = "This answer was shortened to fit in one message."
+FEEDBACK_UP_LABEL = "Mark this answer as helpful"
+FEEDBACK_DOWN_LABEL = "Mark this answer as not helpful"
+
 
 def with_reference(message: str, correlation_id: str) -> str:
     return ERROR_REFERENCE.format(message=message, correlation_id=correlation_id)

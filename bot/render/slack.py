@@ -1,0 +1,139 @@
+"""Slack Block Kit rendering of an Answer: mrkdwn sections, sources, notes, feedback buttons."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.render.mrkdwn import escape, link, safe_url, split_text, to_markdown, to_mrkdwn
+from bot.render.notes import answer_notes, error_text
+from rag import messages
+from rag.types import Answer, AnswerStatus, Citation
+
+Block = dict[str, Any]  # Block Kit JSON: the platform's own format, built only here
+
+SECTION_LIMIT = 3000  # characters of text in one section block
+MAX_BLOCKS = 50  # blocks in one message
+CONTEXT_LIMIT = 3000
+FALLBACK_LIMIT = 3900  # the top-level `text`: notifications, search and thread history
+FEEDBACK_ACTION = "answer_feedback"
+FEEDBACK_BLOCK = "sift_feedback"
+VOTE_UP, VOTE_DOWN = "up", "down"
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """What chat.postMessage / chat.update take: fallback `text` and the blocks."""
+
+    text: str
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class SlackStream:
+    """A streamed answer: the Markdown appended to the stream, then blocks when it stops."""
+
+    markdown: str
+    blocks: tuple[Block, ...]
+
+
+def section(text: str) -> Block:
+    # verbatim: Slack must not turn bare names or URLs in the text into links or mentions
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
+
+
+def context(texts: Sequence[str]) -> Block:
+    return {"type": "context",
+            "elements": [{"type": "mrkdwn", "text": t, "verbatim": True} for t in texts[:10]]}
+
+
+def feedback_block() -> Block:
+    def button(emoji: str, value: str, label: str) -> dict[str, Any]:
+        return {"text": {"type": "plain_text", "text": emoji, "emoji": True}, "value": value,
+                "accessibility_label": label}
+
+    return {"type": "context_actions", "block_id": FEEDBACK_BLOCK, "elements": [{
+        "type": "feedback_buttons", "action_id": FEEDBACK_ACTION,
+        "positive_button": button("👍", VOTE_UP, messages.FEEDBACK_UP_LABEL),
+        "negative_button": button("👎", VOTE_DOWN, messages.FEEDBACK_DOWN_LABEL)}]}
+
+
+def citation_links(citations: Sequence[Citation]) -> dict[int, str]:
+    return {c.n: c.url for c in citations if safe_url(c.url)}
+
+
+def _bounded_lines(head: str, lines: Sequence[str], limit: int) -> str:
+    text = head
+    for line in lines:
+        if len(text) + len(line) + 3 > limit:
+            return text + "\n…"
+        text += "\n" + line
+    return text
+
+
+def sources_block(citations: Sequence[Citation]) -> Block:
+    lines = [f"[{c.n}] {link(c.url, c.title)}" for c in citations]
+    return context([_bounded_lines(f"*{escape(messages.SOURCES_HEADING)}*", lines,
+                                   CONTEXT_LIMIT)])
+
+
+def suggestions_block(suggestions: Sequence[Citation]) -> Block:
+    lines = [f"• {link(c.url, c.title)}" for c in suggestions]
+    return section(_bounded_lines(escape(messages.NO_ANSWER_SUGGESTIONS), lines, SECTION_LIMIT))
+
+
+def fallback_text(mrkdwn: str) -> str:
+    pieces = split_text(mrkdwn, FALLBACK_LIMIT)
+    if not pieces:
+        return ""
+    return pieces[0] + (" …" if len(pieces) > 1 else "")
+
+
+def render_notice(text: str) -> SlackMessage:
+    """One plain sentence (a refusal, a thank-you, an error with its reference)."""
+    body = escape(text)
+    return SlackMessage(body, (section(body),))
+
+
+def render_error(message: str, correlation_id: str) -> SlackMessage:
+    return render_notice(messages.with_reference(message, correlation_id))
+
+
+def _tail(answer: Answer, feedback: bool) -> tuple[list[Block], list[Block]]:
+    """Blocks before the notes (suggestions, sources) and after them (feedback)."""
+    before = []
+    if answer.status is AnswerStatus.NO_ANSWER and answer.suggestions:
+        before.append(suggestions_block(answer.suggestions))
+    if answer.citations:
+        before.append(sources_block(answer.citations))
+    return before, [feedback_block()] if feedback else []
+
+
+def render_answer(answer: Answer, *, feedback: bool = True) -> SlackMessage:
+    """The whole answer as one message, within 3,000 characters a section and 50 blocks."""
+    if answer.status is AnswerStatus.ERROR:
+        return render_notice(error_text(answer))
+    body = to_mrkdwn(answer.text, citation_links(answer.citations))
+    sections = [section(piece) for piece in split_text(body, SECTION_LIMIT)]
+    before, after = _tail(answer, feedback)
+    notes = answer_notes(answer)
+    room = MAX_BLOCKS - len(before) - len(after) - 1  # one context block kept for the notes
+    if len(sections) > room:
+        sections = sections[:room]
+        notes.append(messages.ANSWER_SHORTENED)
+    note_blocks = [context([escape(n) for n in notes])] if notes else []
+    return SlackMessage(fallback_text(body), (*sections, *before, *note_blocks, *after))
+
+
+def streamable(answer: Answer) -> bool:
+    """Only real answers are streamed; refusals and errors are posted at once."""
+    return answer.status in (AnswerStatus.ANSWERED, AnswerStatus.DEGRADED)
+
+
+def render_stream(answer: Answer, *, feedback: bool = True) -> SlackStream:
+    markdown = to_markdown(answer.text, citation_links(answer.citations))
+    before, after = _tail(answer, feedback)
+    notes = answer_notes(answer)
+    note_blocks = [context([escape(n) for n in notes])] if notes else []
+    return SlackStream(markdown, (*before, *note_blocks, *after))
