@@ -107,6 +107,18 @@ class SlackSettings(_Section):
     ask_why_on_downvote: bool = True
 
 
+class TeamsSettings(_Section):
+    """The Teams adapter; its credentials are the flat SIFT_TEAMS_APP_ID/PASSWORD/TENANT_ID."""
+
+    enabled: bool = True  # mount POST /api/messages in `sift serve`
+    streaming: bool = True  # personal chats: Teams' streaming protocol (progress, then answer)
+    citation_entities: bool = True  # False: a numbered source list instead of citation pop-ups
+    typing_interval_s: float = Field(3.0, gt=0)
+    send_retries: int = Field(4, ge=0, le=10)  # connector 429/412/502/504
+    retry_max_wait_s: float = Field(30.0, gt=0)
+    certificate_pfx: Path | None = None  # instead of SIFT_TEAMS_APP_PASSWORD
+
+
 class ABSettings(_Section):
     fast_share: float = Field(0.0, ge=0.0, le=1.0)
 
@@ -190,6 +202,7 @@ class Settings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    teams: TeamsSettings = Field(default_factory=TeamsSettings)
     ab: ABSettings = Field(default_factory=ABSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
 

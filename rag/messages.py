@@ -39,6 +39,9 @@ ANSWER_SHORTENED = "This answer was shortened to fit in one message."
 FEEDBACK_UP_LABEL = "Mark this answer as helpful"
 FEEDBACK_DOWN_LABEL = "Mark this answer as not helpful"
 
+# Teams: the progress line shown while an answer streams in a personal chat.
+TEAMS_WORKING = "Searching the knowledge base and checking what I find…"
+
 
 def with_reference(message: str, correlation_id: str) -> str:
     return ERROR_REFERENCE.format(message=message, correlation_id=correlation_id)
