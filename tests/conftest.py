@@ -14,6 +14,7 @@ from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from tests.fakes.fixtures import fake_anthropic  # noqa: F401
+from tests.pg import postgres_url  # noqa: F401
 
 WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", "1.39.3")
 

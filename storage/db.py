@@ -1,0 +1,157 @@
+"""The database handle: engine, sessions and migrations for one URL (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+DEFAULT_URL = "sqlite:///.sift/sift.db"
+MIGRATION_LOCK = 0x51F7  # the advisory lock id PostgreSQL migrations serialise on
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # The driver's implicit transactions would defeat BEGIN IMMEDIATE below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # A writer takes the write lock up front: a deferred transaction that reads first
+        # and writes later fails with SQLITE_BUSY instead of waiting under WAL.
+        mode = connection.get_execution_options().get("sqlite_begin", "")
+        connection.exec_driver_sql(f"BEGIN {mode}".strip())
+
+
+class Database:
+    """Owns the engine for one URL; the composition root creates one and shares it."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, busy_timeout_ms: int = 15_000,
+                 echo: bool = False) -> None:
+        self.url = make_url(url)
+        sqlite = self.url.get_backend_name() == "sqlite"
+        if sqlite:
+            path = _sqlite_file(self.url)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_engine(self.url, echo=echo,
+                                        connect_args={"check_same_thread": False})
+            _configure_sqlite(self.engine, busy_timeout_ms)
+            writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        else:
+            self.engine = create_engine(self.url, echo=echo, pool_pre_ping=True)
+            writer = self.engine.execution_options()
+        self._reader = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = sessionmaker(writer, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def safe_url(self) -> str:
+        """The URL without its password, for messages and logs."""
+        return self.url.render_as_string(hide_password=True)
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read-only unit of work (rolled back at the end)."""
+        with self._reader() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One transaction: committed if the block succeeds, rolled back if it raises."""
+        with self._writer.begin() as session:
+            yield session
+
+    def session(self) -> Session:
+        """A plain session for callers that manage their own transactions."""
+        return self._reader()
+
+    def ping(self) -> None:
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            raise StorageError(f"Cannot reach the database at {self.safe_url}: "
+                               f"{_first_line(exc)}") from exc
+
+    def _alembic(self, connection: Connection) -> Config:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = connection
+        return config
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Apply migrations up to `revision`; safe to call on every start."""
+        engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        try:
+            with engine.begin() as connection:
+                if self.dialect == "postgresql":
+                    # Replicas starting together: one migrates, the others wait then no-op.
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                       {"key": MIGRATION_LOCK})
+                command.upgrade(self._alembic(connection), revision)
+        except SQLAlchemyError as exc:
+            raise StorageError(f"Could not migrate the database at {self.safe_url}: "
+                               f"{_first_line(exc)}") from exc
+        log.info("database at %s is at revision %s", self.safe_url, self.current_revision())
+
+    def current_revision(self) -> str | None:
+        with self.engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+
+    def head_revision(self) -> str | None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        return ScriptDirectory.from_config(config).get_current_head()
+
+    def require_current(self) -> None:
+        """Raise a clear error when the schema is missing or behind the code."""
+        try:
+            current = self.current_revision()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"Cannot reach the database at {self.safe_url}: "
+                               f"{_first_line(exc)}") from exc
+        if current != self.head_revision():
+            state = "has no Sift tables" if current is None else f"is at revision {current}"
+            raise StorageError(f"The database at {self.safe_url} {state}: "
+                               "run `sift db upgrade` first.")
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]

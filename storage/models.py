@@ -1,0 +1,213 @@
+"""The SQLAlchemy models: Sift's schema, mirrored exactly by the Alembic migrations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, cast
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from storage.columns import UTCDateTime
+
+# Named constraints keep migrations portable (SQLite batch mode needs names to alter them).
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+Json = dict[str, Any]
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), Json: JSON()}
+
+
+def table(model: type[Base]) -> Table:
+    """The Core table of a model, for bulk statements and upserts."""
+    return cast(Table, model.__table__)
+
+
+class Interaction(Base):
+    """One question and what the bot did with it. Text columns hold a hash when text is off."""
+
+    __tablename__ = "interactions"
+    __table_args__ = (
+        Index("ix_interactions_message", "platform", "message_channel", "message_ref"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    platform: Mapped[str] = mapped_column(String(16))  # slack, teams, terminal, web
+    workspace: Mapped[str] = mapped_column(String, default="")  # Slack team / Teams tenant
+    channel: Mapped[str] = mapped_column(String, default="")
+    thread: Mapped[str] = mapped_column(String, default="")
+    user_id: Mapped[str] = mapped_column(String, default="")
+    # Where the answer was posted (Slack channel + ts, Teams conversation + activity id).
+    message_channel: Mapped[str | None] = mapped_column(String)
+    message_ref: Mapped[str | None] = mapped_column(String)
+    correlation_id: Mapped[str] = mapped_column(String(64), default="")
+    question: Mapped[str] = mapped_column(Text)
+    search_query: Mapped[str] = mapped_column(Text, default="")
+    answer: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    timings_ms: Mapped[Json] = mapped_column(default=dict)  # stage -> milliseconds
+    usage: Mapped[Json] = mapped_column(default=dict)  # stage -> token counts
+    models: Mapped[Json] = mapped_column(default=dict)  # stage -> model id
+
+
+class InteractionSource(Base):
+    """One retrieved candidate of an interaction, with its grade and fate."""
+
+    __tablename__ = "interaction_sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    interaction_id: Mapped[int] = mapped_column(
+        ForeignKey("interactions.id", ondelete="CASCADE"), index=True)
+    rank: Mapped[int] = mapped_column(Integer)
+    chunk_id: Mapped[str] = mapped_column(String)
+    doc_id: Mapped[str] = mapped_column(String, index=True)
+    title: Mapped[str] = mapped_column(Text, default="")
+    url: Mapped[str] = mapped_column(Text, default="")
+    retrieval_score: Mapped[float] = mapped_column(Float)
+    grade_score: Mapped[float | None] = mapped_column(Float)  # None: not graded / grader failed
+    grade_reason: Mapped[str] = mapped_column(Text, default="")
+    grade_source: Mapped[str | None] = mapped_column(String(16))  # llm, heuristic, cache, fallback
+    selected: Mapped[bool] = mapped_column(Boolean, default=False)
+    cited: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Feedback(Base):
+    """One person's current vote on one answer; a new vote replaces it, a retraction deletes it."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (
+        UniqueConstraint("interaction_id", "user_id", name="uq_feedback_interaction_user"),
+        CheckConstraint("vote IN (-1, 1)", name="vote"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    interaction_id: Mapped[int] = mapped_column(
+        ForeignKey("interactions.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String)
+    vote: Mapped[int] = mapped_column(SmallInteger)
+    channel: Mapped[str] = mapped_column(String(16))  # reaction, button, terminal
+    comment: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class DocumentStats(Base):
+    """Lifetime counters per document, counted once per interaction that retrieved it.
+
+    `graded`, `graded_relevant` and `grade_score_sum` use the document's best chunk grade in
+    that interaction. Thumbs count the current votes on answers that cited the document.
+    Purging old interactions keeps these totals (they hold no personal data).
+    """
+
+    __tablename__ = "document_stats"
+
+    doc_id: Mapped[str] = mapped_column(String, primary_key=True)
+    title: Mapped[str] = mapped_column(Text, default="")
+    url: Mapped[str] = mapped_column(Text, default="")
+    retrieved: Mapped[int] = mapped_column(Integer, default=0)
+    graded: Mapped[int] = mapped_column(Integer, default=0)
+    graded_relevant: Mapped[int] = mapped_column(Integer, default=0)
+    grade_score_sum: Mapped[float] = mapped_column(Float, default=0.0)
+    selected: Mapped[int] = mapped_column(Integer, default=0)
+    cited: Mapped[int] = mapped_column(Integer, default=0)
+    thumbs_up: Mapped[int] = mapped_column(Integer, default=0)
+    thumbs_down: Mapped[int] = mapped_column(Integer, default=0)
+    first_seen: Mapped[datetime]
+    last_seen: Mapped[datetime]
+
+
+class GradeCacheEntry(Base):
+    """A grade, valid only for the same question, chunk content and grader version."""
+
+    __tablename__ = "grade_cache"
+
+    question_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(String, primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String, primary_key=True)
+    grader_version: Mapped[str] = mapped_column(String, primary_key=True)
+    score: Mapped[float] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    model: Mapped[str] = mapped_column(String, default="")
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    hits: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SyncRun(Base):
+    __tablename__ = "sync_runs"
+    __table_args__ = (Index("ix_sync_runs_source_started", "source", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[str] = mapped_column(String)
+    full: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16))  # running, then what the job reports
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    added: Mapped[int] = mapped_column(Integer, default=0)
+    updated: Mapped[int] = mapped_column(Integer, default=0)
+    deleted: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_written: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+
+class SourceDocument(Base):
+    """What the last sync saw of one document: its content hash decides re-indexing."""
+
+    __tablename__ = "source_documents"
+
+    source: Mapped[str] = mapped_column(String, primary_key=True)
+    doc_id: Mapped[str] = mapped_column(String, primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String)
+    updated_at: Mapped[datetime | None]  # the document's own modification time
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_synced: Mapped[datetime]
+    status: Mapped[str] = mapped_column(String(16))  # ok, failed
+    error: Mapped[str] = mapped_column(Text, default="")
+
+
+class EventKey(Base):
+    """A claimed platform event id; a redelivery within `expires_at` is dropped."""
+
+    __tablename__ = "event_keys"
+
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class ConversationTurn(Base):
+    """Recent turns of a conversation (thread or chat), for rewriting follow-up questions."""
+
+    __tablename__ = "conversation_turns"
+    __table_args__ = (Index("ix_conversation_turns_key_id", "conversation_key", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_key: Mapped[str] = mapped_column(String)
+    role: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(index=True)

@@ -1,0 +1,39 @@
+"""INSERT ... ON CONFLICT for SQLite and PostgreSQL: counters are added in SQL, never in Python."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
+
+
+def insert_for(dialect: str, table: Table) -> Any:
+    """The dialect's INSERT, which knows ON CONFLICT (both share that API)."""
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    raise ValueError(f"upserts support sqlite and postgresql, not {dialect}")
+
+
+def upsert(dialect: str, table: Table, rows: Sequence[Mapping[str, Any]], *,
+           keys: Sequence[str], add: Sequence[str] = (), replace: Sequence[str] = ()) -> Insert:
+    """Insert `rows`; on a key conflict add the `add` columns and overwrite the `replace` ones.
+
+    The increment is `column + excluded.column`, evaluated by the database under its row lock,
+    so concurrent writers never lose an update. Callers pass rows sorted by key so that two
+    transactions lock shared rows in the same order (no deadlocks on PostgreSQL).
+    """
+    stmt = insert_for(dialect, table).values(list(rows))
+    excluded = stmt.excluded
+    changes = {name: table.c[name] + excluded[name] for name in add}
+    changes.update({name: excluded[name] for name in replace})
+    return stmt.on_conflict_do_update(index_elements=[table.c[k] for k in keys], set_=changes)
+
+
+def insert_ignore(dialect: str, table: Table, rows: Sequence[Mapping[str, Any]]) -> Insert:
+    stmt: Insert = insert_for(dialect, table).values(list(rows)).on_conflict_do_nothing()
+    return stmt

@@ -1,0 +1,104 @@
+"""A real PostgreSQL for the tests: SIFT_TEST_POSTGRES_URL, or a throwaway local cluster."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ENV_URL = "SIFT_TEST_POSTGRES_URL"
+DATABASE = "sift_test"
+
+
+def _bin_dir() -> Path | None:
+    """The newest installed server's bin directory (Debian layout), if any."""
+    found = [Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")]
+    found = [d for d in found if (d / "pg_ctl").exists()]
+    return max(found, key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
+               default=None)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Cluster:
+    """initdb + pg_ctl in a temp dir on a free loopback port; as root, run as `postgres`."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="sift-pg-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            shutil.chown(self.root, "postgres", "postgres")
+
+    def _run(self, *args: str) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if self.as_root else []
+        done = subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            pytest.fail(f"`{' '.join(args)}` failed ({done.returncode}):\n{done.stderr}"
+                        f"{self._log_tail()}", pytrace=False)
+
+    def _log_tail(self) -> str:
+        log = self.root / "server.log"
+        return "\n" + log.read_text()[-2000:] if log.exists() else ""
+
+    def start(self) -> str:
+        self._run(str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                  "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                   "-c max_connections=200")
+        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", options,
+                  "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+        admin = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {DATABASE}")
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{DATABASE}"
+
+    def stop(self) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if self.as_root else []
+        subprocess.run([*prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.data),
+                        "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL URL for the session. Missing PostgreSQL fails the run, it never skips."""
+    explicit = os.environ.get(ENV_URL)
+    if explicit:
+        yield explicit
+        return
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        pytest.fail(f"PostgreSQL tests need {ENV_URL} or a local PostgreSQL server: no "
+                    "initdb/pg_ctl under /usr/lib/postgresql/*/bin (apt-get install "
+                    "postgresql).", pytrace=False)
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.fail("Running as root, the local PostgreSQL must run as user `postgres` via "
+                    f"runuser, which is missing; set {ENV_URL} instead.", pytrace=False)
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.fail("Running as root, the local PostgreSQL must run as user `postgres`, "
+                        f"which does not exist; set {ENV_URL} instead.", pytrace=False)
+    cluster = Cluster(bin_dir)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
