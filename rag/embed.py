@@ -54,7 +54,8 @@ class LocalEmbedder:
         self.backend = backend
         self._batch_size = batch_size
         self._max_seq_length = max_seq_length
-        self._cache_dir = cache_dir or Path.home() / ".cache" / "sift" / "models" / "minilm"
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        self._cache_dir = cache_dir or base / "sift" / "models" / "minilm"
         self._model: Any = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sift-embed")
 

@@ -1,0 +1,45 @@
+# Sift: the production image. Multi-stage: build a virtualenv with CPU-only torch and the
+# ONNX export of the embedding model, then copy it into a slim, non-root runtime image.
+# Weaviate and PostgreSQL run as their own services (see docker-compose.yml).
+
+FROM python:3.11-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 UV_LINK_MODE=copy XDG_CACHE_HOME=/opt/sift/cache
+RUN pip install --no-cache-dir uv && uv venv /opt/venv
+WORKDIR /app
+# CPU-only torch from the PyTorch index keeps the image free of CUDA libraries.
+RUN uv pip install --python /opt/venv/bin/python torch \
+        --index-url https://download.pytorch.org/whl/cpu
+COPY pyproject.toml README.md ./
+COPY bot ./bot
+COPY rag ./rag
+COPY sync ./sync
+COPY storage ./storage
+RUN uv pip install --python /opt/venv/bin/python ".[local]"
+# Export the embedding model to ONNX once, at build time, instead of at first start.
+RUN /opt/venv/bin/python -c "from rag.embed import LocalEmbedder; LocalEmbedder().encode_now(['warm-up'])"
+
+FROM python:3.11-slim AS runtime
+RUN useradd --create-home --uid 10001 sift
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build --chown=sift:sift /opt/sift/cache /opt/sift/cache
+WORKDIR /app
+COPY --chown=sift:sift pyproject.toml README.md ./
+COPY --chown=sift:sift bot ./bot
+COPY --chown=sift:sift rag ./rag
+COPY --chown=sift:sift sync ./sync
+COPY --chown=sift:sift storage ./storage
+COPY --chown=sift:sift examples ./examples
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    XDG_CACHE_HOME=/opt/sift/cache \
+    HF_HUB_OFFLINE=1 \
+    SIFT_DATA_DIR=/data \
+    SIFT_HOST=0.0.0.0 \
+    SIFT_PORT=3978
+RUN mkdir -p /data && chown sift:sift /data
+USER sift
+VOLUME ["/data"]
+EXPOSE 3978
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:3978/healthz', timeout=4); sys.exit(0)" || exit 1
+CMD ["sift", "serve"]
