@@ -14,7 +14,9 @@ COPY bot ./bot
 COPY rag ./rag
 COPY sync ./sync
 COPY storage ./storage
-RUN uv pip install --python /opt/venv/bin/python ".[local]"
+COPY examples ./examples
+# Editable: the sample knowledge base in /app/examples stays where the code expects it.
+RUN uv pip install --python /opt/venv/bin/python -e ".[local]"
 # Export the embedding model to ONNX once, at build time, instead of at first start.
 RUN /opt/venv/bin/python -c "from rag.embed import LocalEmbedder; LocalEmbedder().encode_now(['warm-up'])"
 
@@ -22,13 +24,8 @@ FROM python:3.11-slim AS runtime
 RUN useradd --create-home --uid 10001 sift
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build --chown=sift:sift /opt/sift/cache /opt/sift/cache
+COPY --from=build --chown=sift:sift /app /app
 WORKDIR /app
-COPY --chown=sift:sift pyproject.toml README.md ./
-COPY --chown=sift:sift bot ./bot
-COPY --chown=sift:sift rag ./rag
-COPY --chown=sift:sift sync ./sync
-COPY --chown=sift:sift storage ./storage
-COPY --chown=sift:sift examples ./examples
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     XDG_CACHE_HOME=/opt/sift/cache \
