@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
@@ -122,9 +123,11 @@ class App:
         """Checks beyond the index that /healthz reports (the database joins with storage)."""
         return {}
 
-    def index(self) -> WeaviateIndex:
-        """A new index client bound to the configured collection and embedder (call `connect`)."""
-        return WeaviateIndex(self.index_config, self.embedder.name, self.embedder.dimension)
+    def index(self, collection: str = "") -> WeaviateIndex:
+        """A new index client bound to the configured (or the named) collection; call `connect`."""
+        config = replace(self.index_config, collection=collection) if collection \
+            else self.index_config
+        return WeaviateIndex(config, self.embedder.name, self.embedder.dimension)
 
     # --- The question pipeline -------------------------------------------------------------
 

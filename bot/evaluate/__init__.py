@@ -1,0 +1,1 @@
+"""Offline evaluation: datasets, metrics, runs over the real index, reports."""
