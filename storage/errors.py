@@ -7,7 +7,7 @@ class StorageError(Exception):
     """A storage operation could not be done; the message says what and why in one sentence."""
 
 
-class UnknownInteraction(StorageError):
+class UnknownInteraction(StorageError, LookupError):
     """An interaction id that was never recorded (or was purged); nothing was written."""
 
     def __init__(self, interaction_id: int) -> None:

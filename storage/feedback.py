@@ -1,0 +1,116 @@
+"""Feedback: one vote per person per answer, mirrored onto the stats of the documents it cited."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, bindparam, select, update
+from sqlalchemy.orm import Session
+
+from storage.columns import text_hash, utc_now
+from storage.db import Database
+from storage.errors import StorageError, UnknownInteraction
+from storage.models import DocumentStats, Feedback, Interaction, InteractionSource, table
+from storage.upsert import upsert
+
+log = logging.getLogger(__name__)
+
+_stats = table(DocumentStats)
+
+
+def thumbs_delta(old: int | None, new: int | None) -> tuple[int, int]:
+    """(thumbs_up, thumbs_down) change when a person's vote goes from `old` to `new`."""
+    return int(new == 1) - int(old == 1), int(new == -1) - int(old == -1)
+
+
+class FeedbackRepository:
+    """Votes from reactions, buttons and the terminal; a new vote replaces the previous one."""
+
+    def __init__(self, db: Database, *, store_text: bool = True,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._store_text = store_text
+        self._clock = clock
+
+    def _comment(self, comment: str | None) -> str | None:
+        if comment is None or self._store_text:
+            return comment
+        return text_hash(comment)
+
+    def vote(self, interaction_id: int, user: str, vote: int, channel: str,
+             comment: str | None = None) -> None:
+        if vote not in (1, -1):
+            raise StorageError(f"A vote is +1 or -1, not {vote!r}; nothing was written.")
+        now = self._clock()
+        row: dict[str, Any] = {"interaction_id": interaction_id, "user_id": user, "vote": vote,
+                               "channel": channel, "comment": self._comment(comment),
+                               "created_at": now, "updated_at": now}
+        replace = ["vote", "channel", "updated_at"] + (["comment"] if comment is not None else [])
+        with self._db.write() as session:
+            old = self._previous(session, interaction_id, user)
+            session.execute(upsert(self._db.dialect, table(Feedback), [row],
+                                   keys=("interaction_id", "user_id"), replace=replace))
+            self._move_thumbs(session, interaction_id, old, vote)
+
+    def retract(self, interaction_id: int, user: str) -> None:
+        """Take a vote back (a removed reaction); retracting no vote is not an error."""
+        with self._db.write() as session:
+            old = self._previous(session, interaction_id, user)
+            if old is None:
+                return
+            session.execute(table(Feedback).delete().where(
+                Feedback.interaction_id == interaction_id, Feedback.user_id == user))
+            self._move_thumbs(session, interaction_id, old, None)
+
+    def add_comment(self, interaction_id: int, user: str, comment: str) -> None:
+        """Attach the person's explanation to their vote; without a vote there is nothing to
+        attach it to (it was retracted meanwhile), which is logged, not raised."""
+        statement = (update(Feedback)
+                     .where(Feedback.interaction_id == interaction_id, Feedback.user_id == user)
+                     .values(comment=self._comment(comment), updated_at=self._clock()))
+        with self._db.write() as session:
+            self._lock(session, interaction_id)
+            result = cast(CursorResult[Any], session.execute(statement))
+            if result.rowcount == 0:
+                log.info("comment on interaction %s ignored: no vote to attach it to",
+                         interaction_id)
+
+    def votes(self, interaction_id: int) -> dict[str, int]:
+        query = select(Feedback.user_id, Feedback.vote).where(
+            Feedback.interaction_id == interaction_id)
+        with self._db.read() as session:
+            return {user: vote for user, vote in session.execute(query)}
+
+    @staticmethod
+    def _lock(session: Session, interaction_id: int) -> None:
+        """Serialise votes on one answer (PostgreSQL row lock; SQLite's writer lock already
+        does) and refuse an unknown id before anything is written."""
+        query = select(Interaction.id).where(Interaction.id == interaction_id).with_for_update()
+        if session.scalar(query) is None:
+            raise UnknownInteraction(interaction_id)
+
+    def _previous(self, session: Session, interaction_id: int, user: str) -> int | None:
+        self._lock(session, interaction_id)
+        return session.scalar(select(Feedback.vote).where(
+            Feedback.interaction_id == interaction_id, Feedback.user_id == user))
+
+    @staticmethod
+    def _move_thumbs(session: Session, interaction_id: int, old: int | None,
+                     new: int | None) -> None:
+        up, down = thumbs_delta(old, new)
+        if not up and not down:
+            return
+        cited = session.scalars(
+            select(InteractionSource.doc_id).distinct()
+            .where(InteractionSource.interaction_id == interaction_id, InteractionSource.cited)
+            .order_by(InteractionSource.doc_id)).all()
+        if not cited:
+            return
+        # One statement per document, in doc_id order: the same lock order as record().
+        statement = (update(_stats).where(_stats.c.doc_id == bindparam("target"))
+                     .values(thumbs_up=_stats.c.thumbs_up + up,
+                             thumbs_down=_stats.c.thumbs_down + down))
+        session.connection().execute(statement, [{"target": doc} for doc in cited])

@@ -1,0 +1,112 @@
+"""Interactions: records answers with their candidates and updates document stats atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, insert, select, update
+
+from storage.columns import text_hash, utc_now
+from storage.db import Database
+from storage.doc_stats import COUNTERS, LATEST, document_deltas, is_cited, stats_rows
+from storage.errors import UnknownInteraction
+from storage.models import DocumentStats, Interaction, InteractionSource, table
+from storage.shapes import AnswerLike, CandidateLike, UsageLike
+from storage.upsert import upsert
+
+
+def _usage(usage: UsageLike) -> dict[str, int]:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens, "calls": usage.calls}
+
+
+def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool) -> dict[str, Any]:
+    grade, chunk = candidate.grade, candidate.chunk
+    return {
+        "interaction_id": interaction_id, "rank": candidate.rank, "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id, "title": chunk.title, "url": chunk.url,
+        "retrieval_score": candidate.retrieval_score,
+        "grade_score": grade.score if grade else None,
+        "grade_reason": grade.reason if grade else "",
+        "grade_source": str(grade.source) if grade else None,
+        "selected": candidate.selected, "cited": cited,
+    }
+
+
+class InteractionRepository:
+    """Satisfies rag's `InteractionRecorder` and the chat adapters' message links."""
+
+    def __init__(self, db: Database, *, relevant_threshold: float = 0.5,
+                 store_text: bool = True, clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._threshold = relevant_threshold
+        self._store_text = store_text
+        self._clock = clock
+
+    def _text(self, value: str) -> str:
+        return value if self._store_text or not value else text_hash(value)
+
+    def _interaction(self, answer: AnswerLike, now: datetime) -> Interaction:
+        q = answer.question
+        ctx = q.context
+        return Interaction(
+            created_at=now, platform=str(ctx.platform), workspace=ctx.workspace,
+            channel=ctx.channel, thread=ctx.thread, user_id=ctx.user,
+            correlation_id=q.correlation_id, question=self._text(q.text),
+            search_query=self._text(answer.search_query), answer=self._text(answer.text),
+            status=str(answer.status), mode=str(answer.mode),
+            timings_ms=dict(answer.timings_ms),
+            usage={stage: _usage(u) for stage, u in answer.usage.items()},
+            models=dict(answer.models),
+        )
+
+    def record(self, answer: AnswerLike) -> int:
+        """Store the answer, one row per candidate, and every retrieved document's counters."""
+        now = self._clock()
+        cited_chunks = {c.chunk_id for c in answer.citations}
+        deltas = document_deltas(answer.candidates, cited_chunks, self._threshold)
+        with self._db.write() as session:
+            row = self._interaction(answer, now)
+            session.add(row)
+            session.flush()
+            sources = [_source_row(row.id, c, is_cited(c, cited_chunks))
+                       for c in answer.candidates]
+            if sources:
+                session.execute(insert(InteractionSource), sources)
+            if deltas:
+                session.execute(upsert(self._db.dialect, table(DocumentStats),
+                                       stats_rows(deltas, now), keys=("doc_id",),
+                                       add=COUNTERS, replace=LATEST))
+            return row.id
+
+    def find_by_message(self, platform: str, channel: str, message_ref: str) -> int | None:
+        """The interaction whose answer is that platform message (the newest, if several)."""
+        query = (select(Interaction.id)
+                 .where(Interaction.platform == platform,
+                        Interaction.message_channel == channel,
+                        Interaction.message_ref == message_ref)
+                 .order_by(Interaction.id.desc()).limit(1))
+        with self._db.read() as session:
+            return session.scalar(query)
+
+    def attach_message(self, interaction_id: int, channel: str, message_ref: str) -> None:
+        """Remember where the answer was posted; raises UnknownInteraction for a bad id."""
+        statement = (update(Interaction).where(Interaction.id == interaction_id)
+                     .values(message_channel=channel, message_ref=message_ref))
+        with self._db.write() as session:
+            if cast(CursorResult[Any], session.execute(statement)).rowcount == 0:
+                raise UnknownInteraction(interaction_id)
+
+    def get(self, interaction_id: int) -> Interaction | None:
+        with self._db.read() as session:
+            return session.get(Interaction, interaction_id)
+
+    def sources(self, interaction_id: int) -> list[InteractionSource]:
+        query = (select(InteractionSource).where(InteractionSource.interaction_id ==
+                                                 interaction_id)
+                 .order_by(InteractionSource.rank))
+        with self._db.read() as session:
+            return list(session.scalars(query))
