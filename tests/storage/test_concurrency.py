@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import select
 
+from rag.types import Answer
 from storage.db import Database
 from storage.feedback import FeedbackRepository
 from storage.interactions import InteractionRepository
@@ -17,7 +18,7 @@ THREADS = 8
 ROUNDS = 5
 
 
-def _cited_answer(question: str):  # noqa: ANN202 - a builder
+def _cited_answer(question: str) -> Answer:
     return answer(question, [cand("doc-a", 0, rank=1, score=0.9, selected=True, cited=True),
                              cand("doc-b", 0, rank=2, score=0.8, selected=True, cited=True),
                              cand("doc-c", 0, rank=3, score=0.3)])

@@ -1,0 +1,48 @@
+"""Conversation history: the last few turns of each thread or chat, oldest first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import delete, select
+
+from storage.columns import utc_now
+from storage.db import Database
+from storage.models import ConversationTurn, table
+
+_Turn = ConversationTurn
+_table = table(ConversationTurn)
+
+
+class HistoryRepository:
+    """Bounded per conversation: each append trims the conversation to its newest `keep` turns.
+
+    The text is kept even when `store_text` is off elsewhere: rewriting a follow-up needs it.
+    `sift db purge` removes old turns.
+    """
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    def append(self, conversation_key: str, role: str, text: str, keep: int = 20) -> None:
+        with self._db.write() as session:
+            if keep > 0:
+                session.add(_Turn(conversation_key=conversation_key, role=role, text=text,
+                                  created_at=self._clock()))
+                session.flush()
+            newest = (select(_Turn.id).where(_Turn.conversation_key == conversation_key)
+                      .order_by(_Turn.id.desc()).limit(max(keep, 0)))
+            session.execute(delete(_table).where(_table.c.conversation_key == conversation_key,
+                                                 _table.c.id.not_in(newest)))
+
+    def recent(self, conversation_key: str, n: int) -> list[tuple[str, str]]:
+        """The last `n` turns as (role, text), oldest first."""
+        if n <= 0:
+            return []
+        query = (select(_Turn.role, _Turn.text).where(_Turn.conversation_key == conversation_key)
+                 .order_by(_Turn.id.desc()).limit(n))
+        with self._db.read() as session:
+            rows = [(role, text) for role, text in session.execute(query)]
+        return rows[::-1]

@@ -1,0 +1,98 @@
+"""Sync state: per-source document hashes and the log of sync runs (sync's `SyncState`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, delete, func, select, update
+
+from storage.columns import utc_now
+from storage.db import Database
+from storage.errors import UnknownSyncRun
+from storage.models import SourceDocument, SyncRun, table
+from storage.shapes import RunCountsLike
+from storage.upsert import upsert
+
+MAX_ERRORS = 100  # a run with thousands of failures keeps the first ones; the log has the rest
+MAX_ERROR_CHARS = 1000
+SUCCESS = "ok"
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    doc_id: str
+    content_hash: str
+    chunk_count: int
+    status: str
+    updated_at: datetime | None
+    last_synced: datetime
+    error: str = ""
+
+
+class SyncStateRepository:
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    def documents(self, source: str) -> dict[str, DocumentRecord]:
+        query = select(SourceDocument).where(SourceDocument.source == source)
+        with self._db.read() as session:
+            return {d.doc_id: DocumentRecord(d.doc_id, d.content_hash, d.chunk_count, d.status,
+                                             d.updated_at, d.last_synced, d.error)
+                    for d in session.scalars(query)}
+
+    def record_document(self, source: str, doc_id: str, *, content_hash: str,
+                        chunk_count: int, updated_at: datetime | None, status: str = "ok",
+                        error: str = "") -> None:
+        row = {"source": source, "doc_id": doc_id, "content_hash": content_hash,
+               "chunk_count": chunk_count, "updated_at": updated_at,
+               "last_synced": self._clock(), "status": status,
+               "error": error[:MAX_ERROR_CHARS]}
+        changed = ("content_hash", "chunk_count", "updated_at", "last_synced", "status", "error")
+        with self._db.write() as session:
+            session.execute(upsert(self._db.dialect, table(SourceDocument), [row],
+                                   keys=("source", "doc_id"), replace=changed))
+
+    def forget_document(self, source: str, doc_id: str) -> None:
+        with self._db.write() as session:
+            docs = table(SourceDocument)
+            session.execute(delete(docs).where(docs.c.source == source, docs.c.doc_id == doc_id))
+
+    def start_run(self, source: str, *, full: bool) -> int:
+        with self._db.write() as session:
+            run = SyncRun(source=source, full=full, status="running",
+                          started_at=self._clock(), errors=[])
+            session.add(run)
+            session.flush()
+            return run.id
+
+    def finish_run(self, run_id: int, counts: RunCountsLike, errors: Sequence[str], *,
+                   status: str) -> None:
+        values: dict[str, Any] = {
+            "status": status, "finished_at": self._clock(), "added": counts.added,
+            "updated": counts.updated, "deleted": counts.deleted,
+            "unchanged": counts.unchanged, "failed": counts.failed,
+            "chunks_written": counts.chunks_written,
+            "errors": [e[:MAX_ERROR_CHARS] for e in errors[:MAX_ERRORS]],
+        }
+        with self._db.write() as session:
+            result = session.execute(update(SyncRun).where(SyncRun.id == run_id).values(values))
+            if cast(CursorResult[Any], result).rowcount == 0:
+                raise UnknownSyncRun(run_id)
+
+    def last_success(self, source: str) -> datetime | None:
+        """Start of the source's last run that finished with status "ok"."""
+        query = select(func.max(SyncRun.started_at)).where(SyncRun.source == source,
+                                                           SyncRun.status == SUCCESS)
+        with self._db.read() as session:
+            return session.scalar(query)
+
+    def runs(self, source: str | None = None, limit: int = 20) -> list[SyncRun]:
+        query = select(SyncRun).order_by(SyncRun.id.desc()).limit(limit)
+        if source is not None:
+            query = query.where(SyncRun.source == source)
+        with self._db.read() as session:
+            return list(session.scalars(query))
