@@ -1,0 +1,132 @@
+"""`sift report`: reads the window's interactions and the document stats into one Report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import case, func, select
+from sqlalchemy.orm import Session
+
+from storage.columns import utc_now
+from storage.db import Database
+from storage.models import DocumentStats, Feedback, Interaction, SourceDocument
+from storage.stats import (
+    ContentGap,
+    FeedbackSummary,
+    InteractionRow,
+    ModeStats,
+    QuestionVotes,
+    StageLatency,
+    StatusCounts,
+    content_gaps,
+    feedback_summary,
+    mode_stats,
+    most_downvoted,
+    stage_latencies,
+    status_counts,
+)
+
+
+@dataclass(frozen=True)
+class DocumentFinding:
+    """A document retrieved often whose average best-chunk grade is below the threshold."""
+
+    doc_id: str
+    title: str
+    retrieved: int
+    graded: int
+    relevant: int
+    average_grade: float
+    cited: int
+    thumbs_down: int
+
+
+@dataclass(frozen=True)
+class UnretrievedDocument:
+    source: str
+    doc_id: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """Window sections cover [since, until]; document sections are all-time (they survive
+    purges)."""
+
+    since: datetime
+    until: datetime
+    statuses: StatusCounts
+    latencies: tuple[StageLatency, ...]
+    feedback: FeedbackSummary
+    downvoted: tuple[QuestionVotes, ...]
+    gaps: tuple[ContentGap, ...]
+    modes: tuple[ModeStats, ...]
+    low_grade: tuple[DocumentFinding, ...]
+    never_retrieved: tuple[UnretrievedDocument, ...]
+    never_retrieved_total: int
+    relevant_threshold: float
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    window: timedelta = timedelta(days=7)
+    relevant_threshold: float = 0.5
+    limit: int = 10  # rows per list section
+    min_retrieved: int = 3  # "retrieved often"
+
+
+def _interaction_rows(session: Session, since: datetime) -> list[InteractionRow]:
+    votes = (select(Feedback.interaction_id,
+                    func.sum(case((Feedback.vote == 1, 1), else_=0)).label("up"),
+                    func.sum(case((Feedback.vote == -1, 1), else_=0)).label("down"))
+             .group_by(Feedback.interaction_id).subquery())
+    query = (select(Interaction.id, Interaction.question, Interaction.status, Interaction.mode,
+                    Interaction.timings_ms, Interaction.created_at, votes.c.up, votes.c.down)
+             .outerjoin(votes, votes.c.interaction_id == Interaction.id)
+             .where(Interaction.created_at >= since).order_by(Interaction.id))
+    return [InteractionRow(r.id, r.question, r.status, r.mode, r.timings_ms or {},
+                           r.created_at, int(r.up or 0), int(r.down or 0))
+            for r in session.execute(query)]
+
+
+def _low_grade(session: Session, options: ReportOptions) -> list[DocumentFinding]:
+    s = DocumentStats
+    query = (select(s).where(s.retrieved >= options.min_retrieved, s.graded > 0,
+                             s.grade_score_sum < options.relevant_threshold * s.graded)
+             .order_by(s.retrieved.desc(), (s.grade_score_sum / s.graded).asc(), s.doc_id)
+             .limit(options.limit))
+    return [DocumentFinding(d.doc_id, d.title, d.retrieved, d.graded, d.graded_relevant,
+                            d.grade_score_sum / d.graded, d.cited, d.thumbs_down)
+            for d in session.scalars(query)]
+
+
+def _never_retrieved(session: Session, limit: int) -> tuple[list[UnretrievedDocument], int]:
+    """Synced documents no question has ever retrieved."""
+    base = (select(SourceDocument.source, SourceDocument.doc_id)
+            .outerjoin(DocumentStats, DocumentStats.doc_id == SourceDocument.doc_id)
+            .where(SourceDocument.status == "ok",
+                   func.coalesce(DocumentStats.retrieved, 0) == 0))
+    total = session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    rows = session.execute(base.order_by(SourceDocument.source, SourceDocument.doc_id)
+                           .limit(limit))
+    return [UnretrievedDocument(r.source, r.doc_id) for r in rows], int(total)
+
+
+def build_report(db: Database, options: ReportOptions | None = None, *,
+                 clock: Callable[[], datetime] = utc_now) -> Report:
+    options = options or ReportOptions()
+    until = clock()
+    since = until - options.window
+    with db.read() as session:
+        rows = _interaction_rows(session, since)
+        low = _low_grade(session, options)
+        never, never_total = _never_retrieved(session, options.limit)
+    return Report(
+        since=since, until=until, statuses=status_counts(rows),
+        latencies=tuple(stage_latencies(rows)), feedback=feedback_summary(rows),
+        downvoted=tuple(most_downvoted(rows, options.limit)),
+        gaps=tuple(content_gaps(rows, options.limit)), modes=tuple(mode_stats(rows)),
+        low_grade=tuple(low), never_retrieved=tuple(never), never_retrieved_total=never_total,
+        relevant_threshold=options.relevant_threshold,
+    )
