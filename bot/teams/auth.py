@@ -1,0 +1,68 @@
+"""Who may post to /api/messages: Bot Framework JWTs in production, anonymous on loopback only."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration, AuthTypes
+
+from bot.settings import Settings
+from rag.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    """True only for addresses nothing outside this machine can reach ("" and 0.0.0.0 are all)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def check_exposure(settings: Settings) -> None:
+    """`sift serve` refuses to offer an unauthenticated Teams endpoint beyond this machine."""
+    # With an app id every request needs a valid JWT (the secret is checked when mounting).
+    if not settings.teams.enabled or settings.teams_app_id or is_loopback(settings.host):
+        return
+    sentence = (
+        f"SIFT_HOST is {settings.host!r}, which is reachable from other machines, but "
+        "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set, so anyone could post to "
+        "/api/messages: set them (see the README's Teams section), listen on 127.0.0.1, or "
+        "set SIFT_TEAMS__ENABLED=false."
+    )
+    raise ConfigError(sentence, user_message=sentence)
+
+
+def _secret_configuration(settings: Settings) -> AgentAuthConfiguration:
+    if not settings.teams_tenant_id:
+        sentence = ("SIFT_TEAMS_APP_ID is set but SIFT_TEAMS_TENANT_ID is not: set it to the "
+                    "Directory (tenant) ID of the bot's app registration.")
+        raise ConfigError(sentence, user_message=sentence)
+    app, tenant = settings.teams_app_id, settings.teams_tenant_id
+    if settings.teams_app_password is not None:
+        return AgentAuthConfiguration(
+            AuthTypes.client_secret, app, tenant,
+            settings.teams_app_password.get_secret_value(), anonymous_allowed=False)
+    if settings.teams.certificate_pfx is not None:
+        return AgentAuthConfiguration(
+            AuthTypes.certificate, app, tenant, cert_pfx_file=str(settings.teams.certificate_pfx),
+            anonymous_allowed=False)
+    sentence = ("SIFT_TEAMS_APP_ID is set but neither SIFT_TEAMS_APP_PASSWORD nor "
+                "SIFT_TEAMS__CERTIFICATE_PFX is, so Sift could not sign its replies.")
+    raise ConfigError(sentence, user_message=sentence)
+
+
+def auth_configuration(settings: Settings) -> AgentAuthConfiguration:
+    """The SDK's connection settings: validated JWTs when an app id is configured; otherwise
+    anonymous requests, accepted only while the server listens on loopback."""
+    if settings.teams_app_id:
+        return _secret_configuration(settings)
+    check_exposure(settings)
+    log.warning("Teams: SIFT_TEAMS_APP_ID is not set, so POST /api/messages on %s accepts "
+                "unauthenticated requests (local testing only; replies carry no token)",
+                settings.host)
+    return AgentAuthConfiguration(anonymous_allowed=True)

@@ -1,0 +1,170 @@
+"""Teams activities in, typed values out: the question asked, a feedback submission, a reaction."""
+
+from __future__ import annotations
+
+import enum
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from microsoft_agents.activity import Activity
+
+from rag.types import AskContext, Platform
+
+THREAD_MARK = ";messageid="
+_AT = re.compile(r"<at\b[^>]*>(.*?)</at>", re.IGNORECASE | re.DOTALL)
+_BLANKS = re.compile(r"[ \t\u00a0]+")
+REACTION_VOTES: Mapping[str, int] = {"like": 1}  # Teams' 👍; other reactions are not votes
+FEEDBACK_VOTES: Mapping[str, int] = {"like": 1, "dislike": -1}
+
+
+class ConversationKind(enum.StrEnum):
+    PERSONAL = "personal"
+    GROUP_CHAT = "groupChat"
+    CHANNEL = "channel"
+
+
+@dataclass(frozen=True)
+class TeamsConversation:
+    """A conversation as Teams names it; in a channel the id carries the thread's root message."""
+
+    id: str
+    kind: ConversationKind
+    tenant: str = ""
+
+    @property
+    def base(self) -> str:
+        """The chat or channel without the thread: what message ids are unique within."""
+        return self.id.split(THREAD_MARK, 1)[0]
+
+    @property
+    def thread(self) -> str:
+        return self.id.split(THREAD_MARK, 1)[1] if THREAD_MARK in self.id else ""
+
+    @property
+    def history_key(self) -> str:
+        """Follow-ups belong to a personal chat, a group chat, or one channel thread."""
+        return f"teams:{self.id}"
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    activity_id: str
+    conversation: TeamsConversation
+    user: str
+    text: str
+
+    @property
+    def dedupe_key(self) -> str:
+        return f"teams:{self.conversation.base}:{self.activity_id}"
+
+    def ask_context(self) -> AskContext:
+        c = self.conversation
+        return AskContext(platform=Platform.TEAMS, workspace=c.tenant, channel=c.base,
+                          thread=c.thread, user=self.user)
+
+
+@dataclass(frozen=True)
+class FeedbackSubmission:
+    """Teams' feedback loop: thumbs up or down on `target_id`, with an optional comment."""
+
+    conversation: TeamsConversation
+    user: str
+    target_id: str
+    vote: int
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class ReactionChange:
+    """A reaction added (`vote`) or removed (`retract`) on the message `target_id`."""
+
+    conversation: TeamsConversation
+    user: str
+    target_id: str
+    vote: int | None = None
+    retract: bool = False
+
+
+def question_text(text: str, bot_mentions: Sequence[str]) -> str:
+    """The question without the bot's @mention; other people's mentions become their names."""
+    for mention in bot_mentions:
+        text = text.replace(mention, " ")
+    text = html.unescape(_AT.sub(r"\1", text))
+    return "\n".join(_BLANKS.sub(" ", line).strip() for line in text.splitlines()).strip()
+
+
+def conversation_of(activity: Activity) -> TeamsConversation:
+    conv = activity.conversation
+    assert conv is not None and conv.id  # the adapter answers 400 before a turn without one
+    kind = {k.value: k for k in ConversationKind}.get(conv.conversation_type or "")
+    if kind is None:  # Emulator and Web Chat: 1:1 unless marked as a group
+        kind = ConversationKind.GROUP_CHAT if conv.is_group else ConversationKind.PERSONAL
+    return TeamsConversation(conv.id, kind, conv.tenant_id or _channel_tenant(activity))
+
+
+def _channel_tenant(activity: Activity) -> str:
+    data = activity.channel_data if isinstance(activity.channel_data, Mapping) else {}
+    tenant = data.get("tenant")
+    return str(tenant.get("id", "")) if isinstance(tenant, Mapping) else ""
+
+
+def user_of(activity: Activity) -> str:
+    """The Entra object id when Teams sends it: the same person across bots and chats."""
+    sender = activity.from_property
+    if sender is None:
+        return ""
+    return sender.aad_object_id or sender.id or ""
+
+
+def parse_message(activity: Activity) -> IncomingMessage | None:
+    """The question, or None when the message is not for Sift (a channel post without @Sift)."""
+    conversation = conversation_of(activity)
+    bot_id = activity.recipient.id if activity.recipient else None
+    mentions = [m for m in activity.get_mentions() if m.mentioned and m.mentioned.id == bot_id]
+    if conversation.kind is not ConversationKind.PERSONAL and not mentions:
+        return None
+    texts = [m.text or f"<at>{m.mentioned.name}</at>" for m in mentions if m.mentioned]
+    return IncomingMessage(activity.id or "", conversation, user_of(activity),
+                           question_text(activity.text or "", texts))
+
+
+def _comment(raw: Any) -> str | None:
+    """`feedback` is a JSON string holding `feedbackText`; tolerate an object or plain text."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return raw.strip() or None
+    text = raw.get("feedbackText") if isinstance(raw, Mapping) else None
+    return text.strip() or None if isinstance(text, str) else None
+
+
+def parse_feedback(activity: Activity) -> FeedbackSubmission | None:
+    """A `message/submitAction` invoke from the feedback loop, or None if it is another action."""
+    value = activity.value if isinstance(activity.value, Mapping) else {}
+    action = value.get("actionValue")
+    if value.get("actionName") != "feedback" or not isinstance(action, Mapping):
+        return None
+    vote = FEEDBACK_VOTES.get(str(action.get("reaction", "")))
+    if vote is None or not activity.reply_to_id:
+        return None
+    return FeedbackSubmission(conversation_of(activity), user_of(activity),
+                              activity.reply_to_id, vote, _comment(action.get("feedback")))
+
+
+def parse_reaction(activity: Activity) -> ReactionChange | None:
+    """A 👍 added or removed on a message; None for other reactions."""
+    if not activity.reply_to_id:
+        return None
+    added = {r.type for r in activity.reactions_added or []}
+    removed = {r.type for r in activity.reactions_removed or []}
+    votes = [REACTION_VOTES[t] for t in added if t in REACTION_VOTES]
+    retract = any(t in REACTION_VOTES for t in removed)
+    if not votes and not retract:
+        return None
+    return ReactionChange(conversation_of(activity), user_of(activity), activity.reply_to_id,
+                          votes[0] if votes else None, retract and not votes)

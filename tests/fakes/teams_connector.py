@@ -1,0 +1,111 @@
+"""A local fake of the Bot Connector service that Teams activities name in `serviceUrl`.
+
+Real HTTP: the bot's replies arrive as POST /v3/conversations/{id}/activities[/{replyToId}]
+(PUT for updates), are recorded, and get an id back. Failures can be scripted (429 with
+Retry-After, 502, ...) to exercise the bot's retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.http import LocalServer
+
+
+@dataclass
+class Received:
+    method: str
+    conversation_id: str
+    reply_to: str | None
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+    id: str = ""
+
+    @property
+    def type(self) -> str:
+        return str(self.body.get("type", ""))
+
+    @property
+    def text(self) -> str:
+        return str(self.body.get("text", ""))
+
+    def entities(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.body.get("entities") or [] if e.get("type") == kind]
+
+    @property
+    def stream_info(self) -> dict[str, Any] | None:
+        found = self.entities("streaminfo")
+        return found[0] if found else None
+
+
+@dataclass
+class Failure:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=lambda: {
+        "error": {"code": "ServiceError", "message": "scripted failure"}})
+
+
+class FakeConnector(LocalServer):
+    """Routes live under `prefix` like Teams' regional service URLs (…/amer/v3/…)."""
+
+    def __init__(self, prefix: str = "/amer") -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.received: list[Received] = []
+        self.refused: list[Received] = []  # requests answered with a scripted failure
+        self.failures: deque[Failure] = deque()
+        self._ids = itertools.count(1700000009001)
+        self._changed = asyncio.Condition()
+        base = f"{prefix}/v3/conversations/{{conversation_id}}/activities"
+        self.app.router.add_post(base, self._activity)
+        self.app.router.add_post(base + "/{activity_id}", self._activity)
+        self.app.router.add_put(base + "/{activity_id}", self._activity)
+
+    @property
+    def service_url(self) -> str:
+        return f"{self.url}{self.prefix}/"
+
+    def fail_next(self, status: int, *, retry_after: str | None = None, times: int = 1) -> None:
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        self.failures.extend(Failure(status, headers) for _ in range(times))
+
+    def of_type(self, kind: str) -> list[Received]:
+        return [r for r in self.received if r.type == kind]
+
+    @property
+    def messages(self) -> list[Received]:
+        return self.of_type("message")
+
+    async def wait_for(self, done: Callable[[FakeConnector], bool],
+                       timeout_s: float = 20.0) -> None:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: done(self)), timeout_s)
+
+    async def wait_for_messages(self, count: int, timeout_s: float = 20.0) -> list[Received]:
+        await self.wait_for(lambda c: len(c.messages) >= count, timeout_s)
+        return self.messages
+
+    async def _activity(self, request: web.Request) -> web.Response:
+        record = Received(request.method, request.match_info["conversation_id"],
+                          request.match_info.get("activity_id"), await request.json(),
+                          dict(request.headers))
+        if self.failures:
+            failure = self.failures.popleft()
+            self.refused.append(record)
+            return web.json_response(failure.body, status=failure.status,
+                                     headers=failure.headers)
+        record.id = str(next(self._ids))
+        async with self._changed:
+            self.received.append(record)
+            self._changed.notify_all()
+        return web.json_response({"id": record.id}, status=201)

@@ -1,0 +1,113 @@
+"""Activity JSON shaped like what Teams posts to /api/messages (from Microsoft's documented
+examples: channel @mention with entities, personal chat, feedback invoke, messageReaction)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+BOT_APP_ID = "b1f4c6a2-7d0e-4c55-9a3e-2f6d8e1c0a77"
+BOT_ID = f"28:{BOT_APP_ID}"
+BOT_NAME = "Sift"
+TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+TEAM = "19:efa9296d959346209fea44151c742e73@thread.tacv2"
+CHANNEL = "19:3629591d4b774aa08cb0887902eee7c1@thread.tacv2"
+PERSONAL = "a:1Xyz8f3kQ7uL2mPq9rT4vW6yB0cE5gH1jK3nS7dF9aZ_personal"
+GROUP = "19:meeting_group_8c1f2a44e7b94d0f9a1c@thread.v2"
+
+_ids = itertools.count(1700000000001)
+
+
+def next_id() -> str:
+    return str(next(_ids))
+
+
+def user(n: int = 1) -> dict[str, Any]:
+    return {"id": f"29:1I9Is_Sx0O-user{n}", "name": f"Jane Smith {n}",
+            "aadObjectId": f"c33aafc4-646d-4543-9d4c-abd28e4d21{n:02d}"}
+
+
+def _base(service_url: str, conversation: dict[str, Any], sender: dict[str, Any],
+          activity_id: str | None) -> dict[str, Any]:
+    return {
+        "id": activity_id or next_id(), "channelId": "msteams",
+        "serviceUrl": service_url, "timestamp": "2026-11-22T09:15:41.943Z",
+        "localTimestamp": "2026-11-22T10:15:41.943+01:00", "locale": "en-US",
+        "from": sender, "recipient": {"id": BOT_ID, "name": BOT_NAME},
+        "conversation": conversation,
+        "channelData": {"tenant": {"id": TENANT}},
+    }
+
+
+def _client_info() -> dict[str, Any]:
+    return {"type": "clientInfo", "locale": "en-US", "country": "US", "platform": "Web",
+            "timezone": "Europe/Berlin"}
+
+
+def channel_conversation(root_id: str) -> dict[str, Any]:
+    return {"isGroup": True, "conversationType": "channel", "tenantId": TENANT,
+            "id": f"{CHANNEL};messageid={root_id}"}
+
+
+def channel_mention(service_url: str, question: str, *, activity_id: str | None = None,
+                    root_id: str | None = None, sender: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """`@Sift question` in a channel; a new post is its own thread root."""
+    activity_id = activity_id or next_id()
+    mention = f"<at>{BOT_NAME}</at>"
+    payload = _base(service_url, channel_conversation(root_id or activity_id),
+                    sender or user(), activity_id)
+    payload.update({
+        "type": "message", "text": f"{mention} {question}", "textFormat": "plain",
+        "entities": [{"type": "mention", "text": mention,
+                      "mentioned": {"id": BOT_ID, "name": BOT_NAME}}, _client_info()],
+        "channelData": {"teamsChannelId": CHANNEL, "teamsTeamId": TEAM,
+                        "channel": {"id": CHANNEL}, "team": {"id": TEAM},
+                        "tenant": {"id": TENANT}},
+    })
+    return payload
+
+
+def channel_post_without_mention(service_url: str, text: str) -> dict[str, Any]:
+    payload = channel_mention(service_url, text)
+    payload["text"] = text
+    payload["entities"] = [_client_info()]
+    return payload
+
+
+def personal_conversation() -> dict[str, Any]:
+    return {"conversationType": "personal", "tenantId": TENANT, "id": PERSONAL}
+
+
+def personal_message(service_url: str, text: str, *, activity_id: str | None = None,
+                     sender: dict[str, Any] | None = None) -> dict[str, Any]:
+    payload = _base(service_url, personal_conversation(), sender or user(), activity_id)
+    payload.update({"type": "message", "text": text, "textFormat": "plain",
+                    "entities": [_client_info()]})
+    return payload
+
+
+def feedback_invoke(service_url: str, conversation: dict[str, Any], reply_to_id: str,
+                    reaction: str, comment: str | None = None,
+                    sender: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What Teams posts when someone submits its built-in feedback form."""
+    payload = _base(service_url, conversation, sender or user(), f"f:{next_id()}")
+    feedback = json.dumps({"feedbackText": comment}) if comment is not None else "{}"
+    payload.update({"type": "invoke", "name": "message/submitAction", "replyToId": reply_to_id,
+                    "value": {"actionName": "feedback",
+                              "actionValue": {"reaction": reaction, "feedback": feedback}}})
+    return payload
+
+
+def reaction(service_url: str, conversation: dict[str, Any], reply_to_id: str, *,
+             added: tuple[str, ...] = (), removed: tuple[str, ...] = (),
+             sender: dict[str, Any] | None = None) -> dict[str, Any]:
+    payload = _base(service_url, conversation, sender or user(), f"f:{next_id()}")
+    payload.update({"type": "messageReaction", "replyToId": reply_to_id,
+                    "legacy": {"replyToId": f"1:19uJ8TZA1cZcms7-{reply_to_id}"}})
+    if added:
+        payload["reactionsAdded"] = [{"type": t} for t in added]
+    if removed:
+        payload["reactionsRemoved"] = [{"type": t} for t in removed]
+    return payload
