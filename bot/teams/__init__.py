@@ -1,0 +1,1 @@
+"""Microsoft Teams adapter on the Microsoft 365 Agents SDK: activity in, Answer out."""
