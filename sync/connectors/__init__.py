@@ -1,0 +1,1 @@
+"""Knowledge sources: a folder of files, a platform's REST API."""

@@ -1,0 +1,142 @@
+"""Turning files and platform fields into Markdown and typed metadata (front matter, HTML, PDF)."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import yaml
+from bs4 import BeautifulSoup
+from markdownify import MarkdownConverter
+
+from sync.connectors.base import SourceDocument
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_NOISE_TAGS = ("script", "style", "noscript", "template", "head")
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+class DocumentParseError(ValueError):
+    """The document cannot be read (invalid front matter, unparseable PDF); skip and report it."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A body converted to Markdown plus the metadata the file itself declared."""
+
+    body: str
+    meta: Mapping[str, Any]
+
+
+def split_front_matter(text: str) -> Parsed:
+    """Separate a leading YAML front matter block from a Markdown body."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return Parsed(text, {})
+    try:
+        meta = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 2})" if where is not None else ""
+        raise DocumentParseError(f"invalid YAML front matter{line}: "
+                                 f"{getattr(exc, 'problem', None) or exc}") from exc
+    if not isinstance(meta, dict):
+        raise DocumentParseError("front matter is not a mapping of keys to values")
+    return Parsed(text[match.end():], meta)
+
+
+def html_to_markdown(html: str) -> Parsed:
+    """Convert an HTML page to Markdown; `<title>` and `<meta name=...>` become metadata."""
+    soup = BeautifulSoup(html, "html.parser")
+    meta: dict[str, Any] = {}
+    if soup.title and soup.title.string:
+        meta["title"] = soup.title.string.strip()
+    for tag in soup.find_all("meta"):
+        name, content = tag.get("name"), tag.get("content")
+        if isinstance(name, str) and isinstance(content, str):
+            meta.setdefault(name.strip().lower(), content.strip())
+    for tag in soup.find_all(_NOISE_TAGS):
+        tag.decompose()
+    converter = MarkdownConverter(heading_style="ATX", bullets="-", code_language="")
+    body = converter.convert_soup(soup)
+    return Parsed(re.sub(r"\n{3,}", "\n\n", body).strip() + "\n", meta)
+
+
+def pdf_to_markdown(data: bytes) -> Parsed:
+    """Extract the text of a PDF page by page; the PDF's own Title becomes metadata."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        info = reader.metadata
+    except (PyPdfError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
+        raise DocumentParseError(f"not a readable PDF: {exc}") from exc
+    text = "\n\n".join(p for p in pages if p)
+    if not text:
+        raise DocumentParseError("the PDF has no extractable text (scanned images?)")
+    title = str(info.title).strip() if info is not None and info.title else ""
+    return Parsed(text + "\n", {"title": title} if title else {})
+
+
+def first_heading(body: str) -> str:
+    match = _H1.search(body)
+    return match.group(1).strip() if match else ""
+
+
+def as_tuple(value: Any) -> tuple[str, ...]:
+    """Lists stay lists; a comma-separated string ("a, b") becomes its parts."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    if isinstance(value, list | tuple | set):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return (str(value),)
+
+
+def as_datetime(value: Any, key: str = "date") -> datetime | None:
+    """Dates and ISO-8601 strings (a trailing Z included) as aware UTC datetimes."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime(value.year, value.month, value.day)
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise DocumentParseError(f"{key} {value!r} is not an ISO-8601 date") from exc
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def build_document(doc_id: str, parsed: Parsed, *, title: str = "", url: str = "",
+                   updated_at: datetime | None = None) -> SourceDocument:
+    """A SourceDocument from a body and its metadata; arguments are fallbacks for missing keys."""
+    meta = parsed.meta
+    access = as_tuple(meta.get("access")) or ("public",)
+    return SourceDocument(
+        doc_id=_text(meta.get("doc_id")) or doc_id,
+        title=_text(meta.get("title")) or first_heading(parsed.body) or title or doc_id,
+        body=parsed.body,
+        url=_text(meta.get("url")) or url,
+        tags=as_tuple(meta.get("tags")),
+        authors=as_tuple(meta.get("authors") or meta.get("author")),
+        channels=as_tuple(meta.get("channels")),
+        doc_type=_text(meta.get("doc_type")),
+        subtype=_text(meta.get("subtype")),
+        language=_text(meta.get("language")),
+        published_at=as_datetime(meta.get("published_at"), "published_at"),
+        updated_at=as_datetime(meta.get("updated_at"), "updated_at") or updated_at,
+        access=access,
+    )

@@ -1,0 +1,123 @@
+"""The folder connector: a directory tree of Markdown, HTML, plain text and PDF files."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import unicodedata
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rag.errors import SyncError
+from sync.connectors.base import DocumentFailure, Fetched
+from sync.connectors.convert import (
+    DocumentParseError,
+    Parsed,
+    build_document,
+    html_to_markdown,
+    pdf_to_markdown,
+    split_front_matter,
+)
+
+KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+         ".txt": "text", ".pdf": "pdf"}
+# Salvages the id of a file whose front matter no longer parses, so that a typo in the YAML
+# is reported without the document's existing chunks being pruned under its real id.
+_DOC_ID_LINE = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?doc_id:[ \t]*['\"]?([^'\"\r\n#]+?)"
+                          r"['\"]?[ \t]*\r?\n")
+_HTML_DOC_ID = re.compile(r"<meta\s+name=[\"']doc_id[\"']\s+content=[\"']([^\"']+)[\"']", re.I)
+
+
+class FolderConnector:
+    """Every supported file under `root` is a document; its relative path is the default id."""
+
+    def __init__(self, root: Path, *, url_base: str = "") -> None:
+        self.root = root
+        self.url_base = url_base.rstrip("/")
+
+    def _files(self) -> Iterator[tuple[Path, str]]:
+        if not self.root.is_dir():
+            raise SyncError(f"folder source {self.root} is not a directory",
+                            user_message=f"The folder {self.root} does not exist or is not a "
+                            "directory; check the source's `path`.")
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                path = Path(folder, name)
+                if not name.startswith(".") and path.suffix.lower() in KINDS:
+                    rel = unicodedata.normalize("NFC", path.relative_to(self.root).as_posix())
+                    yield path, rel
+
+    async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
+        """Files modified at or after `since` (all of them when `since` is None), in path order."""
+        cutoff = since.timestamp() if since is not None else None
+        for path, rel in self._files():
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue  # deleted while we walked; the next full pass prunes it
+            if cutoff is None or mtime >= cutoff:
+                yield await asyncio.to_thread(self._load, path, rel, mtime)
+
+    async def list_ids(self) -> set[str]:
+        return await asyncio.to_thread(self._ids)
+
+    def _ids(self) -> set[str]:
+        ids = set()
+        for path, rel in self._files():
+            ids.add(self._declared_id(path) or rel)
+        return ids
+
+    def _declared_id(self, path: Path) -> str:
+        """The doc_id a file declares itself, without converting its body."""
+        kind = KINDS[path.suffix.lower()]
+        if kind not in ("markdown", "html"):
+            return ""
+        try:
+            head = path.read_bytes()[:65536].decode("utf-8-sig", errors="replace")
+        except OSError:
+            return ""
+        pattern = _DOC_ID_LINE if kind == "markdown" else _HTML_DOC_ID
+        match = pattern.search(head)
+        return match.group(1).strip() if match else ""
+
+    def _load(self, path: Path, rel: str, mtime: float) -> Fetched:
+        try:
+            parsed = self._parse(path)
+            url = f"{self.url_base}/{rel}" if self.url_base else ""
+            return build_document(rel, parsed, title=_title_from_name(path), url=url,
+                                  updated_at=datetime.fromtimestamp(mtime, UTC))
+        except DocumentParseError as exc:
+            return DocumentFailure(self._declared_id(path) or rel, f"{rel}: {exc}")
+        except OSError as exc:
+            return DocumentFailure(rel, f"{rel}: cannot read the file ({exc.strerror or exc})")
+
+    def _parse(self, path: Path) -> Parsed:
+        kind = KINDS[path.suffix.lower()]
+        data = path.read_bytes()
+        if kind == "pdf":
+            return pdf_to_markdown(data)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DocumentParseError(f"not UTF-8 text (byte {exc.start})") from exc
+        if kind == "html":
+            return html_to_markdown(text)
+        if kind == "markdown":
+            return split_front_matter(text)
+        return Parsed(text, {"title": _first_line(text)})
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip() if len(line.strip()) <= 120 else ""
+    return ""
+
+
+def _title_from_name(path: Path) -> str:
+    words = re.sub(r"[-_]+", " ", path.stem).strip()
+    return words[:1].upper() + words[1:]
+
