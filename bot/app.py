@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from dataclasses import replace
+from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from bot.service import ChatLimits, ChatService, ChatStores
 from bot.settings import Settings, build_settings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
-from bot.web import HealthCheck
+from bot.web import Health, HealthCheck
 from rag import messages
 from rag.config import (
     GradingConfig,
@@ -34,6 +36,15 @@ from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.db import Database
+from storage.dedupe import DedupeRepository
+from storage.errors import StorageError
+from storage.feedback import FeedbackRepository
+from storage.grade_cache import GradeCacheRepository
+from storage.history import HistoryRepository
+from storage.interactions import InteractionRepository
+from storage.retention import Retention
+from storage.sync_state import SyncStateRepository
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
@@ -46,7 +57,8 @@ def configure_logging(level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Client libraries log every request at INFO; keep the log about Sift.
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "apscheduler"):
+    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "apscheduler",
+                  "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -120,14 +132,60 @@ class App:
                              backend=e.backend)
 
     def health_checks(self) -> dict[str, HealthCheck]:
-        """Checks beyond the index that /healthz reports (the database joins with storage)."""
-        return {}
+        """Checks beyond the index that /healthz reports."""
+        return {"database": self._database_health}
 
     def index(self, collection: str = "") -> WeaviateIndex:
         """A new index client bound to the configured (or the named) collection; call `connect`."""
         config = replace(self.index_config, collection=collection) if collection \
             else self.index_config
         return WeaviateIndex(config, self.embedder.name, self.embedder.dimension)
+
+    # --- Storage: one Database per App, repositories over it ----------------------------------
+
+    @cached_property
+    def database(self) -> Database:
+        return Database(self.settings.resolved_database_url)
+
+    @cached_property
+    def interactions(self) -> InteractionRepository:
+        storage = self.settings.storage
+        return InteractionRepository(self.database, relevant_threshold=storage.relevant_threshold,
+                                     store_text=storage.store_text)
+
+    @cached_property
+    def feedback(self) -> FeedbackRepository:
+        return FeedbackRepository(self.database, store_text=self.settings.storage.store_text)
+
+    @cached_property
+    def grade_cache(self) -> GradeCacheRepository:
+        ttl = timedelta(days=self.settings.grading.cache_ttl_days)
+        return GradeCacheRepository(self.database, ttl=ttl)
+
+    @cached_property
+    def sync_state(self) -> SyncStateRepository:
+        return SyncStateRepository(self.database)
+
+    @cached_property
+    def dedupe(self) -> DedupeRepository:
+        return DedupeRepository(self.database)
+
+    @cached_property
+    def history(self) -> HistoryRepository:
+        return HistoryRepository(self.database)
+
+    @cached_property
+    def retention(self) -> Retention:
+        return Retention(self.database)
+
+    async def _database_health(self) -> Health:
+        try:
+            await asyncio.to_thread(self.database.ping)
+        except StorageError as exc:
+            return Health(False, str(exc))
+        return Health(True)
+
+    # --- End of storage ------------------------------------------------------------------------
 
     # --- The question pipeline -------------------------------------------------------------
 

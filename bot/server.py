@@ -51,6 +51,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     stop = stop or _stop_event()
     async with AsyncExitStack() as stack:
         await _start_weaviate(app, stack)
+        await asyncio.to_thread(app.database.upgrade)
         index = app.index()
         await index.connect()
         stack.push_async_callback(index.close)

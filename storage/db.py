@@ -116,6 +116,7 @@ class Database:
     def upgrade(self, revision: str = "head") -> None:
         """Apply migrations up to `revision`; safe to call on every start."""
         engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        before = self.current_revision_or_none()
         try:
             with engine.begin() as connection:
                 if self.dialect == "postgresql":
@@ -126,7 +127,17 @@ class Database:
         except SQLAlchemyError as exc:
             raise StorageError(f"Could not migrate the database at {self.safe_url}: "
                                f"{_first_line(exc)}") from exc
-        log.info("database at %s is at revision %s", self.safe_url, self.current_revision())
+        after = self.current_revision()
+        if after != before:
+            log.info("migrated the database at %s from %s to %s", self.safe_url,
+                     before or "empty", after)
+
+    def current_revision_or_none(self) -> str | None:
+        """The revision, or None when the database cannot be read (upgrade will say why)."""
+        try:
+            return self.current_revision()
+        except SQLAlchemyError:
+            return None
 
     def current_revision(self) -> str | None:
         with self.engine.connect() as connection:

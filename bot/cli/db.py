@@ -1,9 +1,90 @@
-"""Placeholder registration for `sift db` until its issue lands."""
+"""`sift db upgrade|purge`: migrate Sift's database, or delete history past a retention age."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+from bot.app import App, load_settings
+from rag.errors import SiftError
+from storage.errors import StorageError
+from storage.retention import parse_duration
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    return None
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "db", help="migrate the database or purge old history",
+        description="Sift keeps interactions, feedback, document statistics, the grade cache "
+        "and sync state in SIFT_DATABASE_URL (default: SQLite in $SIFT_DATA_DIR/sift.db).")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser(
+        "upgrade", help="create or migrate the schema (`sift serve` also does this on start)"
+    ).set_defaults(handler=_upgrade)
+    purge = actions.add_parser(
+        "purge", help="delete interactions, their sources and feedback, chat history and old "
+        "sync runs older than a duration; document statistics are kept",
+        description="Delete personal history older than DURATION. Document statistics are "
+        "lifetime totals without personal data and are kept; expired grade-cache entries "
+        "and dedupe keys go too.")
+    purge.add_argument("--older-than", required=True, type=duration, metavar="DURATION",
+                       help="age to keep, e.g. 90d, 12h or 2w")
+    purge.set_defaults(handler=_purge)
+
+
+def duration(text: str) -> timedelta:
+    """argparse type: a bad duration is a usage error naming the accepted forms."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+@contextmanager
+def storage_errors() -> Iterator[None]:
+    """Storage speaks in its own errors; the CLI shows them as one sentence."""
+    try:
+        yield
+    except StorageError as exc:
+        raise SiftError(str(exc), user_message=str(exc)) from exc
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    db = App(load_settings(args.config)).database
+    with storage_errors():
+        db.ping()  # an unreachable server is one clear sentence, not a migration traceback
+        before = db.current_revision()
+        db.upgrade()
+        after = db.current_revision()
+    if before == after:
+        print(f"Database {db.safe_url} is up to date (revision {after}).")
+    else:
+        print(f"Database {db.safe_url} migrated from {before or 'empty'} to revision {after}.")
+    return 0
+
+
+def human(age: timedelta) -> str:
+    seconds = int(age.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} seconds"
+
+
+def _purge(args: argparse.Namespace) -> int:
+    app = App(load_settings(args.config))
+    with storage_errors():
+        app.database.require_current()
+        counts = app.retention.purge(args.older_than)
+        expired = app.grade_cache.expire()
+    rows = [("interactions", counts.interactions), ("retrieved sources", counts.sources),
+            ("feedback", counts.feedback), ("conversation turns", counts.conversation_turns),
+            ("sync runs", counts.sync_runs), ("dedupe keys", counts.event_keys),
+            ("grade-cache entries", counts.grades + expired)]
+    print(f"Purged what is older than {human(args.older_than)} from {app.database.safe_url}:")
+    for name, count in rows:
+        print(f"  {name.ljust(20)} {count}")
+    print("Document statistics are kept (lifetime totals, no personal data).")
+    return 0

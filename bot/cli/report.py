@@ -1,9 +1,125 @@
-"""Placeholder registration for `sift report` until its issue lands."""
+"""`sift report`: what people asked, how it went, and which documents help or only look relevant."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from bot.app import App, load_settings
+from bot.cli.db import duration, human, storage_errors
+from storage.report import Report, ReportOptions, build_report
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    return None
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "report", help="answer quality, latency, feedback and content gaps",
+        description="Summarise the recent interactions (answered, no answer, latency per "
+        "stage, feedback, the A/B mode comparison) and the all-time document statistics "
+        "(documents retrieved often but graded low, documents never retrieved).")
+    parser.add_argument("--since", type=duration, default=duration("7d"), metavar="DURATION",
+                        help="how far back the interaction sections look (default: 7d)")
+    parser.add_argument("--limit", type=int, default=10, metavar="N",
+                        help="rows per list (default: 10)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    app = App(load_settings(args.config))
+    options = ReportOptions(window=args.since, limit=max(args.limit, 1),
+                            relevant_threshold=app.settings.storage.relevant_threshold)
+    with storage_errors():
+        app.database.require_current()
+        report = build_report(app.database, options)
+    if args.json:
+        print(json.dumps(to_json(report), ensure_ascii=False))
+    else:
+        render(report, human(args.since), Console(highlight=False, soft_wrap=False))
+    return 0
+
+
+def to_json(report: Report) -> dict[str, object]:
+    data = dataclasses.asdict(report)
+    data["feedback"]["up_ratio"] = report.feedback.up_ratio
+    for mode, row in zip(report.modes, data["modes"], strict=True):
+        row.update(thumbs_up_rate=mode.thumbs_up_rate, no_answer_rate=mode.no_answer_rate)
+    return json.loads(json.dumps(data, default=_iso))
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]],
+           right: int = 1) -> Table:
+    """A plain table; every column from `right` on holds numbers."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False)
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="right" if i >= right else "left",
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*(str(cell) for cell in row))
+    return table
+
+
+def render(report: Report, window: str, console: Console) -> None:
+    stamp = "%Y-%m-%d %H:%M"
+    console.print(f"Sift report: the last {window} ({report.since.strftime(stamp)} to "
+                  f"{report.until.strftime(stamp)} UTC)\n")
+    s = report.statuses
+    console.print(_table("Questions", ["total", "answered", "no answer", "degraded", "error"],
+                         [[s.total, s.answered, s.no_answer, s.degraded, s.error]], right=0))
+    console.print(_table("Latency per stage (ms)", ["stage", "n", "p50", "p95"],
+                         [[x.stage, x.count, _ms(x.p50_ms), _ms(x.p95_ms)]
+                          for x in report.latencies]) if report.latencies
+                  else "Latency per stage: no interactions in the window.")
+    f = report.feedback
+    console.print(f"\nFeedback: {f.up} thumbs up, {f.down} thumbs down "
+                  f"({_pct(f.up_ratio)} positive) on {f.voted_answers} of {f.answers} answers.\n"
+                  if f.up or f.down else "\nFeedback: no votes in the window.\n")
+    _sections(report, console)
+
+
+def _sections(report: Report, console: Console) -> None:
+    lists: list[tuple[str, Sequence[str], list[list[object]], int]] = [
+        ("Mode comparison (A/B)",
+         ["mode", "answers", "thumbs-up rate", "no-answer rate", "p50 total ms"],
+         [[m.mode, m.count, _pct(m.thumbs_up_rate), _pct(m.no_answer_rate), _ms(m.p50_ms)]
+          for m in report.modes], 1),
+        ("Most thumbs-down questions", ["question", "down", "up", "asked"],
+         [[q.question, q.down, q.up, q.asked] for q in report.downvoted], 1),
+        ("Questions without an answer (content gaps)", ["question", "asked", "last asked"],
+         [[g.question, g.asked, g.last_asked.strftime("%Y-%m-%d %H:%M")]
+          for g in report.gaps], 1),
+        (f"Retrieved often, graded low (all time; average grade below "
+         f"{report.relevant_threshold:g})",
+         ["document", "title", "retrieved", "avg grade", "relevant", "cited", "down"],
+         [[d.doc_id, d.title, d.retrieved, f"{d.average_grade:.2f}", d.relevant, d.cited,
+           d.thumbs_down] for d in report.low_grade], 2),
+        (f"Never retrieved (all time; {report.never_retrieved_total} synced documents)",
+         ["source", "document"],
+         [[d.source, d.doc_id] for d in report.never_retrieved], 2),
+    ]
+    for title, headers, rows, right in lists:
+        if rows:
+            console.print(_table(title, headers, rows, right))
+        else:
+            console.print(f"{title}: none.\n")
