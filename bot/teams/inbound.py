@@ -6,6 +6,7 @@ import enum
 import html
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,8 +129,9 @@ def parse_message(activity: Activity) -> IncomingMessage | None:
     if conversation.kind is not ConversationKind.PERSONAL and not mentions:
         return None
     texts = [m.text or f"<at>{m.mentioned.name}</at>" for m in mentions if m.mentioned]
-    return IncomingMessage(activity.id or "", conversation, user_of(activity),
-                           question_text(activity.text or "", texts))
+    # Teams always sends an id; without one, nothing can be a redelivery of this message.
+    return IncomingMessage(activity.id or f"no-id-{uuid.uuid4().hex}", conversation,
+                           user_of(activity), question_text(activity.text or "", texts))
 
 
 def _comment(raw: Any) -> str | None:

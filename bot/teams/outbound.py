@@ -82,7 +82,12 @@ class AnswerStream:
         self._stream_id = sent.id if sent and sent.id else ""
 
     async def finish(self, activity: Activity) -> ResourceResponse | None:
-        if self._stream_id:
-            final: list[Entity] = [StreamInfo(stream_type="final", stream_id=self._stream_id)]
-            activity.entities = final + list(activity.entities or [])
-        return await self._turn.send_activity(activity)
+        """Send the final message. While streaming, Teams shows one message, created by the
+        informative update and finished here; its id is the stream id, which is what
+        feedback on it will name."""
+        if not self._stream_id:
+            return await self._turn.send_activity(activity)
+        final: list[Entity] = [StreamInfo(stream_type="final", stream_id=self._stream_id)]
+        activity.entities = final + list(activity.entities or [])
+        await self._turn.send_activity(activity)
+        return ResourceResponse(id=self._stream_id)
