@@ -20,7 +20,11 @@ _WORDS = re.compile(r"[a-z0-9]{3,}")
 _DOC = re.compile(r"<document(?: id=\"(?P<id>[^\"]+)\")?[^>]*>\n(?P<body>.*?)</document>", re.S)
 _QUESTION = re.compile(r"Question: (?P<q>.*?)\n\n<document", re.S)
 _KINDS = (("relevance grader (batch)", "grade_batch"), ("relevance grader", "grade"),
-          ("answer writer", "answer"), ("question analyst", "understand"))
+          ("answer writer", "answer"), ("question analyst", "understand"),
+          ("faithfulness judge", "judge_faithfulness"), ("accuracy judge", "judge_accuracy"))
+_SENTENCE_LINE = re.compile(r"^(\d+)\. ", re.M)
+_JUDGED = re.compile(r"Question: (?P<q>.*?)\n\nReference answer:\n(?P<ref>.*?)\n\n"
+                     r"Answer to score:\n(?P<answer>.*)", re.S)
 
 
 @dataclass
@@ -70,6 +74,14 @@ def overlap_grade(question: str, document: str) -> tuple[float, str]:
     return score, f"Shares {len(found)} of {len(asked)} question terms."
 
 
+def all_supported(sentences: list[str]) -> list[str]:
+    return ["supported"] * len(sentences)
+
+
+def always_correct(question: str, reference: str, answer: str) -> int:
+    return 2
+
+
 def cite_first_two(question: str, excerpts: int) -> str:
     if excerpts >= 2:
         return "Follow the documented procedure [1]. Confirm the result afterwards [2]."
@@ -85,6 +97,9 @@ class FakeAnthropic(LocalServer):
         self.grade_rule: Callable[[str, str], tuple[float, str]] = overlap_grade
         self.answer_rule: Callable[[str, int], str] = cite_first_two
         self.understanding: dict[str, Any] | None = None
+        # The evaluation judge: a verdict per answer sentence, and a 0/1/2 accuracy score.
+        self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
+        self.accuracy_rule: Callable[[str, str, str], int] = always_correct
         self.in_flight = 0
         self.max_in_flight = 0
         self._ids = itertools.count(1)
@@ -143,7 +158,22 @@ class FakeAnthropic(LocalServer):
             return json.dumps(self.understanding or {
                 "intent": "knowledge", "standalone_question": message,
                 "search_phrases": [message], "reply": ""})
+        if kind.startswith("judge_"):
+            return self._judge(kind, content)
         return "ok"
+
+    def _judge(self, kind: str, content: str) -> str:
+        if kind == "judge_faithfulness":
+            listed = content.split("Answer sentences:\n", 1)[-1]
+            said = [line.split(". ", 1)[1] for line in listed.splitlines()
+                    if _SENTENCE_LINE.match(line)]
+            verdicts = self.faithfulness_rule(said)
+            return json.dumps({"verdicts": [{"n": n, "verdict": v}
+                                            for n, v in enumerate(verdicts, start=1)]})
+        parts = _JUDGED.search(content)
+        q, ref, answer = (parts.group("q"), parts.group("ref"), parts.group("answer")) \
+            if parts else ("", "", content)
+        return json.dumps({"score": self.accuracy_rule(q, ref, answer), "reason": "Scripted."})
 
     def _message(self, body: dict[str, Any], system: str, text: str) -> dict[str, Any]:
         cacheable = any("cache_control" in b for b in body.get("system", []))
