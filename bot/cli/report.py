@@ -11,6 +11,7 @@ from datetime import datetime
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from bot.app import App, load_settings
 from bot.cli.db import duration, human, storage_errors
@@ -67,17 +68,22 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]],
-           right: int = 1) -> Table:
-    """A plain table; every column from `right` on holds numbers."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False)
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: int) -> Table:
+    """A plain table; columns from `right` on hold numbers. Cells are Text, not markup:
+    a question containing "[...]" must print as typed."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for i, header in enumerate(headers):
-        table.add_column(header, justify="right" if i >= right else "left",
-                         overflow="fold")
+        table.add_column(header, justify="right" if i >= right else "left", overflow="fold")
     for row in rows:
-        table.add_row(*(str(cell) for cell in row))
+        table.add_row(*(Text(str(cell)) for cell in row))
     return table
+
+
+def _section(console: Console, title: str, headers: Sequence[str],
+             rows: Sequence[Sequence[object]], right: int = 1) -> None:
+    console.print(Text(title, style="bold"))
+    console.print(_table(headers, rows, right) if rows else "  none")
+    console.print()
 
 
 def render(report: Report, window: str, console: Console) -> None:
@@ -85,41 +91,35 @@ def render(report: Report, window: str, console: Console) -> None:
     console.print(f"Sift report: the last {window} ({report.since.strftime(stamp)} to "
                   f"{report.until.strftime(stamp)} UTC)\n")
     s = report.statuses
-    console.print(_table("Questions", ["total", "answered", "no answer", "degraded", "error"],
-                         [[s.total, s.answered, s.no_answer, s.degraded, s.error]], right=0))
-    console.print(_table("Latency per stage (ms)", ["stage", "n", "p50", "p95"],
-                         [[x.stage, x.count, _ms(x.p50_ms), _ms(x.p95_ms)]
-                          for x in report.latencies]) if report.latencies
-                  else "Latency per stage: no interactions in the window.")
+    _section(console, "Questions", ["total", "answered", "no answer", "degraded", "error"],
+             [[s.total, s.answered, s.no_answer, s.degraded, s.error]], right=0)
+    _section(console, "Latency per stage (ms)", ["stage", "n", "p50", "p95"],
+             [[x.stage, x.count, _ms(x.p50_ms), _ms(x.p95_ms)] for x in report.latencies])
     f = report.feedback
-    console.print(f"\nFeedback: {f.up} thumbs up, {f.down} thumbs down "
-                  f"({_pct(f.up_ratio)} positive) on {f.voted_answers} of {f.answers} answers.\n"
-                  if f.up or f.down else "\nFeedback: no votes in the window.\n")
-    _sections(report, console)
+    console.print(Text("Feedback", style="bold"))
+    console.print(f"  {f.up} thumbs up, {f.down} thumbs down ({_pct(f.up_ratio)} positive) "
+                  f"on {f.voted_answers} of {f.answers} answers\n" if f.up or f.down
+                  else "  no votes in the window\n")
+    _section(console, "Mode comparison (A/B)",
+             ["mode", "answers", "thumbs-up rate", "no-answer rate", "p50 total ms"],
+             [[m.mode, m.count, _pct(m.thumbs_up_rate), _pct(m.no_answer_rate), _ms(m.p50_ms)]
+              for m in report.modes])
+    _section(console, "Most thumbs-down questions", ["question", "down", "up", "asked"],
+             [[q.question, q.down, q.up, q.asked] for q in report.downvoted])
+    _section(console, "Questions without an answer (content gaps)",
+             ["question", "asked", "last asked"],
+             [[g.question, g.asked, g.last_asked.strftime(stamp)] for g in report.gaps])
+    _documents(report, console)
 
 
-def _sections(report: Report, console: Console) -> None:
-    lists: list[tuple[str, Sequence[str], list[list[object]], int]] = [
-        ("Mode comparison (A/B)",
-         ["mode", "answers", "thumbs-up rate", "no-answer rate", "p50 total ms"],
-         [[m.mode, m.count, _pct(m.thumbs_up_rate), _pct(m.no_answer_rate), _ms(m.p50_ms)]
-          for m in report.modes], 1),
-        ("Most thumbs-down questions", ["question", "down", "up", "asked"],
-         [[q.question, q.down, q.up, q.asked] for q in report.downvoted], 1),
-        ("Questions without an answer (content gaps)", ["question", "asked", "last asked"],
-         [[g.question, g.asked, g.last_asked.strftime("%Y-%m-%d %H:%M")]
-          for g in report.gaps], 1),
-        (f"Retrieved often, graded low (all time; average grade below "
-         f"{report.relevant_threshold:g})",
-         ["document", "title", "retrieved", "avg grade", "relevant", "cited", "down"],
-         [[d.doc_id, d.title, d.retrieved, f"{d.average_grade:.2f}", d.relevant, d.cited,
-           d.thumbs_down] for d in report.low_grade], 2),
-        (f"Never retrieved (all time; {report.never_retrieved_total} synced documents)",
-         ["source", "document"],
-         [[d.source, d.doc_id] for d in report.never_retrieved], 2),
-    ]
-    for title, headers, rows, right in lists:
-        if rows:
-            console.print(_table(title, headers, rows, right))
-        else:
-            console.print(f"{title}: none.\n")
+def _documents(report: Report, console: Console) -> None:
+    _section(console, "Retrieved often, graded low: candidates for rewriting (all time, "
+             f"average grade below {report.relevant_threshold:g})",
+             ["document", "title", "retrieved", "avg grade", "relevant", "cited", "down"],
+             [[d.doc_id, d.title, d.retrieved, f"{d.average_grade:.2f}", d.relevant, d.cited,
+               d.thumbs_down] for d in report.low_grade], right=2)
+    shown = len(report.never_retrieved)
+    more = f", showing {shown}" if shown < report.never_retrieved_total else ""
+    _section(console, f"Never retrieved (all time): {report.never_retrieved_total} synced "
+             f"documents{more}", ["source", "document"],
+             [[d.source, d.doc_id] for d in report.never_retrieved], right=2)

@@ -9,8 +9,11 @@ import pytest
 from sqlalchemy import inspect
 
 from bot.cli import main
+from rag.types import AnswerStatus
 from storage.columns import utc_now
 from storage.db import Database
+from storage.interactions import InteractionRepository
+from tests.storage.builders import answer
 from tests.storage.clock import Clock
 from tests.storage.sample import record_sample
 
@@ -36,8 +39,8 @@ def test_upgrade_an_empty_file_then_report(db_file: Path,
     assert main(["report"]) == 0
     out = capsys.readouterr().out
     assert "Sift report: the last 7 days" in out
-    assert "Feedback: no votes in the window." in out
-    assert "Never retrieved (all time; 0 synced documents): none." in out
+    assert "no votes in the window" in out
+    assert "Never retrieved (all time): 0 synced documents\n  none" in out
 
 
 def test_report_on_a_recorded_sample(db_file: Path,
@@ -56,7 +59,8 @@ def test_report_on_a_recorded_sample(db_file: Path,
     assert main(["report", "--since", "30d"]) == 0
     out = capsys.readouterr().out
     for expected in ("VPN keeps disconnecting", "What is the parking policy", "legacy-vpn",
-                     "holidays", "accurate", "3 thumbs up, 4 thumbs down (43% positive)"):
+                     "holidays", "accurate",
+                     "3 thumbs up, 4 thumbs down (43% positive) on 5 of 7 answers"):
         assert expected in out
 
 
@@ -77,3 +81,13 @@ def test_purge_rejects_a_bad_duration(db_file: Path, capsys: pytest.CaptureFixtu
         main(["db", "purge", f"--older-than={bad}"])
     assert exit_.value.code == 2
     assert "argument --older-than:" in capsys.readouterr().err
+
+
+def test_report_prints_questions_as_typed(db_file: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    db = Database(f"sqlite:///{db_file}")
+    db.upgrade()
+    InteractionRepository(db).record(answer("[bold]urgent[/bold] VPN down?",
+                                            status=AnswerStatus.NO_ANSWER))
+    assert main(["report"]) == 0
+    assert "[bold]urgent[/bold] VPN down?" in capsys.readouterr().out
