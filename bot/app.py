@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.service import ChatLimits, ChatService, ChatStores
 from bot.settings import Settings, build_settings
@@ -45,6 +46,9 @@ from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
+
+if TYPE_CHECKING:
+    from bot.teams.agent import TeamsEndpoint
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
@@ -250,3 +254,11 @@ class App:
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
                             history=self.history)
         return ChatService(pipeline, stores, limits)
+
+    def teams(self, service: ChatService) -> TeamsEndpoint:
+        """POST /api/messages; ConfigError if it would accept unauthenticated requests from
+        other machines or the credentials are incomplete."""
+        from bot.teams.agent import TeamsEndpoint  # the Agents SDK loads only for serving
+        from bot.teams.auth import auth_configuration
+
+        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, service)

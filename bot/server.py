@@ -9,6 +9,7 @@ import signal
 from contextlib import AsyncExitStack
 
 from bot.app import App
+from bot.teams.auth import check_exposure
 from bot.web import Health, HealthCheck, build_web_app, start_site
 from rag.index import WeaviateIndex
 
@@ -49,6 +50,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT/SIGTERM (or `stop` is set), then shut everything down in reverse."""
     stop = stop or _stop_event()
+    check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
     async with AsyncExitStack() as stack:
         await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
@@ -57,6 +59,14 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(index.close)
         checks = {"weaviate": _index_check(index), **app.health_checks()}
         web_app = build_web_app(checks)
+        pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
+        service = app.chat_service(pipeline)  # shared by the chat adapters
+        # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
+        if app.settings.teams.enabled:
+            teams = app.teams(service)
+            teams.mount(web_app)
+            stack.push_async_callback(teams.close)  # after the site stops: drain answers
+        # --- end Teams ---------------------------------------------------------------------
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
         print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "

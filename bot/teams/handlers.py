@@ -41,6 +41,9 @@ from rag.types import Answer, AnswerStatus, Platform, Question
 
 log = logging.getLogger(__name__)
 
+# How a vote arrived (storage's feedback channel): Teams' thumbs buttons, or a 👍 reaction.
+VIA_BUTTON, VIA_REACTION = "button", "reaction"
+
 Handler = Callable[[Any, TurnContext, TurnState], Awaitable[None]]
 
 
@@ -194,8 +197,8 @@ class TeamsHandlers:
                 log.warning("feedback on %s, which is not a recorded answer", feedback.target_id)
                 await send(turn, render_notice(messages.UNKNOWN_ANSWER_FEEDBACK))
                 return
-            await self._service.vote(interaction, feedback.user, feedback.vote,
-                                     feedback.conversation.base, feedback.comment)
+            await self._service.vote(interaction, feedback.user, feedback.vote, VIA_BUTTON,
+                                     feedback.comment)
         finally:
             await turn.send_activity(invoke_ok())
 
@@ -212,8 +215,7 @@ class TeamsHandlers:
         if change.retract:
             await self._service.retract(interaction, change.user)
         elif change.vote is not None:
-            await self._service.vote(interaction, change.user, change.vote,
-                                     change.conversation.base)
+            await self._service.vote(interaction, change.user, change.vote, VIA_REACTION)
 
     # --- Everything else ------------------------------------------------------------------
 
