@@ -102,9 +102,12 @@ class ChatSettings(_Section):
 
 
 class SlackSettings(_Section):
-    streaming: bool = False
+    streaming: bool = False  # chat.startStream/appendStream/stopStream instead of one post
     follow_ups_without_mention: bool = True
     ask_why_on_downvote: bool = True
+    assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs
+    # the app's Agents & AI Apps feature and the assistant:write scope
+    api_retries: int = Field(2, ge=0, le=10)  # Web API retries on 429 and 5xx
 
 
 class TeamsSettings(_Section):

@@ -1,0 +1,1 @@
+"""The Slack adapter: bolt listeners that turn Slack events into questions and votes."""

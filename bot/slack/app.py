@@ -1,0 +1,134 @@
+"""Builds the Slack adapter: the Web API client, bolt's AsyncApp and listeners, the two modes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.render.slack import FEEDBACK_ACTION
+from bot.service import ChatService
+from bot.settings import Settings
+from bot.slack.handlers import SlackHandlers, SlackOptions
+from bot.slack.http import add_slack_routes
+from bot.slack.outbox import SlackOutbox
+from bot.slack.state import Background, PendingComments
+from rag.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://slack.com/api/"
+SOCKET_CONNECT_TIMEOUT_S = 30.0
+
+
+def web_client(token: str, api_url: str = "", *, retries: int = 2,
+               interval: RetryIntervalCalculator | None = None) -> AsyncWebClient:
+    """The one Web API client; bolt copies its base URL and retry handlers to every request."""
+    base_url = (api_url or DEFAULT_API_URL).rstrip("/") + "/"
+    client = AsyncWebClient(token=token, base_url=base_url)
+    extra: list[AsyncRetryHandler] = [
+        AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
+        AsyncServerErrorRetryHandler(max_retry_count=retries),
+    ]
+    if interval is not None:
+        for handler in extra:
+            handler.interval_calculator = interval
+    client.retry_handlers.extend(extra)
+    return client
+
+
+def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: str) -> AsyncApp:
+    """Request verification stays bolt's default (on); there is deliberately no switch."""
+    # process_before_response: listeners only parse and hand over to Background, so the ack
+    # still leaves at once, and the work is registered before Slack hears back.
+    bolt = AsyncApp(client=client, signing_secret=signing_secret,
+                    process_before_response=True, logger=logging.getLogger("slack_bolt"))
+    bolt.event("app_mention")(handlers.on_mention)
+    bolt.event("message")(handlers.on_message)  # every subtype, or bolt answers 404
+    bolt.event("reaction_added")(handlers.on_reaction_added)
+    bolt.event("reaction_removed")(handlers.on_reaction_removed)
+    bolt.action(FEEDBACK_ACTION)(handlers.on_feedback)
+    return bolt
+
+
+class SlackAdapter:
+    """The running Slack side of `sift serve`: HTTP route or Socket Mode, plus drain."""
+
+    def __init__(self, bolt: AsyncApp, handlers: SlackHandlers, background: Background,
+                 app_token: str = "") -> None:
+        self.bolt = bolt
+        self.handlers = handlers
+        self.background = background
+        self._app_token = app_token
+        self._socket: AsyncSocketModeHandler | None = None
+
+    @property
+    def socket_mode(self) -> bool:
+        return bool(self._app_token)
+
+    def mount(self, web_app: web.Application) -> None:
+        add_slack_routes(web_app, self.bolt)
+
+    async def start_socket_mode(self, timeout_s: float = SOCKET_CONNECT_TIMEOUT_S) -> None:
+        self._socket = AsyncSocketModeHandler(self.bolt, app_token=self._app_token)
+        try:
+            # connect retries forever on a bad token; give up with a clear error instead
+            await asyncio.wait_for(self._socket.connect_async(), timeout_s)
+        except TimeoutError as exc:
+            await self._socket.close_async()
+            raise ConfigError(
+                f"Slack Socket Mode did not connect within {timeout_s:.0f}s.",
+                user_message="Slack Socket Mode could not connect: check SIFT_SLACK_APP_TOKEN "
+                "(an xapp- token with connections:write).") from exc
+        log.info("Slack: connected in Socket Mode")
+
+    async def close(self, timeout_s: float = 30.0) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()
+            self._socket = None
+        await self.background.drain(timeout_s)
+
+
+def _secret(value: object) -> str:
+    get = getattr(value, "get_secret_value", None)
+    return str(get()) if get else ""
+
+
+def build_slack_adapter(settings: Settings, service: ChatService, *,
+                        interval: RetryIntervalCalculator | None = None) -> SlackAdapter:
+    """Raises ConfigError naming the missing or malformed SIFT_SLACK_* setting."""
+    token = _secret(settings.slack_bot_token)
+    app_token = _secret(settings.slack_app_token)
+    secret = _secret(settings.slack_signing_secret)
+    if not token.startswith("xoxb-"):
+        raise ConfigError("SIFT_SLACK_BOT_TOKEN is not a bot token.",
+                          user_message="SIFT_SLACK_BOT_TOKEN must be the bot token (xoxb-…).")
+    if app_token and not app_token.startswith("xapp-"):
+        raise ConfigError("SIFT_SLACK_APP_TOKEN is not an app-level token.",
+                          user_message="SIFT_SLACK_APP_TOKEN must be an app-level token (xapp-…).")
+    if not app_token and not secret:
+        raise ConfigError("SIFT_SLACK_SIGNING_SECRET is not set.",
+                          user_message="Slack over HTTP needs SIFT_SLACK_SIGNING_SECRET (Basic "
+                          "Information → App Credentials), or SIFT_SLACK_APP_TOKEN for Socket "
+                          "Mode.")
+    s = settings.slack
+    client = web_client(token, settings.slack_api_url, retries=s.api_retries, interval=interval)
+    options = SlackOptions(streaming=s.streaming,
+                           follow_ups_without_mention=s.follow_ups_without_mention,
+                           ask_why_on_downvote=s.ask_why_on_downvote,
+                           assistant_status=s.assistant_status,
+                           history_turns=settings.chat.history_turns)
+    background = Background()
+    handlers = SlackHandlers(service, SlackOutbox(client), options, background,
+                             PendingComments())
+    return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token)

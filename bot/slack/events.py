@@ -1,0 +1,208 @@
+"""Slack payloads to small typed values; the cheap "is this reply for the bot?" check."""
+
+from __future__ import annotations
+
+import enum
+import html
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.render.slack import FEEDBACK_ACTION, VOTE_DOWN, VOTE_UP
+from rag.types import Turn
+
+Payload = Mapping[str, Any]  # Slack's JSON as bolt hands it over; read only in this module
+
+UP_REACTIONS = frozenset({"+1", "thumbsup", "white_check_mark"})
+DOWN_REACTIONS = frozenset({"-1", "thumbsdown"})
+_MENTION = re.compile(r"<@(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>")
+_BROADCAST = re.compile(r"<!(?:here|channel|everyone|subteam\^)[^>]*>")
+_LINK = re.compile(r"<(?:[^>|]*\|)?(?P<label>[^>]*)>")
+_WORD = re.compile(r"[a-z']+")
+_WH = frozenset((
+    "what", "what's", "whats", "how", "how's", "why", "when", "where", "where's", "who", "who's",
+    "whom", "whose", "which", "anything", "any"))
+# Auxiliaries start questions ("can you…") but also replies ("will do"): need three words.
+_AUX = frozenset((
+    "can", "could", "cant", "can't", "does", "doesn't", "do", "don't", "did", "didn't", "is",
+    "isn't", "are", "aren't", "was", "were", "should", "would", "will", "won't", "has", "have",
+    "may", "might", "shall"))
+_REQUESTING = frozenset((
+    "explain", "tell", "show", "give", "list", "find", "summarize", "summarise", "describe",
+    "clarify", "help", "define", "compare", "please"))
+
+
+class Kind(enum.StrEnum):
+    MENTION = "mention"  # app_mention in a channel
+    DIRECT = "direct"  # message.im
+    THREAD_REPLY = "thread_reply"  # a reply without a mention in a channel thread
+
+
+@dataclass(frozen=True)
+class Me:
+    """The bot's identity in the workspace, from auth.test (bolt's context)."""
+
+    user_id: str
+    bot_id: str = ""
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A message that may be a question for Sift."""
+
+    kind: Kind
+    event_id: str
+    team: str
+    channel: str
+    user: str
+    text: str  # the bot's own mention removed
+    ts: str
+    thread_ts: str = ""  # the thread it sits in; "" at top level
+
+    def answer_thread(self, *, threaded: bool) -> str:
+        """Where the answer goes: channels always answer in a thread, DMs only when asked to."""
+        if self.kind is Kind.DIRECT and not threaded:
+            return self.thread_ts
+        return self.thread_ts or self.ts
+
+
+@dataclass(frozen=True)
+class Reaction:
+    event_id: str
+    user: str
+    channel: str
+    message_ts: str
+    vote: int
+    added: bool
+
+
+@dataclass(frozen=True)
+class FeedbackClick:
+    user: str
+    channel: str
+    message_ts: str
+    thread_ts: str
+    vote: int
+
+
+@dataclass(frozen=True)
+class ThreadMessage:
+    ts: str
+    user: str
+    bot_id: str
+    text: str
+
+
+def strip_mentions(text: str, me: Me) -> str:
+    return " ".join(re.sub(rf"<@{re.escape(me.user_id)}(?:\|[^>]*)?>", " ", text).split())
+
+
+def plain(text: str) -> str:
+    """mrkdwn to plain text for history: links become their labels, entities characters."""
+    return html.unescape(_LINK.sub(lambda m: m["label"], text)).strip()
+
+
+def _envelope(body: Payload) -> tuple[Payload, str]:
+    return body.get("event") or {}, str(body.get("event_id", ""))
+
+
+def parse_mention(body: Payload, me: Me) -> Incoming | None:
+    event, event_id = _envelope(body)
+    channel, user = event.get("channel", ""), event.get("user", "")
+    if event.get("bot_id") or not user or user == me.user_id or channel.startswith("D"):
+        return None  # other bots, ourselves; mentions in DMs arrive as message.im
+    return Incoming(Kind.MENTION, event_id, str(body.get("team_id", "")), channel, user,
+                    strip_mentions(event.get("text", ""), me), event.get("ts", ""),
+                    event.get("thread_ts", ""))
+
+
+def parse_message(body: Payload, me: Me) -> Incoming | None:
+    """A DM, or a thread reply that does not mention the bot; None for everything else."""
+    event, event_id = _envelope(body)
+    user, text = event.get("user", ""), event.get("text", "")
+    if event.get("subtype") or event.get("bot_id") or not user or user == me.user_id:
+        return None  # edits, joins, bot messages, our own messages
+    ts, thread_ts = event.get("ts", ""), event.get("thread_ts", "")
+    team, channel = str(body.get("team_id", "")), event.get("channel", "")
+    if event.get("channel_type") == "im":
+        return Incoming(Kind.DIRECT, event_id, team, channel, user, strip_mentions(text, me),
+                        ts, thread_ts)
+    if thread_ts and thread_ts != ts and f"<@{me.user_id}" not in text:
+        return Incoming(Kind.THREAD_REPLY, event_id, team, channel, user, text, ts, thread_ts)
+    return None  # top-level channel chatter, or a mention (app_mention answers it)
+
+
+def _vote_for(reaction: str) -> int:
+    name = reaction.split("::", 1)[0]  # "+1::skin-tone-3"
+    return 1 if name in UP_REACTIONS else -1 if name in DOWN_REACTIONS else 0
+
+
+def parse_reaction(body: Payload, me: Me, *, added: bool) -> Reaction | None:
+    event, event_id = _envelope(body)
+    item = event.get("item") or {}
+    vote = _vote_for(event.get("reaction", ""))
+    user = event.get("user", "")
+    if item.get("type") != "message" or not vote or not user or user == me.user_id:
+        return None
+    return Reaction(event_id, user, item.get("channel", ""), item.get("ts", ""), vote, added)
+
+
+def parse_feedback(body: Payload) -> FeedbackClick | None:
+    actions = body.get("actions") or []
+    action = actions[0] if actions else {}
+    votes = {VOTE_UP: 1, VOTE_DOWN: -1}
+    if action.get("action_id") != FEEDBACK_ACTION or action.get("value") not in votes:
+        return None
+    container, message = body.get("container") or {}, body.get("message") or {}
+    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
+    return FeedbackClick(
+        (body.get("user") or {}).get("id", ""), channel,
+        container.get("message_ts") or message.get("ts", ""),
+        container.get("thread_ts") or message.get("thread_ts", ""), votes[action["value"]])
+
+
+def looks_addressed(text: str, me: Me) -> bool:
+    """Cheap, before any API call: a thread reply is for the bot when it mentions nobody else
+    and reads like a question or a request."""
+    if _BROADCAST.search(text) or any(m["id"] != me.user_id for m in _MENTION.finditer(text)):
+        return False
+    words = _WORD.findall(plain(strip_mentions(text, me)).lower().replace("’", "'"))
+    if not words:
+        return False
+    if "?" in text or words[0] in _WH or words[0] in _REQUESTING:
+        return True
+    return words[0] in _AUX and len(words) >= 3
+
+
+def thread_messages(raw: Iterable[Payload]) -> list[ThreadMessage]:
+    return [ThreadMessage(m.get("ts", ""), m.get("user", ""), m.get("bot_id", ""),
+                          m.get("text", "")) for m in raw]
+
+
+def _ts_key(ts: str) -> tuple[int, int]:
+    seconds, _, micros = ts.partition(".")
+    return int(seconds or 0), int(micros.ljust(6, "0")[:6])
+
+
+def _from_me(message: ThreadMessage, me: Me) -> bool:
+    return message.user == me.user_id or bool(me.bot_id and message.bot_id == me.bot_id)
+
+
+def answered_by_me(thread: Iterable[ThreadMessage], me: Me) -> bool:
+    return any(_from_me(m, me) for m in thread)
+
+
+def thread_turns(thread: Iterable[ThreadMessage], before_ts: str, me: Me,
+                 keep: int) -> tuple[Turn, ...]:
+    """The thread's earlier messages as conversation turns; other bots are left out."""
+    turns = []
+    for m in sorted(thread, key=lambda m: _ts_key(m.ts)):
+        if _ts_key(m.ts) >= _ts_key(before_ts):
+            break
+        if _from_me(m, me):
+            turns.append(Turn("assistant", plain(m.text)))
+        elif not m.bot_id and m.user:
+            turns.append(Turn("user", plain(strip_mentions(m.text, me))))
+    turns = [t for t in turns if t.text]
+    return tuple(turns[-keep:]) if keep else ()

@@ -1,0 +1,92 @@
+"""Everything Sift sends to (or reads back from) the Slack Web API, one method per need."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.render.slack import SlackMessage, SlackStream
+from bot.slack.events import ThreadMessage, thread_messages
+
+log = logging.getLogger(__name__)
+
+WORKING_REACTION = "eyes"
+_PARAGRAPH_END = re.compile(r"(?<=\n\n)")
+
+
+class SlackOutbox:
+    """Thin calls on one AsyncWebClient; link unfurling is always off."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self._client = client
+
+    async def post(self, channel: str, thread_ts: str, message: SlackMessage) -> str:
+        response = await self._client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts or None, text=message.text,
+            blocks=list(message.blocks), unfurl_links=False, unfurl_media=False)
+        return str(response["ts"])
+
+    async def stream(self, channel: str, thread_ts: str, parts: SlackStream, *,
+                     team: str, user: str) -> str:
+        """chat.startStream / appendStream / stopStream; the blocks land when it stops."""
+        stream = await self._client.chat_stream(
+            channel=channel, thread_ts=thread_ts, recipient_team_id=team or None,
+            recipient_user_id=user or None)
+        for piece in _PARAGRAPH_END.split(parts.markdown):
+            if piece:
+                await stream.append(markdown_text=piece)
+        await stream.stop(blocks=list(parts.blocks))
+        if not stream.ts:
+            raise SlackApiError("chat.startStream returned no ts", response=None)
+        return stream.ts
+
+    async def ephemeral(self, channel: str, user: str, thread_ts: str,
+                        message: SlackMessage) -> None:
+        await self._client.chat_postEphemeral(
+            channel=channel, user=user, thread_ts=thread_ts or None, text=message.text,
+            blocks=list(message.blocks))
+
+    async def react(self, channel: str, ts: str, name: str = WORKING_REACTION) -> bool:
+        """True when the reaction was added (and so should be removed later)."""
+        try:
+            await self._client.reactions_add(channel=channel, timestamp=ts, name=name)
+            return True
+        except SlackApiError as exc:
+            log.warning("could not add :%s: to %s/%s: %s", name, channel, ts, _error(exc))
+            return False
+
+    async def unreact(self, channel: str, ts: str, name: str = WORKING_REACTION) -> None:
+        try:
+            await self._client.reactions_remove(channel=channel, timestamp=ts, name=name)
+        except SlackApiError as exc:
+            log.warning("could not remove :%s: from %s/%s: %s", name, channel, ts, _error(exc))
+
+    async def set_status(self, channel: str, thread_ts: str, status: str) -> bool:
+        """The assistant thread's "is thinking" line; "" clears it."""
+        try:
+            await self._client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=thread_ts, status=status)
+            return True
+        except SlackApiError as exc:
+            log.warning("could not set the assistant status in %s: %s", channel, _error(exc))
+            return False
+
+    async def thread(self, channel: str, thread_ts: str, limit: int = 100) -> list[ThreadMessage]:
+        """The thread's messages, oldest first (conversations.replies)."""
+        response = await self._client.conversations_replies(channel=channel, ts=thread_ts,
+                                                             limit=limit)
+        return thread_messages(response.get("messages") or [])
+
+    async def thread_of(self, channel: str, ts: str) -> str:
+        """The thread a message sits in ("" at top level without replies)."""
+        response = await self._client.conversations_replies(channel=channel, ts=ts, limit=1)
+        found = response.get("messages") or []
+        return str(found[0].get("thread_ts", "")) if found else ""
+
+
+def _error(exc: SlackApiError) -> str:
+    response = exc.response
+    return str(response.get("error", exc)) if response is not None else str(exc)

@@ -1,0 +1,91 @@
+"""The Slack adapter over real HTTP: fake Slack and Anthropic servers, in-memory stores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
+
+from bot.service import ChatLimits, ChatService
+from bot.settings import Settings, SlackSettings
+from bot.slack.app import build_slack_adapter
+from rag.llm import AnthropicLLM
+from rag.ports import SearchIndex
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.memory_chat_stores import MemoryChatStores
+from tests.fakes.memory_index import MemoryIndex
+from tests.fakes.slack_driver import SlackDriver
+from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET
+from tests.fakes.slack_server import FakeSlack
+from tests.rag.builders import make_llm, make_pipeline
+from tests.rag.corpus import CHUNKS
+
+
+def slack_settings(api_url: str, **slack: Any) -> Settings:
+    return Settings(slack_bot_token=BOT_TOKEN, slack_signing_secret=SIGNING_SECRET,
+                    slack_api_url=api_url, slack=SlackSettings(**slack))
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture(scope="session")
+async def memory_index(embedder: Any) -> MemoryIndex:
+    index = MemoryIndex()
+    await index.upsert(CHUNKS, await embedder.embed_documents(
+        [f"{c.title}\n{c.text}" for c in CHUNKS]))
+    return index
+
+
+class SlackStack:
+    """What a test reaches for: the driver (Slack's side), the fakes, the stores."""
+
+    def __init__(self, driver: SlackDriver, stores: MemoryChatStores,
+                 anthropic: FakeAnthropic) -> None:
+        self.driver = driver
+        self.slack = driver.slack
+        self.stores = stores
+        self.anthropic = anthropic
+
+
+StackFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embedder: Any,
+                     memory_index: MemoryIndex) -> AsyncIterator[StackFactory]:
+    """Builds a stack; keywords: index (SearchIndex), limits (ChatLimits), SlackSettings."""
+    started: list[SlackDriver] = []
+    llms: list[AnthropicLLM] = []
+
+    async def make(*, index: SearchIndex | None = None, limits: ChatLimits | None = None,
+                   **slack: Any) -> SlackStack:
+        stores = MemoryChatStores()
+        llms.append(make_llm(fake_anthropic.url))
+        pipeline = make_pipeline(index or memory_index, embedder, llms[-1],
+                                 recorder=stores.interactions)
+        service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
+        adapter = build_slack_adapter(slack_settings(fake_slack.api_url, **slack), service,
+                                      interval=FixedValueRetryIntervalCalculator(0.0))
+        driver = SlackDriver(fake_slack, adapter)
+        await driver.start()
+        started.append(driver)
+        return SlackStack(driver, stores, fake_anthropic)
+
+    yield make
+    for driver in started:
+        await driver.stop()
+    for llm in llms:
+        await llm.close()
+
+
+@pytest.fixture
+async def stack(make_stack: StackFactory) -> SlackStack:
+    return await make_stack()

@@ -1,0 +1,124 @@
+"""In-memory stand-ins for the ChatService stores, with storage's semantics, for adapter tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.service import ChatStores
+from rag.types import Answer
+
+
+class UnknownInteraction(LookupError):
+    pass
+
+
+class MemoryDedupe:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()  # ChatService calls from worker threads
+
+    def claim(self, key: str, ttl_s: float) -> bool:
+        with self._lock:
+            now = self._clock()
+            if self._until.get(key, 0.0) > now:
+                return False
+            self._until[key] = now + ttl_s
+            return True
+
+
+@dataclass
+class StoredInteraction:
+    answer: Answer
+    channel: str = ""
+    message_ref: str = ""
+
+
+class MemoryInteractions:
+    """The recorder and the message links: `record` is the pipeline's InteractionRecorder."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, StoredInteraction] = {}
+
+    def record(self, answer: Answer) -> int:
+        interaction_id = len(self.rows) + 1
+        self.rows[interaction_id] = StoredInteraction(answer)
+        return interaction_id
+
+    def find_by_message(self, platform: str, channel: str, message_ref: str) -> int | None:
+        found = [i for i, row in self.rows.items()
+                 if str(row.answer.question.context.platform) == platform
+                 and row.channel == channel and row.message_ref == message_ref]
+        return max(found) if found else None
+
+    def attach_message(self, interaction_id: int, channel: str, message_ref: str) -> None:
+        if interaction_id not in self.rows:
+            raise UnknownInteraction(interaction_id)
+        self.rows[interaction_id].channel = channel
+        self.rows[interaction_id].message_ref = message_ref
+
+
+@dataclass
+class Vote:
+    vote: int
+    channel: str
+    comment: str | None = None
+
+
+@dataclass
+class MemoryFeedback:
+    interactions: MemoryInteractions
+    votes: dict[tuple[int, str], Vote] = field(default_factory=dict)
+
+    def _known(self, interaction_id: int) -> None:
+        if interaction_id not in self.interactions.rows:
+            raise UnknownInteraction(interaction_id)
+
+    def vote(self, interaction_id: int, user: str, vote: int, channel: str,
+             comment: str | None = None) -> None:
+        self._known(interaction_id)
+        old = self.votes.get((interaction_id, user))
+        kept = comment if comment is not None else (old.comment if old else None)
+        self.votes[(interaction_id, user)] = Vote(vote, channel, kept)
+
+    def retract(self, interaction_id: int, user: str) -> None:
+        self._known(interaction_id)
+        self.votes.pop((interaction_id, user), None)
+
+    def add_comment(self, interaction_id: int, user: str, comment: str) -> None:
+        self._known(interaction_id)
+        if (interaction_id, user) in self.votes:
+            self.votes[(interaction_id, user)].comment = comment
+
+
+class MemoryHistory:
+    def __init__(self) -> None:
+        self.turns: dict[str, list[tuple[str, str]]] = {}
+
+    def append(self, conversation_key: str, role: str, text: str, keep: int) -> None:
+        rows = self.turns.setdefault(conversation_key, [])
+        rows.append((role, text))
+        del rows[:-keep or None]
+
+    def recent(self, conversation_key: str, n: int) -> list[tuple[str, str]]:
+        return self.turns.get(conversation_key, [])[-n:] if n else []
+
+
+@dataclass
+class MemoryChatStores:
+    """All four stores, plus the recorder, sharing one set of interactions."""
+
+    interactions: MemoryInteractions = field(default_factory=MemoryInteractions)
+    dedupe: MemoryDedupe = field(default_factory=MemoryDedupe)
+    history: MemoryHistory = field(default_factory=MemoryHistory)
+    feedback: MemoryFeedback = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.feedback = MemoryFeedback(self.interactions)
+
+    def chat_stores(self) -> ChatStores:
+        return ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
+                          history=self.history)

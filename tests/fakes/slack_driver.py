@@ -1,0 +1,110 @@
+"""Slack's side of a test: serves the real /slack/events route and delivers signed requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from bot.slack.app import SlackAdapter
+from bot.slack.http import EVENTS_PATH
+from bot.web import build_web_app
+from tests.fakes.http import LocalServer
+from tests.fakes.slack_payloads import (
+    CHANNEL,
+    DM,
+    USER,
+    action_request,
+    app_mention,
+    direct_message,
+    event_request,
+    message,
+    next_event_id,
+    sign,
+)
+from tests.fakes.slack_server import FakeSlack
+
+
+@dataclass
+class Delivery:
+    status: int
+    body: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class SiftWeb(LocalServer):
+    """The `sift serve` web app (health + Slack route) on a free port."""
+
+    def __init__(self, adapter: SlackAdapter) -> None:
+        super().__init__()
+        self.app = build_web_app({})
+        adapter.mount(self.app)
+
+
+class SlackDriver:
+    """Plays Slack: records what people write in the fake API, then delivers the event."""
+
+    def __init__(self, slack: FakeSlack, adapter: SlackAdapter) -> None:
+        self.slack = slack
+        self.adapter = adapter
+        self.web = SiftWeb(adapter)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        await self.web.start()
+        self._session = aiohttp.ClientSession()
+
+    async def stop(self) -> None:
+        await self.adapter.close(5)
+        if self._session is not None:
+            await self._session.close()
+        await self.web.stop()
+
+    async def post(self, body: str, content_type: str, *, headers: dict[str, str] | None = None,
+                   retry_num: int | None = None, timestamp: int | None = None) -> Delivery:
+        assert self._session is not None
+        signed = sign(body, timestamp=timestamp, retry_num=retry_num)
+        all_headers = {"Content-Type": content_type, **signed, **(headers or {})}
+        async with self._session.post(self.web.url + EVENTS_PATH, data=body.encode(),
+                                      headers=all_headers) as response:
+            return Delivery(response.status, await response.text(), dict(response.headers))
+
+    async def event(self, payload: dict[str, Any], **kw: Any) -> Delivery:
+        body, content_type = event_request(payload)
+        return await self.post(body, content_type, **kw)
+
+    async def click(self, payload: dict[str, Any]) -> Delivery:
+        body, content_type = action_request(payload)
+        return await self.post(body, content_type)
+
+    async def settle(self) -> None:
+        """Wait until the work started by the deliveries so far has finished."""
+        await self.adapter.background.drain(30)
+
+    # --- people writing ------------------------------------------------------------------
+
+    async def mention(self, text: str, *, ts: str, thread_ts: str = "",
+                      user: str = USER) -> str:
+        self.slack.add_message(CHANNEL, user, text, ts, thread_ts)
+        event_id = next_event_id()
+        delivery = await self.event(app_mention(text, ts=ts, thread_ts=thread_ts, user=user,
+                                                event_id=event_id))
+        assert delivery.status == 200, delivery
+        return event_id
+
+    async def reply(self, text: str, *, ts: str, thread_ts: str, user: str = USER) -> str:
+        self.slack.add_message(CHANNEL, user, text, ts, thread_ts)
+        event_id = next_event_id()
+        delivery = await self.event(message(text, ts=ts, thread_ts=thread_ts, user=user,
+                                            event_id=event_id))
+        assert delivery.status == 200, delivery
+        return event_id
+
+    async def dm(self, text: str, *, ts: str, thread_ts: str = "") -> str:
+        self.slack.add_message(DM, USER, text, ts, thread_ts)
+        event_id = next_event_id()
+        delivery = await self.event(direct_message(text, ts=ts, thread_ts=thread_ts,
+                                                   event_id=event_id))
+        assert delivery.status == 200, delivery
+        return event_id

@@ -1,0 +1,122 @@
+"""Slack request payloads shaped like Slack's documented examples, and request signing."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+TEAM = "T111"
+BOT_USER = "UBOT"
+BOT_ID = "BBOT"
+APP_ID = "A111"
+USER = "U222"
+CHANNEL = "C111"
+DM = "D333"
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # Slack's documentation example
+BOT_TOKEN = "xoxb-111-222-fake"
+
+_event_ids = itertools.count(1)
+
+
+def next_event_id() -> str:
+    return f"Ev{next(_event_ids):08d}"
+
+
+def envelope(event: dict[str, Any], event_id: str = "Ev1") -> dict[str, Any]:
+    """The Events API outer envelope (docs.slack.dev/reference/objects/event-object)."""
+    return {
+        "token": "XXYYZZ", "team_id": TEAM, "api_app_id": APP_ID, "event": event,
+        "type": "event_callback", "event_id": event_id, "event_time": int(time.time()),
+        "authorizations": [{"enterprise_id": None, "team_id": TEAM, "user_id": BOT_USER,
+                            "is_bot": True, "is_enterprise_install": False}],
+        "is_ext_shared_channel": False, "event_context": f"4-{event_id}",
+    }
+
+
+def app_mention(text: str, *, ts: str = "1700000000.000100", thread_ts: str = "",
+                user: str = USER, channel: str = CHANNEL,
+                event_id: str = "Ev1") -> dict[str, Any]:
+    event = {"type": "app_mention", "user": user, "text": text, "ts": ts, "channel": channel,
+             "event_ts": ts, "client_msg_id": f"msg-{ts}", "team": TEAM,
+             "blocks": [{"type": "rich_text", "block_id": "b1", "elements": [
+                 {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}]}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return envelope(event, event_id)
+
+
+def message(text: str, *, ts: str = "1700000100.000300", thread_ts: str = "",
+            user: str = USER, channel: str = CHANNEL, channel_type: str = "channel",
+            event_id: str = "Ev1") -> dict[str, Any]:
+    """message.channels / message.im (docs.slack.dev/reference/events/message)."""
+    event = {"type": "message", "channel": channel, "channel_type": channel_type,
+             "user": user, "text": text, "ts": ts, "event_ts": ts,
+             "client_msg_id": f"msg-{ts}", "team": TEAM}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+        event["parent_user_id"] = USER
+    return envelope(event, event_id)
+
+
+def direct_message(text: str, *, ts: str = "1700000200.000400", thread_ts: str = "",
+                   event_id: str = "Ev1") -> dict[str, Any]:
+    return message(text, ts=ts, thread_ts=thread_ts, channel=DM, channel_type="im",
+                   event_id=event_id)
+
+
+def reaction(name: str, item_ts: str, *, removed: bool = False, user: str = USER,
+             channel: str = CHANNEL, event_id: str = "Ev1") -> dict[str, Any]:
+    event = {"type": "reaction_removed" if removed else "reaction_added", "user": user,
+             "reaction": name, "item_user": BOT_USER,
+             "item": {"type": "message", "channel": channel, "ts": item_ts},
+             "event_ts": f"{int(time.time())}.000500"}
+    return envelope(event, event_id)
+
+
+def block_action(value: str, *, message_ts: str, thread_ts: str = "", channel: str = CHANNEL,
+                 user: str = USER) -> dict[str, Any]:
+    """A feedback_buttons click (block_actions), as sent to the Request URL."""
+    container: dict[str, Any] = {"type": "message", "message_ts": message_ts,
+                                 "channel_id": channel, "is_ephemeral": False}
+    msg: dict[str, Any] = {"type": "message", "ts": message_ts, "user": BOT_USER,
+                           "bot_id": BOT_ID, "text": "answer", "blocks": []}
+    if thread_ts:
+        container["thread_ts"] = msg["thread_ts"] = thread_ts
+    return {
+        "type": "block_actions", "token": "XXYYZZ", "api_app_id": APP_ID,
+        "trigger_id": "1.2.3", "user": {"id": user, "username": "alice", "name": "alice",
+                                         "team_id": TEAM},
+        "team": {"id": TEAM, "domain": "acme"}, "container": container,
+        "channel": {"id": channel, "name": "general"}, "message": msg,
+        "response_url": f"https://hooks.slack.com/actions/{TEAM}/1/abc", "state": {"values": {}},
+        "actions": [{"type": "feedback_buttons", "action_id": "answer_feedback",
+                     "block_id": "sift_feedback", "value": value,
+                     "text": {"type": "plain_text", "text": "👍"},
+                     "action_ts": f"{int(time.time())}.123456"}],
+    }
+
+
+def sign(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None,
+         retry_num: int | None = None) -> dict[str, str]:
+    """The headers Slack sends: v0=HMAC-SHA256(secret, "v0:{ts}:{body}")."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+    if retry_num:
+        headers |= {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"}
+    return headers
+
+
+def event_request(payload: dict[str, Any]) -> tuple[str, str]:
+    """(body, content type) of an Events API delivery."""
+    return json.dumps(payload), "application/json"
+
+
+def action_request(payload: dict[str, Any]) -> tuple[str, str]:
+    """Interactivity arrives form-encoded: payload=<JSON>."""
+    return urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"

@@ -1,0 +1,207 @@
+"""A local fake of the Slack Web API: real HTTP under /api/, documented responses, every call
+recorded, and a small message store so that conversations.replies sees what was posted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+from tests.fakes.http import LocalServer
+from tests.fakes.slack_payloads import BOT_ID, BOT_TOKEN, BOT_USER, TEAM
+
+Json = dict[str, Any]
+
+
+@dataclass
+class Call:
+    method: str  # Web API method, e.g. "chat.postMessage"
+    args: Json  # from the query string, a form body or a JSON body
+    headers: dict[str, str]
+    http_method: str
+
+
+@dataclass
+class Failure:
+    error: str = "internal_error"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _ts_key(ts: str) -> int:
+    seconds, _, micros = ts.partition(".")
+    return int(seconds) * 1_000_000 + int(micros.ljust(6, "0")[:6] or 0)
+
+
+def _chunks_text(args: Json) -> str:
+    text = args.get("markdown_text") or ""
+    for chunk in args.get("chunks") or []:
+        if chunk.get("type") == "markdown_text":
+            text += chunk.get("text", "")
+    return text
+
+
+class FakeSlack(LocalServer):
+    def __init__(self, token: str = BOT_TOKEN) -> None:
+        super().__init__()
+        self.token = token
+        self.calls: list[Call] = []
+        self.messages: dict[str, list[Json]] = {}  # channel -> messages, in posting order
+        self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        self.failures: dict[str, deque[Failure]] = {}
+        self._last = 1_700_000_000 * 1_000_000  # microseconds
+        self.app.router.add_route("*", "/api/{method}", self._handle)
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    # --- test helpers ---------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def fail(self, method: str, failure: Failure | None = None, times: int = 1) -> None:
+        self.failures.setdefault(method, deque()).extend([failure or Failure()] * times)
+
+    def add_message(self, channel: str, user: str, text: str, ts: str, thread_ts: str = "",
+                    bot_id: str = "") -> Json:
+        """A message people (or other bots) wrote, so that conversations.replies returns it."""
+        message = {"type": "message", "user": user, "text": text, "ts": ts}
+        if thread_ts:
+            message["thread_ts"] = thread_ts
+        if bot_id:
+            message["bot_id"] = bot_id
+        self.messages.setdefault(channel, []).append(message)
+        return message
+
+    def posted(self, channel: str) -> list[Json]:
+        return [m for m in self.messages.get(channel, []) if m.get("bot_id") == BOT_ID]
+
+    async def wait_for(self, method: str, count: int = 1, timeout_s: float = 10.0) -> list[Call]:
+        deadline = time.monotonic() + timeout_s
+        while len(self.calls_to(method)) < count:
+            if time.monotonic() > deadline:
+                seen = [c.method for c in self.calls]
+                raise AssertionError(f"expected {count} {method} calls; saw {seen}")
+            await asyncio.sleep(0.01)
+        return self.calls_to(method)
+
+    # --- the API ----------------------------------------------------------------------------
+
+    def _ts(self) -> str:
+        """Just after every message seen so far: Slack's clock as the test's timestamps tell it."""
+        seen = [_ts_key(m["ts"]) for ms in self.messages.values() for m in ms]
+        self._last = max([self._last, *seen]) + 1
+        return f"{self._last // 1_000_000}.{self._last % 1_000_000:06d}"
+
+    async def _args(self, request: web.Request) -> Json:
+        args: Json = dict(request.query)
+        raw = await request.text()
+        if raw and request.content_type == "application/json":
+            args.update(json.loads(raw))
+        elif raw:
+            args.update(parse_qsl(raw))
+        return args
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await self._args(request)
+        self.calls.append(Call(method, args, dict(request.headers), request.method))
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        queued = self.failures.get(method)
+        if queued:
+            failure = queued.popleft()
+            return web.json_response({"ok": False, "error": failure.error},
+                                     status=failure.status, headers=failure.headers)
+        handler = getattr(self, "_" + method.replace(".", "_"), None)
+        body = handler(args) if handler else {}
+        return web.json_response({"ok": True, **body} if body.get("ok") is None else body)
+
+    def _auth_test(self, args: Json) -> Json:
+        return {"url": "https://acme.slack.com/", "team": "Acme", "user": "sift",
+                "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID,
+                "is_enterprise_install": False}
+
+    def _bot_message(self, args: Json, text: str) -> Json:
+        message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": text,
+                   "ts": self._ts(), "blocks": args.get("blocks") or []}
+        if args.get("thread_ts"):
+            message["thread_ts"] = args["thread_ts"]
+        self.messages.setdefault(args["channel"], []).append(message)
+        return message
+
+    def _find(self, channel: str, ts: str) -> Json | None:
+        return next((m for m in self.messages.get(channel, []) if m["ts"] == ts), None)
+
+    def _chat_postMessage(self, args: Json) -> Json:
+        message = self._bot_message(args, args.get("text", ""))
+        return {"channel": args["channel"], "ts": message["ts"], "message": message}
+
+    def _chat_update(self, args: Json) -> Json:
+        message = self._find(args["channel"], args["ts"])
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        message.update(text=args.get("text", ""), blocks=args.get("blocks") or [])
+        return {"channel": args["channel"], "ts": args["ts"], "text": message["text"]}
+
+    def _chat_postEphemeral(self, args: Json) -> Json:
+        return {"message_ts": self._ts()}
+
+    def _reactions_add(self, args: Json) -> Json:
+        key = (args["channel"], args["timestamp"], args["name"])
+        if key in self.reactions:
+            return {"ok": False, "error": "already_reacted"}
+        self.reactions.add(key)
+        return {}
+
+    def _reactions_remove(self, args: Json) -> Json:
+        key = (args["channel"], args["timestamp"], args["name"])
+        if key not in self.reactions:
+            return {"ok": False, "error": "no_reaction"}
+        self.reactions.discard(key)
+        return {}
+
+    def _conversations_replies(self, args: Json) -> Json:
+        channel, ts = args["channel"], args["ts"]
+        found = self._find(channel, ts)
+        if found is None:
+            return {"ok": False, "error": "thread_not_found"}
+        if found.get("thread_ts", ts) != ts:  # a reply: Slack returns just that message
+            thread = [found]
+        else:
+            thread = [m for m in self.messages[channel]
+                      if m["ts"] == ts or m.get("thread_ts") == ts]
+            thread.sort(key=lambda m: _ts_key(m["ts"]))
+        limit = int(args.get("limit") or 1000)
+        return {"messages": thread[:limit], "has_more": len(thread) > limit,
+                "response_metadata": {"next_cursor": ""}}
+
+    def _assistant_threads_setStatus(self, args: Json) -> Json:
+        return {}
+
+    def _chat_startStream(self, args: Json) -> Json:
+        message = self._bot_message(args, _chunks_text(args))
+        return {"channel": args["channel"], "ts": message["ts"]}
+
+    def _chat_appendStream(self, args: Json) -> Json:
+        message = self._find(args["channel"], args["ts"])
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        message["text"] += _chunks_text(args)
+        return {"channel": args["channel"], "ts": args["ts"]}
+
+    def _chat_stopStream(self, args: Json) -> Json:
+        message = self._find(args["channel"], args["ts"])
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        message["text"] += _chunks_text(args)
+        message["blocks"] = args.get("blocks") or []
+        return {"channel": args["channel"], "ts": args["ts"], "message": message}
