@@ -7,7 +7,7 @@ import os
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from rag.errors import SyncError
@@ -59,7 +59,7 @@ class FolderConnector:
             except OSError:
                 continue  # deleted while we walked; the next full pass prunes it
             if cutoff is None or mtime >= cutoff:
-                yield await asyncio.to_thread(self._load, path, rel, mtime)
+                yield await asyncio.to_thread(self._load, path, rel)
 
     async def list_ids(self) -> set[str]:
         return await asyncio.to_thread(self._ids)
@@ -83,12 +83,13 @@ class FolderConnector:
         match = pattern.search(head)
         return match.group(1).strip() if match else ""
 
-    def _load(self, path: Path, rel: str, mtime: float) -> Fetched:
+    def _load(self, path: Path, rel: str) -> Fetched:
+        # The file's mtime only decides what an incremental run reads; it is not the
+        # document's date (a git checkout or a copy resets it) and must not alter its hash.
         try:
             parsed = self._parse(path)
             url = f"{self.url_base}/{rel}" if self.url_base else ""
-            return build_document(rel, parsed, title=_title_from_name(path), url=url,
-                                  updated_at=datetime.fromtimestamp(mtime, UTC))
+            return build_document(rel, parsed, title=_title_from_name(path), url=url)
         except DocumentParseError as exc:
             return DocumentFailure(self._declared_id(path) or rel, f"{rel}: {exc}")
         except OSError as exc:

@@ -1,0 +1,246 @@
+"""One sync run of one source: skip unchanged, re-index changed, prune deleted; crash-safe."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import ParamSpec, TypeVar
+
+from rag.errors import SyncError
+from rag.logcontext import (
+    bind_correlation_id,
+    current_correlation_id,
+    new_correlation_id,
+    reset_correlation_id,
+)
+from rag.messages import with_reference
+from rag.ports import Embedder
+from rag.types import Chunk
+from sync.chunk import ChunkingConfig
+from sync.connectors.base import Connector, DocumentFailure, SourceDocument
+from sync.ports import ChunkIndex, DocumentState, SyncState
+from sync.prepare import content_hash, text_to_embed, to_chunks
+from sync.report import NoProgress, Progress, SyncSummary, Tally, Timers
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
+MAX_ERRORS_KEPT = 100
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    embed_batch: int = 64  # chunks per embedding call, gathered across documents
+    # Documents changed shortly before the checkpoint are read again: clocks of the platform
+    # and of this machine disagree a little, and re-reading an unchanged one costs a hash.
+    checkpoint_overlap_s: float = 300.0
+
+
+@dataclass
+class _Pending:
+    doc: SourceDocument
+    digest: str
+    chunks: list[Chunk]
+    kind: str  # "added" or "updated"
+
+
+@dataclass
+class _Run:
+    """What one run knows and has done so far."""
+
+    full: bool
+    dry_run: bool
+    known: Mapping[str, DocumentState] = field(default_factory=dict)
+    indexed: dict[str, set[str]] = field(default_factory=dict)
+    tally: Tally = field(default_factory=Tally)
+    errors: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    pending: list[_Pending] = field(default_factory=list)
+    embedded: int = 0
+
+    @property
+    def pending_chunks(self) -> int:
+        return sum(len(p.chunks) for p in self.pending)
+
+
+class SyncJob:
+    """Order of writes per changed document (what makes a kill -9 harmless): embed, upsert the
+    new chunks, delete the document's chunks of other versions, then record its hash LAST.
+    A rerun therefore finds any interrupted document still "changed" and redoes it."""
+
+    def __init__(self, source: str, connector: Connector, index: ChunkIndex,
+                 embedder: Embedder, state: SyncState, config: JobConfig | None = None,
+                 progress: Progress | None = None) -> None:
+        self.source = source
+        self.connector = connector
+        self.index = index
+        self.embedder = embedder
+        self.state = state
+        self.config = config or JobConfig()
+        self.progress = progress or NoProgress()
+        self.timers = Timers()
+
+    async def run(self, *, full: bool = False, dry_run: bool = False) -> SyncSummary:
+        token = bind_correlation_id(new_correlation_id())
+        started = time.perf_counter()
+        try:
+            since = None if full else await self._state(self.state.last_success, self.source)
+            run = _Run(full=full or since is None, dry_run=dry_run)
+            run_id = None if dry_run else await self._state(
+                self.state.start_run, self.source, full=run.full)
+            try:
+                await self._sync(run, since)
+            except BaseException as exc:  # cancelled runs are recorded as failed too
+                await self._abort(run, run_id, exc)
+                raise
+            if run_id is not None:
+                await self._state(self.state.finish_run, run_id, run.tally.freeze(),
+                                  run.errors[:MAX_ERRORS_KEPT], status="ok")
+            return self._summary(run, time.perf_counter() - started)
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        finally:
+            reset_correlation_id(token)
+
+    async def _sync(self, run: _Run, since: datetime | None) -> None:
+        run.known = await self._state(self.state.documents, self.source)
+        if run.full:  # a full pass also reconciles the index with what storage believes
+            with self.timers.phase("write"):
+                run.indexed = await self.index.list_documents(self.source)
+        if since is not None:
+            since = _aware(since) - timedelta(seconds=self.config.checkpoint_overlap_s)
+        items = self.timers.iterate("read", self.connector.documents(since))
+        async for item in items:
+            if item.doc_id in run.seen:
+                await self._fail(run, DocumentFailure(
+                    item.doc_id, f"duplicate doc_id {item.doc_id!r}: a document earlier in "
+                    "the source already uses it; this one is skipped"), duplicate=True)
+            elif isinstance(item, DocumentFailure):
+                run.seen.add(item.doc_id)
+                await self._fail(run, item)
+            else:
+                run.seen.add(item.doc_id)
+                await self._consider(run, item)
+            if run.pending_chunks >= self.config.embed_batch:
+                await self._flush(run)
+        await self._flush(run)
+        if run.full:
+            await self._prune(run)
+
+    async def _consider(self, run: _Run, doc: SourceDocument) -> None:
+        with self.timers.phase("chunk"):
+            digest = content_hash(doc, self.config.chunking)
+            old = run.known.get(doc.doc_id)
+            if old is not None and self._up_to_date(run, old, digest):
+                run.tally.unchanged += 1
+                self.progress.documents(1)
+                return
+            chunks = to_chunks(self.source, doc, digest, self.config.chunking)
+        existed = bool(old and old.content_hash) or doc.doc_id in run.indexed
+        run.pending.append(_Pending(doc, digest, chunks, "updated" if existed else "added"))
+
+    @staticmethod
+    def _up_to_date(run: _Run, old: DocumentState, digest: str) -> bool:
+        if old.status != "ok" or old.content_hash != digest:
+            return False
+        if not run.full:
+            return True
+        expected = {digest} if old.chunk_count else set()
+        return run.indexed.get(old.doc_id, set()) == expected
+
+    async def _flush(self, run: _Run) -> None:
+        batch, run.pending = run.pending, []
+        if not batch:
+            return
+        if run.dry_run:
+            for item in batch:
+                setattr(run.tally, item.kind, getattr(run.tally, item.kind) + 1)
+                run.tally.chunks_written += len(item.chunks)
+            self.progress.documents(len(batch))
+            return
+        chunks = [c for item in batch for c in item.chunks]
+        with self.timers.phase("embed"):  # one call across documents keeps batches full
+            vectors = await self.embedder.embed_documents([text_to_embed(c) for c in chunks])
+        run.embedded += len(chunks)
+        with self.timers.phase("write"):
+            await self.index.upsert(chunks, vectors)
+        self.progress.chunks(len(chunks))
+        for item in batch:
+            await self._commit(run, item)
+
+    async def _commit(self, run: _Run, item: _Pending) -> None:
+        doc = item.doc
+        maybe_stale = doc.doc_id in run.known or doc.doc_id in run.indexed or not run.full
+        if maybe_stale:  # chunks of older versions, or of a run killed before its record
+            with self.timers.phase("write"):
+                await self.index.delete_document(self.source, doc.doc_id, keep_hash=item.digest)
+        await self._state(self.state.record_document, self.source, doc.doc_id,
+                          content_hash=item.digest, chunk_count=len(item.chunks),
+                          updated_at=doc.updated_at)
+        setattr(run.tally, item.kind, getattr(run.tally, item.kind) + 1)
+        run.tally.chunks_written += len(item.chunks)
+        self.progress.documents(1)
+
+    async def _fail(self, run: _Run, failure: DocumentFailure, duplicate: bool = False) -> None:
+        """Report and skip; the document's existing chunks and hash stay as they were."""
+        log.warning("sync %s: skipped %s", self.source, failure.error)
+        run.tally.failed += 1
+        run.errors.append(failure.error)
+        self.progress.documents(1)
+        old = run.known.get(failure.doc_id)
+        if run.dry_run or duplicate:
+            return
+        await self._state(self.state.record_document, self.source, failure.doc_id,
+                          content_hash=old.content_hash if old else "",
+                          chunk_count=old.chunk_count if old else 0, updated_at=None,
+                          status="failed", error=failure.error)
+
+    async def _prune(self, run: _Run) -> None:
+        """Delete documents the source no longer has (its own listing is the authority)."""
+        with self.timers.phase("read"):
+            present = run.seen | await self.connector.list_ids()
+        for doc_id in sorted((set(run.known) | set(run.indexed)) - present):
+            run.tally.deleted += 1
+            if run.dry_run:
+                continue
+            with self.timers.phase("write"):
+                await self.index.delete_document(self.source, doc_id)
+            await self._state(self.state.forget_document, self.source, doc_id)
+
+    async def _state(self, call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Storage calls block; keep them off the event loop that also serves chat."""
+        with self.timers.phase("state"):
+            return await asyncio.to_thread(call, *args, **kwargs)
+
+    async def _abort(self, run: _Run, run_id: int | None, exc: BaseException) -> None:
+        log.error("sync %s failed: %r", self.source, exc, exc_info=exc)
+        if run_id is None:
+            return
+        errors = [*run.errors[:MAX_ERRORS_KEPT], f"run aborted: {exc}"]
+        try:
+            await self._state(self.state.finish_run, run_id, run.tally.freeze(), errors,
+                              status="failed")
+        except Exception:  # the original failure matters more than its bookkeeping
+            log.exception("sync %s: could not record the failed run", self.source)
+
+    def _failure(self, exc: BaseException) -> SyncError:
+        if isinstance(exc, SyncError):
+            return exc
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        sentence = f"The sync of '{self.source}' stopped: {cause}"
+        return SyncError(f"sync of {self.source} failed: {exc!r}",
+                         user_message=with_reference(sentence, current_correlation_id()))
+
+    def _summary(self, run: _Run, seconds: float) -> SyncSummary:
+        return SyncSummary(self.source, run.tally.freeze(), seconds, full=run.full,
+                           dry_run=run.dry_run, errors=tuple(run.errors),
+                           phases=dict(self.timers.seconds), chunks_embedded=run.embedded)
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
