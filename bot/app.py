@@ -48,6 +48,7 @@ from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 
 if TYPE_CHECKING:
+    from bot.slack.app import SlackAdapter
     from bot.teams.agent import TeamsEndpoint
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
@@ -262,3 +263,10 @@ class App:
         from bot.teams.auth import auth_configuration
 
         return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, service)
+
+    def slack(self, service: ChatService) -> SlackAdapter:
+        """The Slack adapter (HTTP route or Socket Mode); ConfigError naming the missing
+        SIFT_SLACK_* setting."""
+        from bot.slack.app import build_slack_adapter  # bolt loads only for serving
+
+        return build_slack_adapter(self.settings, service)

@@ -67,6 +67,15 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
             teams.mount(web_app)
             stack.push_async_callback(teams.close)  # after the site stops: drain answers
         # --- end Teams ---------------------------------------------------------------------
+        # --- Slack: POST /slack/events (signed), or Socket Mode with SIFT_SLACK_APP_TOKEN ----
+        if app.settings.slack_bot_token is not None:
+            slack = app.slack(service)
+            if slack.socket_mode:
+                await slack.start_socket_mode()
+            else:
+                slack.mount(web_app)
+            stack.push_async_callback(slack.close)  # after the site stops: drain answers
+        # --- end Slack ---------------------------------------------------------------------
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
         print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
