@@ -24,9 +24,14 @@ def is_loopback(host: str) -> bool:
 
 
 def check_exposure(settings: Settings) -> None:
-    """`sift serve` refuses to offer an unauthenticated Teams endpoint beyond this machine."""
-    # With an app id every request needs a valid JWT (the secret is checked when mounting).
-    if not settings.teams.enabled or settings.teams_app_id or is_loopback(settings.host):
+    """Run before anything starts: `sift serve` refuses an unauthenticated Teams endpoint
+    reachable from other machines, and credentials it could not use."""
+    if not settings.teams.enabled:
+        return
+    if settings.teams_app_id:  # every request then needs a valid JWT
+        _secret_configuration(settings)
+        return
+    if is_loopback(settings.host):
         return
     sentence = (
         f"SIFT_HOST is {settings.host!r}, which is reachable from other machines, but "
@@ -47,9 +52,13 @@ def _secret_configuration(settings: Settings) -> AgentAuthConfiguration:
         return AgentAuthConfiguration(
             AuthTypes.client_secret, app, tenant,
             settings.teams_app_password.get_secret_value(), anonymous_allowed=False)
-    if settings.teams.certificate_pfx is not None:
+    pfx = settings.teams.certificate_pfx
+    if pfx is not None:
+        if not pfx.is_file():
+            sentence = f"SIFT_TEAMS__CERTIFICATE_PFX names {pfx}, which is not a file."
+            raise ConfigError(sentence, user_message=sentence)
         return AgentAuthConfiguration(
-            AuthTypes.certificate, app, tenant, cert_pfx_file=str(settings.teams.certificate_pfx),
+            AuthTypes.certificate, app, tenant, cert_pfx_file=str(pfx),
             anonymous_allowed=False)
     sentence = ("SIFT_TEAMS_APP_ID is set but neither SIFT_TEAMS_APP_PASSWORD nor "
                 "SIFT_TEAMS__CERTIFICATE_PFX is, so Sift could not sign its replies.")

@@ -99,6 +99,7 @@ def test_client_secret() -> None:
 
 def test_certificate(tmp_path: Path) -> None:
     pfx = tmp_path / "bot.pfx"
+    pfx.write_bytes(b"not checked here")
     config = auth_configuration(settings(teams_app_id="app-id", teams_tenant_id="t",
                                          teams=TeamsSettings(certificate_pfx=pfx)))
     assert config.AUTH_TYPE is AuthTypes.certificate
@@ -109,8 +110,12 @@ def test_certificate(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("kw", "named"), [
     ({"teams_app_id": "app-id", "teams_tenant_id": "t"}, "SIFT_TEAMS_APP_PASSWORD"),
     ({"teams_app_id": "app-id", "teams_app_password": SecretStr("s")}, "SIFT_TEAMS_TENANT_ID"),
+    ({"teams_app_id": "app-id", "teams_tenant_id": "t",
+      "teams": TeamsSettings(certificate_pfx=Path("/nonexistent/bot.pfx"))}, "not a file"),
 ])
-def test_incomplete_credentials_are_refused(kw: dict[str, Any], named: str) -> None:
+@pytest.mark.parametrize("check", [auth_configuration, check_exposure])
+def test_incomplete_credentials_are_refused(kw: dict[str, Any], named: str,
+                                            check: Any) -> None:
     with pytest.raises(ConfigError) as caught:
-        auth_configuration(settings(**kw))
+        check(settings(host="127.0.0.1", **kw))
     assert named in caught.value.user_message
