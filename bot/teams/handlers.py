@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from microsoft_agents.activity import Activity, Channels, ResourceResponse
-from microsoft_agents.hosting.core import ChannelServiceAdapter, TurnContext, TurnState
+from microsoft_agents.hosting.core import ChannelAdapter, TurnContext, TurnState
 from microsoft_agents.hosting.core.app import TypingIndicator, TypingOptions
 from microsoft_agents.hosting.core.authorization import ClaimsIdentity
 
@@ -96,7 +96,7 @@ def guarded(handler: Handler) -> Handler:
 
 
 class TeamsHandlers:
-    def __init__(self, service: ChatService, adapter: ChannelServiceAdapter,
+    def __init__(self, service: ChatService, adapter: ChannelAdapter,
                  options: TeamsOptions, tasks: BackgroundTasks) -> None:
         self._service = service
         self._adapter = adapter
