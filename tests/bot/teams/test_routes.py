@@ -10,6 +10,7 @@ from microsoft_agents.activity import (
     ChannelAccount,
     ConversationAccount,
     ConversationReference,
+    InvokeResponse,
 )
 from microsoft_agents.authentication.msal import MsalConnectionManager
 from microsoft_agents.hosting.core import AgentApplication, TurnState
@@ -84,7 +85,8 @@ async def test_feedback_invoke_gets_an_empty_200(teams: InProcess) -> None:
     [response] = await teams.send(p.feedback_invoke(SERVICE_URL, p.personal_conversation(),
                                                     update.id or "", "like"))
     assert response.type == "invokeResponse"
-    assert (response.value.status, response.value.body) == (200, {})  # type: ignore[union-attr]
+    assert isinstance(response.value, InvokeResponse)
+    assert (response.value.status, response.value.body) == (200, {})
     assert [v.vote for v in teams.stores.feedback.votes.values()] == [1]
 
 
