@@ -42,6 +42,8 @@ from rag.types import Answer, AskContext, Platform, Question, Turn
 
 log = logging.getLogger(__name__)
 PLATFORM = Platform.SLACK.value
+# How a vote arrived (storage's feedback channel): a reaction, or the feedback buttons.
+VIA_REACTION, VIA_BUTTON = "reaction", "button"
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ class SlackHandlers:
             if not reaction.added:
                 await self._service.retract(interaction, reaction.user)
                 return
-            await self._service.vote(interaction, reaction.user, reaction.vote, reaction.channel)
+            await self._service.vote(interaction, reaction.user, reaction.vote, VIA_REACTION)
             if reaction.vote < 0 and self._options.ask_why_on_downvote:
                 thread = await self._out.thread_of(reaction.channel, reaction.message_ts)
                 await self._ask_why(reaction.channel, thread, reaction.user, interaction)
@@ -252,7 +254,7 @@ class SlackHandlers:
                 await self._out.ephemeral(click.channel, click.user, click.thread_ts,
                                           render_notice(messages.UNKNOWN_ANSWER_FEEDBACK))
                 return
-            await self._service.vote(interaction, click.user, click.vote, click.channel)
+            await self._service.vote(interaction, click.user, click.vote, VIA_BUTTON)
             if click.vote < 0 and self._options.ask_why_on_downvote:
                 await self._ask_why(click.channel, click.thread_ts, click.user, interaction)
             else:

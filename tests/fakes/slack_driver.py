@@ -1,7 +1,8 @@
-"""Slack's side of a test: serves the real /slack/events route and delivers signed requests."""
+"""Slack's side of a test: delivers signed requests to the real /slack/events route."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ class Delivery:
 
 
 class SiftWeb(LocalServer):
-    """The `sift serve` web app (health + Slack route) on a free port."""
+    """The `sift serve` web app (health + Slack route) on a free port, for adapter tests."""
 
     def __init__(self, adapter: SlackAdapter) -> None:
         super().__init__()
@@ -43,30 +44,38 @@ class SiftWeb(LocalServer):
 
 
 class SlackDriver:
-    """Plays Slack: records what people write in the fake API, then delivers the event."""
+    """Plays Slack: records what people write in the fake API, then delivers the signed event
+    to `events_url` (the real /slack/events route). `settle` waits for the work it started."""
 
-    def __init__(self, slack: FakeSlack, adapter: SlackAdapter) -> None:
+    def __init__(self, slack: FakeSlack, events_url: str,
+                 settle: Callable[[], Awaitable[None]]) -> None:
         self.slack = slack
-        self.adapter = adapter
-        self.web = SiftWeb(adapter)
+        self.events_url = events_url
+        self._settle = settle
         self._session: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
-        await self.web.start()
         self._session = aiohttp.ClientSession()
 
     async def stop(self) -> None:
-        await self.adapter.close(5)
         if self._session is not None:
             await self._session.close()
-        await self.web.stop()
+
+    @classmethod
+    async def for_adapter(cls, slack: FakeSlack, adapter: SlackAdapter) -> tuple[SlackDriver,
+                                                                                   SiftWeb]:
+        web = SiftWeb(adapter)
+        await web.start()
+        driver = cls(slack, web.url + EVENTS_PATH, lambda: adapter.background.drain(30))
+        await driver.start()
+        return driver, web
 
     async def post(self, body: str, content_type: str, *, headers: dict[str, str] | None = None,
                    retry_num: int | None = None, timestamp: int | None = None) -> Delivery:
         assert self._session is not None
         signed = sign(body, timestamp=timestamp, retry_num=retry_num)
         all_headers = {"Content-Type": content_type, **signed, **(headers or {})}
-        async with self._session.post(self.web.url + EVENTS_PATH, data=body.encode(),
+        async with self._session.post(self.events_url, data=body.encode(),
                                       headers=all_headers) as response:
             return Delivery(response.status, await response.text(), dict(response.headers))
 
@@ -80,7 +89,7 @@ class SlackDriver:
 
     async def settle(self) -> None:
         """Wait until the work started by the deliveries so far has finished."""
-        await self.adapter.background.drain(30)
+        await self._settle()
 
     # --- people writing ------------------------------------------------------------------
 

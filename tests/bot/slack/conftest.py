@@ -10,13 +10,13 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 
 from bot.service import ChatLimits, ChatService
 from bot.settings import Settings, SlackSettings
-from bot.slack.app import build_slack_adapter
+from bot.slack.app import SlackAdapter, build_slack_adapter
 from rag.llm import AnthropicLLM
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.fakes.memory_index import MemoryIndex
-from tests.fakes.slack_driver import SlackDriver
+from tests.fakes.slack_driver import SiftWeb, SlackDriver
 from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.rag.builders import make_llm, make_pipeline
@@ -62,7 +62,7 @@ StackFactory = Callable[..., Any]
 async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embedder: Any,
                      memory_index: MemoryIndex) -> AsyncIterator[StackFactory]:
     """Builds a stack; keywords: index (SearchIndex), limits (ChatLimits), SlackSettings."""
-    started: list[SlackDriver] = []
+    started: list[tuple[SlackDriver, SiftWeb, SlackAdapter]] = []
     llms: list[AnthropicLLM] = []
 
     async def make(*, index: SearchIndex | None = None, limits: ChatLimits | None = None,
@@ -74,14 +74,15 @@ async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embed
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
         adapter = build_slack_adapter(slack_settings(fake_slack.api_url, **slack), service,
                                       interval=FixedValueRetryIntervalCalculator(0.0))
-        driver = SlackDriver(fake_slack, adapter)
-        await driver.start()
-        started.append(driver)
+        driver, web = await SlackDriver.for_adapter(fake_slack, adapter)
+        started.append((driver, web, adapter))
         return SlackStack(driver, stores, fake_anthropic)
 
     yield make
-    for driver in started:
+    for driver, web, adapter in started:
+        await adapter.close(5)
         await driver.stop()
+        await web.stop()
     for llm in llms:
         await llm.close()
 

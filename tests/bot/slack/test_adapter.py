@@ -162,7 +162,7 @@ async def test_reaction_added_then_removed_votes_then_retracts(stack: SlackStack
             ).status == 200
     await stack.driver.settle()
     vote = stack.stores.feedback.votes[(1, USER)]
-    assert (vote.vote, vote.channel) == (1, CHANNEL)
+    assert (vote.vote, vote.channel) == (1, "reaction")
     await stack.driver.event(reaction("+1", answer_ts, removed=True, event_id=next_event_id()))
     await stack.driver.settle()
     assert (1, USER) not in stack.stores.feedback.votes
@@ -194,7 +194,8 @@ async def test_feedback_buttons_last_click_wins(stack: SlackStack) -> None:
     click = await stack.driver.click(block_action("up", message_ts=answer_ts, thread_ts=Q_TS))
     assert click.status == 200
     await stack.driver.settle()
-    assert stack.stores.feedback.votes[(1, USER)].vote == 1
+    assert (stack.stores.feedback.votes[(1, USER)].vote,
+            stack.stores.feedback.votes[(1, USER)].channel) == (1, "button")
     assert stack.slack.calls_to("chat.postEphemeral")[-1].args["text"] == \
         messages.FEEDBACK_THANKS
     await stack.driver.click(block_action("down", message_ts=answer_ts, thread_ts=Q_TS))

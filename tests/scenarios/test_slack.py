@@ -1,0 +1,287 @@
+"""Slack end to end through `sift serve`: real Weaviate, SQLite and the real /slack/events route;
+Slack is played by signed Events API requests and the fake Web API server, Claude by a fake."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from bot.app import App
+from bot.settings import SlackSettings
+from bot.slack.http import EVENTS_PATH
+from bot.weaviate.process import ManagedWeaviate, free_ports
+from rag import messages
+from rag.embed import LocalEmbedder
+from rag.errors import ConfigError, RetrievalError
+from storage.models import Feedback, Interaction
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.slack_driver import SlackDriver
+from tests.fakes.slack_payloads import (
+    BOT_ID,
+    BOT_TOKEN,
+    BOT_USER,
+    CHANNEL,
+    DM,
+    SIGNING_SECRET,
+    USER,
+    app_mention,
+    block_action,
+    message,
+    next_event_id,
+    reaction,
+)
+from tests.fakes.slack_server import Call, FakeSlack
+from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+
+pytestmark = pytest.mark.weaviate
+
+QUESTION = "How do I rotate the staging database credentials?"
+Q_TS = "1700000000.000100"
+LOUD = re.compile(r"<!(channel|here|everyone)|<@U|<!subteam")
+
+
+class SlackSift:
+    """A served Sift with Slack's side: the driver, the fake Web API, the database."""
+
+    def __init__(self, sift: ServedSift, driver: SlackDriver, slack: FakeSlack) -> None:
+        self.sift = sift
+        self.driver = driver
+        self.slack = slack
+
+    async def rows(self, model: Any, count: int, **where: Any) -> list[Any]:
+        """Wait until `count` rows of `model` match `where` (answers are asynchronous)."""
+        deadline = time.monotonic() + 30
+        while True:
+            rows = [r for r in await asyncio.to_thread(self.sift.rows, model)
+                    if all(getattr(r, k) == v for k, v in where.items())]
+            if len(rows) >= count or time.monotonic() > deadline:
+                return rows
+            await asyncio.sleep(0.05)
+
+    async def answer_in(self, channel: str, n: int = 1) -> Call:
+        return (await self.slack.wait_for("chat.postMessage", n))[n - 1]
+
+
+Serve = Callable[..., Awaitable[SlackSift]]
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,  # noqa: F811
+                      embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
+                      fake_slack: FakeSlack) -> AsyncIterator[Serve]:
+    running: list[SlackSift] = []
+
+    async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> SlackSift:
+        values: dict[str, Any] = dict(
+            slack_bot_token=SecretStr(BOT_TOKEN), slack_signing_secret=SecretStr(SIGNING_SECRET),
+            slack_api_url=fake_slack.api_url, sources=[])
+        values.update(kw)
+        app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
+                               **values))
+        app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
+        sift = ServedSift(app)
+        await sift.start()
+        # settle = stop: `sift serve` drains the Slack work it started before it returns
+        driver = SlackDriver(fake_slack, sift.base_url + EVENTS_PATH, sift.stop)
+        await driver.start()
+        running.append(SlackSift(sift, driver, fake_slack))
+        return running[-1]
+
+    yield make
+    for served in running:
+        await served.driver.stop()
+        await served.sift.stop()
+
+
+def shown(call: Call) -> str:
+    return json.dumps([call.args.get("text"), call.args.get("blocks")])
+
+
+async def test_mention_is_answered_in_a_thread_with_citations(make_served: Serve) -> None:
+    s = await make_served()
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    posted = await s.answer_in(CHANNEL)
+    assert posted.args["channel"] == CHANNEL and posted.args["thread_ts"] == Q_TS
+    assert "<https://wiki.example/staging-creds|[1]>" in posted.args["blocks"][0]["text"]["text"]
+    assert posted.args["blocks"][-1]["type"] == "context_actions"
+    answer_ts = s.slack.posted(CHANNEL)[0]["ts"]
+    [row] = await s.rows(Interaction, 1, message_ref=answer_ts)
+    assert (row.platform, row.channel, row.thread, row.user_id) == ("slack", CHANNEL, Q_TS, USER)
+    assert (row.message_channel, row.question, row.status) == (CHANNEL, QUESTION, "answered")
+    await s.driver.settle()
+    assert [c.args["name"] for c in s.slack.calls_to("reactions.remove")] == ["eyes"]
+
+
+async def test_direct_message_is_answered_in_the_dm(make_served: Serve) -> None:
+    s = await make_served()
+    await s.driver.dm(QUESTION, ts="1700000200.000400")
+    posted = await s.answer_in(DM)
+    assert posted.args["channel"] == DM and "thread_ts" not in posted.args
+    assert "[1]" in shown(posted)
+    [row] = await s.rows(Interaction, 1, message_channel=DM)
+    assert row.channel == DM
+
+
+async def test_follow_up_in_the_thread_without_a_mention(make_served: Serve,
+                                                        fake_anthropic: FakeAnthropic) -> None:
+    s = await make_served()
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    await s.answer_in(CHANNEL)
+    await s.driver.reply("thanks, that worked", ts="1700000400.000001", thread_ts=Q_TS)
+    await s.driver.reply("and what about production?", ts="1700000500.000001", thread_ts=Q_TS)
+    second = await s.answer_in(CHANNEL, 2)
+    assert second.args["thread_ts"] == Q_TS
+    understood = fake_anthropic.calls("understand")[-1].body["messages"][-1]["content"]
+    assert f"user: {QUESTION}" in understood and "assistant: " in understood
+    assert understood.endswith("Message: and what about production?")
+    rows = await s.rows(Interaction, 2, thread=Q_TS)
+    assert [r.question for r in rows] == [QUESTION, "and what about production?"]
+
+
+async def test_reaction_added_then_removed_stores_then_retracts_a_vote(
+        make_served: Serve) -> None:
+    s = await make_served()
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    await s.answer_in(CHANNEL)
+    answer_ts = s.slack.posted(CHANNEL)[0]["ts"]
+    [row] = await s.rows(Interaction, 1, message_ref=answer_ts)
+    await s.driver.event(reaction("+1", answer_ts, event_id=next_event_id()))
+    [vote] = await s.rows(Feedback, 1)
+    assert (vote.interaction_id, vote.user_id, vote.vote, vote.channel) == \
+        (row.id, USER, 1, "reaction")
+    await s.driver.event(reaction("+1", answer_ts, removed=True, event_id=next_event_id()))
+    for _ in range(100):
+        if not await asyncio.to_thread(s.sift.rows, Feedback):
+            break
+        await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(s.sift.rows, Feedback) == []
+
+
+async def test_feedback_buttons_and_the_why_comment(make_served: Serve) -> None:
+    s = await make_served()
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    await s.answer_in(CHANNEL)
+    answer_ts = s.slack.posted(CHANNEL)[0]["ts"]
+    await s.rows(Interaction, 1, message_ref=answer_ts)
+    assert (await s.driver.click(block_action("up", message_ts=answer_ts, thread_ts=Q_TS))
+            ).status == 200
+    [vote] = await s.rows(Feedback, 1, vote=1)
+    assert vote.channel == "button"
+    await s.driver.click(block_action("down", message_ts=answer_ts, thread_ts=Q_TS))
+    [vote] = await s.rows(Feedback, 1, vote=-1)  # last write wins
+    prompt = await s.slack.wait_for("chat.postEphemeral", 2)
+    assert prompt[-1].args["text"] == messages.DOWNVOTE_PROMPT
+    await s.driver.reply("it should say who approves it", ts="1700000600.000001",
+                         thread_ts=Q_TS)
+    [vote] = await s.rows(Feedback, 1, comment="it should say who approves it")
+    await s.driver.settle()
+    assert len(s.slack.calls_to("chat.postMessage")) == 1  # the comment was not answered
+
+
+async def test_the_same_event_four_times_gives_one_answer(make_served: Serve) -> None:
+    s = await make_served()
+    s.slack.add_message(CHANNEL, USER, QUESTION, Q_TS)
+    payload = app_mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS, event_id=next_event_id())
+    first = await s.driver.event(payload)
+    retries = await asyncio.gather(*(s.driver.event(payload, retry_num=n) for n in (1, 2, 3)))
+    assert [d.status for d in (first, *retries)] == [200] * 4
+    await s.answer_in(CHANNEL)
+    await s.driver.settle()
+    assert len(s.slack.calls_to("chat.postMessage")) == 1
+    assert len(await asyncio.to_thread(s.sift.rows, Interaction)) == 1
+
+
+@pytest.mark.parametrize("tamper", ["signature", "stale"])
+async def test_bad_signature_or_stale_timestamp_is_refused(make_served: Serve,
+                                                           tamper: str) -> None:
+    s = await make_served()
+    body = json.dumps(app_mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS,
+                                  event_id=next_event_id()))
+    kw: dict[str, Any] = ({"headers": {"X-Slack-Signature": "v0=" + "1" * 64}}
+                          if tamper == "signature" else {"timestamp": int(time.time()) - 301})
+    delivery = await s.driver.post(body, "application/json", **kw)
+    assert delivery.status == 401
+    await s.driver.settle()
+    assert s.slack.calls == [] and await asyncio.to_thread(s.sift.rows, Interaction) == []
+
+
+async def test_weaviate_down_gives_a_clear_message_in_the_thread(
+        make_served: Serve, tmp_path_factory: pytest.TempPathFactory,
+        weaviate_server: ManagedWeaviate) -> None:
+    own = ManagedWeaviate(weaviate_server.binary, tmp_path_factory.mktemp("down"), free_ports())
+    own.start(timeout_s=120)
+    try:
+        s = await make_served(weaviate=own)
+    finally:
+        own.stop()  # Weaviate goes away while Sift keeps serving
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    posted = await s.answer_in(CHANNEL)
+    [row] = await s.rows(Interaction, 1)
+    assert posted.args["thread_ts"] == Q_TS
+    assert posted.args["text"] == messages.with_reference(RetrievalError.user_message,
+                                                          row.correlation_id)
+    assert row.status == "error" and "Traceback" not in shown(posted)
+
+
+async def test_own_messages_are_ignored(make_served: Serve) -> None:
+    s = await make_served()
+    own = message("I am Sift", ts="1700000700.000001", user=BOT_USER, channel=DM,
+                  channel_type="im", event_id=next_event_id())
+    own["event"]["bot_id"] = BOT_ID
+    assert (await s.driver.event(own)).status == 200
+    await s.driver.settle()
+    assert [c.method for c in s.slack.calls] == ["auth.test"]
+
+
+async def test_long_answer_is_split_into_sections(make_served: Serve,
+                                                  fake_anthropic: FakeAnthropic) -> None:
+    paragraph = "Rotate the staging credentials with the documented vault command [1]. " * 12
+    fake_anthropic.answer_rule = lambda q, n: "\n\n".join([paragraph] * 8)
+    s = await make_served()
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    posted = await s.answer_in(CHANNEL)
+    sections = [b for b in posted.args["blocks"] if b["type"] == "section"]
+    assert len(sections) >= 3 and all(len(b["text"]["text"]) <= 3000 for b in sections)
+    assert len(posted.args["blocks"]) <= 50
+
+
+async def test_document_with_a_channel_mention_is_neutralised(
+        make_served: Serve, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.9, "Relevant.") if "closed" in d else (0.0, "No.")
+    s = await make_served(anthropic_api_key=None)  # no LLM: the document is quoted verbatim
+    await s.driver.mention(f"<@{BOT_USER}> Is the office closed on Friday?", ts=Q_TS)
+    posted = await s.answer_in(CHANNEL)
+    assert "office is closed on Friday" in shown(posted)
+    assert "&lt;!channel&gt;" in shown(posted) and not LOUD.search(shown(posted))
+
+
+async def test_http_mode_needs_the_signing_secret(make_served: Serve) -> None:
+    with pytest.raises(ConfigError, match="SIFT_SLACK_SIGNING_SECRET") as failure:
+        await make_served(slack_signing_secret=None)
+    assert "SIFT_SLACK_SIGNING_SECRET" in failure.value.user_message
+
+
+async def test_streaming_through_sift_serve(make_served: Serve) -> None:
+    s = await make_served(slack=SlackSettings(streaming=True))
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
+    [stop] = await s.slack.wait_for("chat.stopStream")
+    final = s.slack.posted(CHANNEL)[0]
+    assert "[[1]](https://wiki.example/staging-creds)" in final["text"]
+    assert stop.args["blocks"][-1]["type"] == "context_actions"
+    await s.rows(Interaction, 1, message_ref=final["ts"])
