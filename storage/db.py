@@ -12,6 +12,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
@@ -124,7 +125,8 @@ class Database:
                     connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                                        {"key": MIGRATION_LOCK})
                 command.upgrade(self._alembic(connection), revision)
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, CommandError) as exc:
+            # CommandError: e.g. a revision this code does not know (a newer Sift migrated it).
             raise StorageError(f"Could not migrate the database at {self.safe_url}: "
                                f"{_first_line(exc)}") from exc
         after = self.current_revision()
@@ -143,10 +145,14 @@ class Database:
         with self.engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
 
-    def head_revision(self) -> str | None:
+    @staticmethod
+    def _scripts() -> ScriptDirectory:
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
-        return ScriptDirectory.from_config(config).get_current_head()
+        return ScriptDirectory.from_config(config)
+
+    def head_revision(self) -> str | None:
+        return self._scripts().get_current_head()
 
     def require_current(self) -> None:
         """Raise a clear error when the schema is missing or behind the code."""
@@ -155,6 +161,11 @@ class Database:
         except SQLAlchemyError as exc:
             raise StorageError(f"Cannot reach the database at {self.safe_url}: "
                                f"{_first_line(exc)}") from exc
+        if current is not None and current not in {r.revision for r in
+                                                   self._scripts().walk_revisions()}:
+            raise StorageError(f"The database at {self.safe_url} is at revision {current}, "
+                               "which this version of Sift does not know: was it migrated by "
+                               "a newer Sift?")
         if current != self.head_revision():
             state = "has no Sift tables" if current is None else f"is at revision {current}"
             raise StorageError(f"The database at {self.safe_url} {state}: "

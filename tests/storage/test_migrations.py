@@ -72,3 +72,12 @@ def test_unreachable_database_is_a_clear_error_without_the_password() -> None:
     assert "Cannot reach the database at postgresql+psycopg://sift:***@127.0.0.1:1/sift" in str(
         caught.value)
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_database_from_a_newer_sift_is_a_clear_error(database: Database) -> None:
+    with database.engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(StorageError, match="Could not migrate the database at .*'9999'"):
+        database.upgrade()
+    with pytest.raises(StorageError, match="is at revision 9999, which this version of Sift does not know"):
+        database.require_current()
