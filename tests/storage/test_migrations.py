@@ -77,7 +77,8 @@ def test_unreachable_database_is_a_clear_error_without_the_password() -> None:
 def test_a_database_from_a_newer_sift_is_a_clear_error(database: Database) -> None:
     with database.engine.begin() as connection:
         connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
-    with pytest.raises(StorageError, match="Could not migrate the database at .*'9999'"):
+    with pytest.raises(StorageError, match=r"Could not migrate the database at .*'9999'"):
         database.upgrade()
-    with pytest.raises(StorageError, match="is at revision 9999, which this version of Sift does not know"):
+    with pytest.raises(StorageError,
+                       match="is at revision 9999, which this version of Sift does not know"):
         database.require_current()
