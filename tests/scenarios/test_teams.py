@@ -4,90 +4,60 @@ Teams' side is played by Activity JSON posts and a fake Bot Connector, Claude by
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from pydantic import SecretStr
-from sqlalchemy import select
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import Settings, WeaviateSettings
+from bot.settings import Settings
+from bot.teams.agent import ROUTE
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
-from rag.index import WeaviateIndex
 from storage.models import Feedback, Interaction
-from tests.conftest import index_config, unique_collection
 from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.teams_connector import FakeConnector
-from tests.rag.corpus import CHUNKS
+from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
 
 pytestmark = pytest.mark.weaviate
 
 
-class ServedSift:
-    """`sift serve` running in this event loop, with Teams' side of the conversation."""
+class TeamsSift:
+    """A served Sift with Teams' side: Activity JSON in, the fake Bot Connector out."""
 
-    def __init__(self, app: App, connector: FakeConnector) -> None:
-        self.app = app
+    def __init__(self, sift: ServedSift, connector: FakeConnector) -> None:
+        self.sift = sift
+        self.app = sift.app
         self.connector = connector
-        self.url = f"http://127.0.0.1:{app.settings.port}/api/messages"
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        started = asyncio.Event()
-        self._task = asyncio.create_task(serve(self.app, started=started, stop=self._stop))
-        done, _ = await asyncio.wait([self._task, asyncio.create_task(started.wait())],
-                                     return_when=asyncio.FIRST_COMPLETED, timeout=120)
-        if self._task in done:
-            self._task.result()  # serve failed: raise its error here
-
-    async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                await self._task
-
-    async def post(self, payload: dict[str, Any],
-                   headers: dict[str, str] | None = None) -> int:
-        async with aiohttp.ClientSession() as session, session.post(
-                self.url, json=payload, headers=headers or {}) as response:
-            return response.status
+    async def post(self, payload: dict[str, Any], headers: dict[str, str] | None = None
+                   ) -> int:
+        status, _ = await self.sift.post(ROUTE, json=payload, headers=headers)
+        return status
 
     def rows(self, model: Any) -> list[Any]:
-        with self.app.database.read() as session:
-            return list(session.scalars(select(model).order_by(model.id)))
+        return self.sift.rows(model)
 
-    async def rows_when(self, model: Any, count: int, timeout_s: float = 20) -> list[Any]:
-        """Replies are sent before their links are stored: wait for the database too."""
-        for _ in range(int(timeout_s * 10)):
-            rows = await asyncio.to_thread(self.rows, model)
-            if len(rows) >= count and all(getattr(r, "message_ref", "x") for r in rows):
+    async def linked(self, count: int, timeout_s: float = 20) -> list[Interaction]:
+        """Answers are linked to their Teams message just after it is sent: wait for that."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            rows = await asyncio.to_thread(self.sift.rows, Interaction)
+            if len(rows) >= count and all(r.message_ref for r in rows):
                 return rows
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"expected {count} {model.__name__} rows")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"expected {count} linked answers, have {rows}")
+            await asyncio.sleep(0.05)
 
 
-def settings_for(tmp_path: Path, weaviate: ManagedWeaviate, collection: str,
-                 anthropic: FakeAnthropic, **kw: Any) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'sift.db'}",
-        weaviate_url=weaviate.url, weaviate_api_key=SecretStr(weaviate.api_key),
-        weaviate=WeaviateSettings(grpc_url=f"127.0.0.1:{weaviate.ports.grpc}",
-                                  collection=collection),
-        anthropic_api_key=SecretStr("sk-test-key"), anthropic_base_url=anthropic.url,
-        host="127.0.0.1", port=free_port(), sources=[], **kw)
-
-
-Serve = Callable[..., Awaitable[ServedSift]]
+Serve = Callable[..., Awaitable[TeamsSift]]
 
 
 @pytest.fixture
@@ -99,37 +69,23 @@ async def fake_connector() -> AsyncIterator[FakeConnector]:
 
 
 @pytest.fixture
-async def corpus(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
-                 ) -> AsyncIterator[str]:
-    """A fresh collection holding the test corpus; its name."""
-    name = unique_collection("Teams")
-    index = WeaviateIndex(index_config(weaviate_server, name), embedder.name, embedder.dimension)
-    await index.connect()
-    await index.upsert(CHUNKS, await embedder.embed_documents(
-        [f"{c.title}\n{c.text}" for c in CHUNKS]))
-    yield name
-    await index.drop()
-    await index.close()
-
-
-@pytest.fixture
-async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
+async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,  # noqa: F811
                       embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
                       fake_connector: FakeConnector) -> AsyncIterator[Serve]:
     running: list[ServedSift] = []
 
-    async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> ServedSift:
+    async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> TeamsSift:
         app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
-                               **kw))
+                               sources=[], **kw))
         app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
-        served = ServedSift(app, fake_connector)
-        await served.start()
-        running.append(served)
-        return served
+        sift = ServedSift(app)
+        await sift.start()
+        running.append(sift)
+        return TeamsSift(sift, fake_connector)
 
     yield make
-    for served in running:
-        await served.stop()
+    for sift in running:
+        await sift.stop()
 
 
 async def test_channel_mention_answered_in_thread_and_feedback_stored(
@@ -145,7 +101,7 @@ async def test_channel_mention_answered_in_thread_and_feedback_stored(
     [ai] = reply.entities("https://schema.org/Message")
     names = [c["appearance"]["name"] for c in ai["citation"]]
     assert "Setting up the VPN" in names
-    [row] = await sift.rows_when(Interaction, 1)
+    [row] = await sift.linked(1)
     assert (row.platform, row.message_channel, row.message_ref, row.thread) == (
         "teams", p.CHANNEL, reply.id, "1700000000010")
 
@@ -172,12 +128,12 @@ async def test_personal_follow_up_uses_stored_history_and_duplicates_are_dropped
     assert await sift.post(first) == 202
     assert await sift.post(first) == 202  # Teams redelivers
     [answer] = await sift.connector.wait_for_messages(1)
-    await sift.rows_when(Interaction, 1)
+    await sift.linked(1)
     await sift.post(p.personal_message(url, "and on macOS?", activity_id="1700000000022"))
     await sift.connector.wait_for_messages(2)
     understand = fake_anthropic.calls("understand")[-1].body["messages"][-1]["content"]
     assert "how do I set up the VPN?" in understand and answer.text in understand
-    await sift.rows_when(Interaction, 2)
+    await sift.linked(2)
     assert len(sift.rows(Interaction)) == 2
     assert len(sift.connector.messages) == 2
 
@@ -217,6 +173,6 @@ async def test_weaviate_down_gives_a_clear_message(
         own.stop()  # Weaviate goes away while Sift keeps serving
     await sift.post(p.channel_mention(sift.connector.service_url, "how do I set up the VPN?"))
     [reply] = await sift.connector.wait_for_messages(1)
-    [row] = await sift.rows_when(Interaction, 1)
+    [row] = await sift.linked(1)
     assert reply.text == messages.with_reference(RetrievalError.user_message,
                                                  row.correlation_id)
