@@ -19,6 +19,7 @@ CHANNEL = "C111"
 DM = "D333"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"  # Slack's documentation example
 BOT_TOKEN = "xoxb-111-222-fake"
+APP_TOKEN = "xapp-1-A111-333-fake"
 
 _event_ids = itertools.count(1)
 

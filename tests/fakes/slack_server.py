@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from tests.fakes.http import LocalServer
-from tests.fakes.slack_payloads import BOT_ID, BOT_TOKEN, BOT_USER, TEAM
+from tests.fakes.slack_payloads import APP_ID, APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER, TEAM
 
 Json = dict[str, Any]
 
@@ -48,15 +48,19 @@ def _chunks_text(args: Json) -> str:
 
 
 class FakeSlack(LocalServer):
-    def __init__(self, token: str = BOT_TOKEN) -> None:
+    def __init__(self, token: str = BOT_TOKEN, app_token: str = APP_TOKEN) -> None:
         super().__init__()
         self.token = token
+        self.app_token = app_token  # Socket Mode: apps.connections.open takes the xapp token
+        self.sockets: list[web.WebSocketResponse] = []
+        self.socket_acks: list[Json] = []  # what the client sent back over the socket
         self.calls: list[Call] = []
         self.messages: dict[str, list[Json]] = {}  # channel -> messages, in posting order
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.failures: dict[str, deque[Failure]] = {}
         self._last = 1_700_000_000 * 1_000_000  # microseconds
         self.app.router.add_route("*", "/api/{method}", self._handle)
+        self.app.router.add_get("/link", self._socket)
 
     @property
     def api_url(self) -> str:
@@ -93,6 +97,36 @@ class FakeSlack(LocalServer):
             await asyncio.sleep(0.01)
         return self.calls_to(method)
 
+    async def stop(self) -> None:
+        for socket in self.sockets:
+            await socket.close()
+        await super().stop()
+
+    # --- Socket Mode ----------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self.sockets.append(socket)
+        await socket.send_json({"type": "hello", "num_connections": 1,
+                                "debug_info": {"host": "fake", "approximate_connection_time": 3600},
+                                "connection_info": {"app_id": APP_ID}})
+        async for frame in socket:
+            if frame.type == WSMsgType.TEXT:
+                self.socket_acks.append(json.loads(frame.data))
+        return socket
+
+    async def push(self, payload: Json, *, envelope_id: str, retry_attempt: int = 0) -> None:
+        """An Events API envelope over the open socket (docs.slack.dev, Socket Mode)."""
+        for _ in range(500):
+            if self.sockets:
+                break
+            await asyncio.sleep(0.01)
+        await self.sockets[-1].send_json({
+            "envelope_id": envelope_id, "type": "events_api", "payload": payload,
+            "accepts_response_payload": False, "retry_attempt": retry_attempt,
+            "retry_reason": "timeout" if retry_attempt else ""})
+
     # --- the API ----------------------------------------------------------------------------
 
     def _ts(self) -> str:
@@ -114,7 +148,8 @@ class FakeSlack(LocalServer):
         method = request.match_info["method"]
         args = await self._args(request)
         self.calls.append(Call(method, args, dict(request.headers), request.method))
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
+        token = self.app_token if method == "apps.connections.open" else self.token
+        if request.headers.get("Authorization") != f"Bearer {token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
         queued = self.failures.get(method)
         if queued:
@@ -183,6 +218,9 @@ class FakeSlack(LocalServer):
         limit = int(args.get("limit") or 1000)
         return {"messages": thread[:limit], "has_more": len(thread) > limit,
                 "response_metadata": {"next_cursor": ""}}
+
+    def _apps_connections_open(self, args: Json) -> Json:
+        return {"url": f"ws://127.0.0.1:{self.port}/link?ticket=fake-ticket"}
 
     def _assistant_threads_setStatus(self, args: Json) -> Json:
         return {}

@@ -25,6 +25,7 @@ from storage.models import Feedback, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_driver import SlackDriver
 from tests.fakes.slack_payloads import (
+    APP_TOKEN,
     BOT_ID,
     BOT_TOKEN,
     BOT_USER,
@@ -285,3 +286,21 @@ async def test_streaming_through_sift_serve(make_served: Serve) -> None:
     assert "[[1]](https://wiki.example/staging-creds)" in final["text"]
     assert stop.args["blocks"][-1]["type"] == "context_actions"
     await s.rows(Interaction, 1, message_ref=final["ts"])
+
+
+async def test_socket_mode_when_the_app_token_is_set(make_served: Serve,
+                                                     fake_slack: FakeSlack) -> None:
+    s = await make_served(slack_app_token=SecretStr(APP_TOKEN), slack_signing_secret=None)
+    [opened] = fake_slack.calls_to("apps.connections.open")
+    assert opened.headers["Authorization"] == f"Bearer {APP_TOKEN}"
+    assert (await s.driver.post("{}", "application/json")).status == 404  # no HTTP route
+    fake_slack.add_message(CHANNEL, USER, QUESTION, Q_TS)
+    payload = app_mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS, event_id=next_event_id())
+    await fake_slack.push(payload, envelope_id="env-1")
+    await fake_slack.push(payload, envelope_id="env-2", retry_attempt=1)  # a redelivery
+    posted = await s.answer_in(CHANNEL)
+    assert posted.args["thread_ts"] == Q_TS and "[1]" in shown(posted)
+    await s.rows(Interaction, 1, message_ref=s.slack.posted(CHANNEL)[0]["ts"])
+    await s.driver.settle()
+    assert len(fake_slack.calls_to("chat.postMessage")) == 1
+    assert sorted(a["envelope_id"] for a in fake_slack.socket_acks) == ["env-1", "env-2"]
