@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.service import ChatLimits, ChatService, ChatStores
-from bot.settings import Settings, build_settings
+from bot.settings import Settings, SourceSettings, build_settings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -46,6 +46,14 @@ from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
+from sync.chunk import ChunkingConfig
+from sync.connectors.base import Connector
+from sync.connectors.folder import FolderConnector
+from sync.connectors.http import HttpConfig, HttpConnector
+from sync.job import JobConfig
+from sync.ports import ChunkIndex
+from sync.runner import SyncRunner, SyncSource
+from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
     from bot.slack.app import SlackAdapter
@@ -191,6 +199,48 @@ class App:
         return Health(True)
 
     # --- End of storage ------------------------------------------------------------------------
+
+    # --- Sync: connectors per [[sources]], the runner and its schedule ------------------------
+
+    def connector(self, source: SourceSettings) -> Connector:
+        """The connector for one configured source; ConfigError names what is missing."""
+        if source.kind == "folder":
+            if source.path is None:
+                raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
+                                  f"'{source.name}' is a folder but has no `path`.")
+            return FolderConnector(source.path, url_base=source.url)
+        if not source.url:
+            raise ConfigError(f"source {source.name} has no url", user_message=f"Source "
+                              f"'{source.name}' is http but has no `url` (the API's base URL).")
+        h = source.http
+        options = h.model_dump(exclude={"fields"})
+        return HttpConnector(HttpConfig(
+            base_url=source.url, fields=dict(h.fields), **options,
+            token=source.token.get_secret_value() if source.token else None))
+
+    @cached_property
+    def sync_config(self) -> JobConfig:
+        s = self.settings.sync
+        chunking = ChunkingConfig(target_tokens=s.target_tokens,
+                                  overlap_tokens=s.overlap_tokens, min_tokens=s.min_tokens)
+        return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
+                         checkpoint_overlap_s=s.checkpoint_overlap_s)
+
+    def sync_runner(self, index: ChunkIndex) -> SyncRunner:
+        """Every configured source (the sample knowledge base when none is) over one index."""
+        sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
+        return SyncRunner(sources, index, self.embedder, self.sync_state,
+                          self.data_dir / "locks", self.sync_config)
+
+    def sync_scheduler(self, runner: SyncRunner) -> SyncScheduler:
+        """`sift serve`'s schedule: incremental and full passes per source, one at start-up."""
+        schedules = [SourceSchedule(s.name, s.interval_minutes, s.cron, s.full_cron)
+                     for s in self.settings.resolved_sources]
+        return SyncScheduler(runner, schedules,
+                             misfire_grace_s=self.settings.sync.misfire_grace_s,
+                             sync_on_start=self.settings.sync.sync_on_start)
+
+    # --- End of sync ---------------------------------------------------------------------------
 
     # --- The question pipeline -------------------------------------------------------------
 
