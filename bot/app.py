@@ -73,6 +73,8 @@ def configure_logging(level: str) -> None:
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "apscheduler",
                   "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
+    logging.getLogger("microsoft_agents").setLevel(logging.ERROR)
 
 
 def load_settings(config: Path | None = None) -> Settings:
