@@ -7,9 +7,11 @@ import json
 import logging
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bot.render.slack import FEEDBACK_ACTION, SECTION_LIMIT
 from bot.service import ChatLimits
@@ -382,3 +384,33 @@ async def test_logs_never_show_the_tokens(stack: SlackStack,
     stack.slack.fail("chat.postMessage", Failure("channel_not_found"))
     await ask_in_channel(stack)
     assert "xoxb-111-222-fake" not in caplog.text and SIGNING_SECRET not in caplog.text
+
+
+MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "slack-manifest.yaml"
+
+
+def test_manifest_asks_for_exactly_the_scopes_and_events_needed() -> None:
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    assert manifest["oauth_config"]["scopes"]["bot"] == [
+        "app_mentions:read", "chat:write", "im:history", "channels:history", "reactions:read",
+        "reactions:write"]
+    settings = manifest["settings"]
+    assert settings["event_subscriptions"]["bot_events"] == [
+        "app_mention", "message.im", "message.channels", "reaction_added", "reaction_removed"]
+    assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
+    assert settings["interactivity"]["request_url"].endswith("/slack/events")
+
+
+async def test_every_subscribed_event_is_acknowledged(stack: SlackStack) -> None:
+    """An unhandled event gets bolt's 404, which Slack would keep retrying."""
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    samples = {
+        "app_mention": app_mention("<@UBOT> hi", event_id=next_event_id()),
+        "message.im": message("hi", channel=DM, channel_type="im", event_id=next_event_id()),
+        "message.channels": message("chatter", event_id=next_event_id()),
+        "reaction_added": reaction("tada", "1.1", event_id=next_event_id()),
+        "reaction_removed": reaction("tada", "1.1", removed=True, event_id=next_event_id()),
+    }
+    for name in manifest["settings"]["event_subscriptions"]["bot_events"]:
+        assert (await stack.driver.event(samples[name])).status == 200, name
+    await stack.driver.settle()
