@@ -78,6 +78,11 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # --- end Slack ---------------------------------------------------------------------
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
+        # --- Sync: scheduled passes per source; a first full pass starts in the background --
+        syncs = app.sync_scheduler(app.sync_runner(index))
+        syncs.start()
+        stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs
+        # --- end Sync ----------------------------------------------------------------------
         print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
               "(Ctrl-C to stop)", flush=True)
         if started is not None:

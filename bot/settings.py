@@ -134,12 +134,15 @@ class HttpSourceSettings(_Section):
     items_key: str = "items"
     next_key: str = "next"
     cursor_param: str = "cursor"
+    page_param: str = ""  # e.g. "page": numbered pages instead of a next link or cursor
     updated_since_param: str = "updated_since"
     page_size: int = Field(100, ge=1)
     page_size_param: str = "limit"
+    body_format: Literal["auto", "html", "markdown"] = "auto"
     fields: dict[str, str] = Field(default_factory=dict)
     max_retries: int = Field(5, ge=0)
     timeout_s: float = Field(30.0, gt=0)
+    max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
 
 
 class SourceSettings(_Section):
@@ -152,6 +155,21 @@ class SourceSettings(_Section):
     cron: str = ""  # when set, replaces interval_minutes
     full_cron: str = "0 3 * * *"  # the slower pass that also prunes deleted documents
     http: HttpSourceSettings = Field(default_factory=HttpSourceSettings)
+
+
+class SyncSettings(_Section):
+    """Chunking and batching of the sync job, and its schedule inside `sift serve`.
+
+    Sizes are approximate tokens (about 1/1.2 of MiniLM word pieces, see sync/blocks.py).
+    """
+
+    target_tokens: int = Field(400, ge=32, le=8000)
+    overlap_tokens: int = Field(50, ge=0, le=2000)
+    min_tokens: int = Field(50, ge=0, le=2000)  # smaller pieces merge into a neighbour
+    embed_batch: int = Field(64, ge=1, le=4096)  # chunks per embedding call
+    checkpoint_overlap_s: float = Field(300.0, ge=0)
+    misfire_grace_s: float = Field(300.0, gt=0)
+    sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
 
 
 def sample_source() -> SourceSettings:
@@ -207,6 +225,7 @@ class Settings(BaseSettings):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     teams: TeamsSettings = Field(default_factory=TeamsSettings)
     ab: ABSettings = Field(default_factory=ABSettings)
+    sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
 
     @classmethod

@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import Settings, WeaviateSettings
+from bot.settings import Settings, SyncSettings, WeaviateSettings
 from bot.weaviate.process import ManagedWeaviate, free_port
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
@@ -79,7 +79,9 @@ def settings_for(tmp_path: Path, weaviate: ManagedWeaviate, collection: str,
         weaviate=WeaviateSettings(grpc_url=f"127.0.0.1:{weaviate.ports.grpc}",
                                   collection=collection),
         anthropic_api_key=SecretStr("sk-test-key"), anthropic_base_url=anthropic.url,
-        host="127.0.0.1", port=free_port())
+        host="127.0.0.1", port=free_port(),
+        # The corpus is loaded directly; a start-up sync would add the sample knowledge base.
+        sync=SyncSettings(sync_on_start=False))
     values.update(overrides)
     return Settings(**values)
 

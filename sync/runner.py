@@ -1,0 +1,61 @@
+"""Runs syncs of the configured sources, one run per source at a time (in and across processes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.errors import SyncError
+from rag.ports import Embedder
+from sync.connectors.base import Connector
+from sync.job import JobConfig, SyncJob
+from sync.lock import SourceLock
+from sync.ports import ChunkIndex, SyncState
+from sync.report import Progress, SyncSummary
+
+
+@dataclass(frozen=True)
+class SyncSource:
+    name: str
+    connector: Connector
+
+
+class SyncRunner:
+    """Scheduled passes of one source queue behind each other in this process; a run from
+    another process (`sift sync` beside `sift serve`) finds the file lock taken and says so."""
+
+    def __init__(self, sources: Sequence[SyncSource], index: ChunkIndex, embedder: Embedder,
+                 state: SyncState, lock_dir: Path, config: JobConfig | None = None) -> None:
+        self._sources = {s.name: s for s in sources}
+        self.index = index
+        self.embedder = embedder
+        self.state = state
+        self.lock_dir = lock_dir
+        self.config = config or JobConfig()
+        self._queues: dict[str, asyncio.Lock] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._sources)
+
+    def source(self, name: str) -> SyncSource:
+        try:
+            return self._sources[name]
+        except KeyError:
+            known = ", ".join(self._sources) or "none"
+            raise SyncError(f"unknown source {name!r}",
+                            user_message=f"There is no source named '{name}'; configured "
+                            f"sources: {known}.") from None
+
+    async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
+                  progress: Progress | None = None) -> SyncSummary:
+        source = self.source(name)
+        job = SyncJob(name, source.connector, self.index, self.embedder, self.state,
+                      self.config, progress)
+        if dry_run:  # reads only: no need to wait for, or block, a real run
+            return await job.run(full=full, dry_run=True)
+        async with self._queues.setdefault(name, asyncio.Lock()):
+            with SourceLock(self.lock_dir, name):
+                return await job.run(full=full)

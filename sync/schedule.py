@@ -1,0 +1,115 @@
+"""The sync schedule inside `sift serve`: frequent incremental pulls, a nightly full pass."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from rag.errors import ConfigError, SyncError
+from sync.lock import SyncBusy
+from sync.runner import SyncRunner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SourceSchedule:
+    """When one source syncs: `cron` (if set) or every `interval_minutes`, plus `full_cron`."""
+
+    name: str
+    interval_minutes: float | None = 15.0
+    cron: str = ""
+    full_cron: str = "0 3 * * *"
+
+
+def _cron(expression: str, name: str) -> CronTrigger:
+    try:
+        return CronTrigger.from_crontab(expression)
+    except ValueError as exc:
+        raise ConfigError(f"bad cron {expression!r} for source {name}: {exc}",
+                          user_message=f"The schedule '{expression}' of source '{name}' is not "
+                          "a valid 5-field cron expression (e.g. '*/15 * * * *').") from exc
+
+
+def _incremental(schedule: SourceSchedule) -> BaseTrigger | None:
+    if schedule.cron:
+        return _cron(schedule.cron, schedule.name)
+    if schedule.interval_minutes:
+        return IntervalTrigger(minutes=schedule.interval_minutes)
+    return None
+
+
+async def scheduled_sync(runner: SyncRunner, name: str, full: bool) -> None:
+    """One scheduled run; its failure is logged and never reaches the scheduler or the bot."""
+    kind = "full" if full else "incremental"
+    try:
+        summary = await runner.run(name, full=full)
+    except SyncBusy as exc:
+        log.info("%s sync of %s skipped: %s", kind, name, exc.user_message)
+    except SyncError as exc:
+        log.error("%s sync of %s failed: %s", kind, name, exc.user_message)
+    except Exception:
+        log.exception("%s sync of %s failed unexpectedly", kind, name)
+    else:
+        c = summary.counts
+        log.info("%s sync of %s: %d added, %d updated, %d deleted, %d unchanged, %d failed, "
+                 "%d chunks in %.1fs", kind, name, c.added, c.updated, c.deleted, c.unchanged,
+                 c.failed, c.chunks_written, summary.seconds)
+
+
+class SyncScheduler:
+    """Per source: incremental and full jobs (never two of one at once, missed runs coalesced
+    into one), plus an immediate full pass in the background at start-up."""
+
+    def __init__(self, runner: SyncRunner, schedules: Sequence[SourceSchedule], *,
+                 misfire_grace_s: float = 300.0, sync_on_start: bool = True) -> None:
+        self.runner = runner
+        self.scheduler = AsyncIOScheduler()
+        self._running: set[asyncio.Task[None]] = set()
+        options = {"max_instances": 1, "coalesce": True,
+                   "misfire_grace_time": int(misfire_grace_s), "replace_existing": True}
+        for schedule in schedules:
+            name = schedule.name
+            trigger = _incremental(schedule)
+            if trigger is not None:
+                self.scheduler.add_job(self._sync, trigger, args=[name, False],
+                                       id=f"sync:{name}", name=f"incremental sync of {name}",
+                                       **options)
+            if schedule.full_cron:
+                self.scheduler.add_job(self._sync, _cron(schedule.full_cron, name),
+                                       args=[name, True], id=f"sync-full:{name}",
+                                       name=f"full sync of {name}", **options)
+            if sync_on_start:
+                self.scheduler.add_job(self._sync, "date", args=[name, True],
+                                       id=f"sync-start:{name}", name=f"start-up sync of {name}",
+                                       **options)
+
+    async def _sync(self, name: str, full: bool) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        try:
+            await scheduled_sync(self.runner, name, full)
+        finally:
+            if task is not None:
+                self._running.discard(task)
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    async def stop(self, timeout_s: float = 15.0) -> None:
+        """Stop scheduling and cancel running syncs; wait for them to record their runs."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)  # cancels the running jobs' tasks
+        running = set(self._running)
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=timeout_s)

@@ -1,0 +1,101 @@
+"""The sync schedule: job layout, the start-up pass, error containment and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from rag.errors import ConfigError
+from sync.connectors.folder import FolderConnector
+from sync.lock import SourceLock
+from sync.runner import SyncRunner, SyncSource
+from sync.schedule import SourceSchedule, SyncScheduler, scheduled_sync
+from tests.fakes.memory_index import MemoryIndex
+from tests.fakes.memory_sync_state import MemorySyncState
+from tests.sync.conftest import HashEmbedder, write
+
+
+class BlockingEmbedder(HashEmbedder):
+    """Never returns until cancelled: a sync that is running when the bot stops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+
+    async def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        self.entered.set()
+        await asyncio.Event().wait()
+
+
+def make_runner(kb: Path, tmp_path: Path, embedder: HashEmbedder | None = None,
+                state: MemorySyncState | None = None) -> SyncRunner:
+    return SyncRunner([SyncSource("kb", FolderConnector(kb))], MemoryIndex(),
+                      embedder or HashEmbedder(), state or MemorySyncState(), tmp_path / "locks")
+
+
+def test_jobs_per_source(kb: Path, tmp_path: Path) -> None:
+    schedules = [SourceSchedule("kb", interval_minutes=15, full_cron="0 3 * * *"),
+                 SourceSchedule("wiki", cron="*/5 * * * *", full_cron="")]
+    scheduler = SyncScheduler(make_runner(kb, tmp_path), schedules, misfire_grace_s=300)
+    jobs = {job.id: job for job in scheduler.scheduler.get_jobs()}
+    assert set(jobs) == {"sync:kb", "sync-full:kb", "sync-start:kb", "sync:wiki",
+                         "sync-start:wiki"}
+    assert isinstance(jobs["sync:kb"].trigger, IntervalTrigger)
+    assert jobs["sync:kb"].trigger.interval.total_seconds() == 900
+    assert isinstance(jobs["sync-full:kb"].trigger, CronTrigger)
+    assert str(jobs["sync:wiki"].trigger.fields[6]) == "*/5"  # minute
+    for job in jobs.values():
+        assert (job.max_instances, job.coalesce, job.misfire_grace_time) == (1, True, 300)
+    assert jobs["sync-full:kb"].args[1] is True and jobs["sync:kb"].args[1] is False
+
+
+def test_a_bad_cron_is_a_config_error(kb: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        SyncScheduler(make_runner(kb, tmp_path), [SourceSchedule("kb", cron="every day")])
+    assert "'every day' of source 'kb'" in caught.value.user_message
+
+
+async def test_start_up_pass_runs_in_the_background(kb: Path, tmp_path: Path) -> None:
+    write(kb, "a.md", "# A\n\nText.")
+    state = MemorySyncState()
+    scheduler = SyncScheduler(make_runner(kb, tmp_path, state=state),
+                              [SourceSchedule("kb")])
+    scheduler.start()
+    try:
+        for _ in range(100):
+            if state.runs and state.runs[-1].status == "ok":
+                break
+            await asyncio.sleep(0.05)
+        assert [(r.full, r.status) for r in state.runs] == [(True, "ok")]
+    finally:
+        await scheduler.stop()
+
+
+async def test_stop_cancels_a_running_sync_and_records_it(kb: Path, tmp_path: Path) -> None:
+    write(kb, "a.md", "# A\n\nText.")
+    state, embedder = MemorySyncState(), BlockingEmbedder()
+    scheduler = SyncScheduler(make_runner(kb, tmp_path, embedder, state),
+                              [SourceSchedule("kb")])
+    scheduler.start()
+    await asyncio.wait_for(embedder.entered.wait(), 5)
+    await scheduler.stop()
+    assert [r.status for r in state.runs] == ["failed"]
+    with SourceLock(tmp_path / "locks", "kb"):  # released
+        pass
+
+
+async def test_scheduled_failures_are_logged_not_raised(kb: Path, tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    runner = make_runner(tmp_path / "missing", tmp_path)
+    await scheduled_sync(runner, "kb", True)
+    assert "full sync of kb failed" in caplog.text and "does not exist" in caplog.text
+    write(kb, "a.md", "# A")
+    with SourceLock(tmp_path / "locks", "kb"):
+        await scheduled_sync(make_runner(kb, tmp_path), "kb", False)
+    assert "incremental sync of kb skipped: Another sync of 'kb' is running" in caplog.text
