@@ -113,7 +113,10 @@ class SlackHandlers:
     async def _message(self, incoming: Incoming, me: Me) -> None:
         addressed = incoming.kind is not Kind.THREAD_REPLY
         try:
-            if await self._take_comment(incoming):
+            key = CommentKey(incoming.channel, incoming.thread_ts, incoming.user)
+            if self._comments.peek(key) is not None:
+                addressed = True
+                await self._take_comment(incoming, key)
                 return
             if not addressed and not (self._options.follow_ups_without_mention
                                       and looks_addressed(incoming.text, me)):
@@ -209,14 +212,8 @@ class SlackHandlers:
 
     # --- feedback -----------------------------------------------------------------------------
 
-    def _comment_key(self, channel: str, thread_ts: str, user: str) -> CommentKey:
-        return CommentKey(channel, thread_ts, user)
-
-    async def _take_comment(self, incoming: Incoming) -> bool:
+    async def _take_comment(self, incoming: Incoming, key: CommentKey) -> None:
         """The reply to a "what was missing?" prompt is stored as a comment, not answered."""
-        key = self._comment_key(incoming.channel, incoming.thread_ts, incoming.user)
-        if self._comments.peek(key) is None:
-            return False
         gate = await self._service.admit(f"slack:{incoming.event_id}", incoming.user,
                                          incoming.text)
         interaction = self._comments.take(key) if gate.admitted else None
@@ -227,7 +224,6 @@ class SlackHandlers:
         elif gate.reply:
             await self._out.ephemeral(incoming.channel, incoming.user, incoming.thread_ts,
                                       render_notice(gate.reply))
-        return True
 
     async def _reaction(self, reaction: Reaction) -> None:
         try:
@@ -265,7 +261,7 @@ class SlackHandlers:
             await self._private_failure(click.channel, click.thread_ts, click.user)
 
     async def _ask_why(self, channel: str, thread_ts: str, user: str, interaction: int) -> None:
-        self._comments.expect(self._comment_key(channel, thread_ts, user), interaction)
+        self._comments.expect(CommentKey(channel, thread_ts, user), interaction)
         await self._out.ephemeral(channel, user, thread_ts,
                                   render_notice(messages.DOWNVOTE_PROMPT))
 

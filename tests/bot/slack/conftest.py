@@ -1,7 +1,10 @@
-"""The Slack adapter over real HTTP: fake Slack and Anthropic servers, in-memory stores."""
+"""The Slack adapter over real HTTP: fake Slack and Anthropic servers, in-memory stores, and
+the helpers the adapter tests share."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,8 +20,8 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.slack_driver import SiftWeb, SlackDriver
-from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, SIGNING_SECRET
+from tests.fakes.slack_server import Call, FakeSlack
 from tests.rag.builders import make_llm, make_pipeline
 from tests.rag.corpus import CHUNKS
 
@@ -90,3 +93,30 @@ async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embed
 @pytest.fixture
 async def stack(make_stack: StackFactory) -> SlackStack:
     return await make_stack()
+
+
+QUESTION = "How do I rotate the staging database credentials?"
+Q_TS = "1700000000.000100"
+LOUD = re.compile(r"<!(channel|here|everyone)|<@U|<!subteam")
+
+
+def all_text(call: Call) -> str:
+    """Everything a message call would show: fallback text, blocks, streamed chunks."""
+    return json.dumps([call.args.get("text"), call.args.get("blocks"),
+                       call.args.get("chunks"), call.args.get("markdown_text")])
+
+
+def blocks_of(call: Call) -> list[dict[str, Any]]:
+    blocks = call.args.get("blocks") or []
+    return json.loads(blocks) if isinstance(blocks, str) else blocks
+
+
+def is_error_notice(text: str) -> str | None:
+    found = re.search(r"\(reference: ([0-9a-f]{8})\)", text)
+    return found.group(1) if found else None
+
+
+async def ask_in_channel(stack: SlackStack, text: str = QUESTION, ts: str = Q_TS) -> Call:
+    await stack.driver.mention(f"<@{BOT_USER}> {text}", ts=ts)
+    await stack.driver.settle()
+    return stack.slack.calls_to("chat.postMessage")[-1]
