@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rag.errors import ConfigError, SiftError
+from storage.errors import StorageError
 
 log = logging.getLogger("sift")
 
@@ -62,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sift: {exc.user_message}", file=sys.stderr)
         if str(exc) != exc.user_message:
             print(f"      cause: {exc}", file=sys.stderr)
+        return 1
+    except StorageError as exc:  # its message is already one sentence naming the problem
+        print(f"sift: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sift: interrupted", file=sys.stderr)
