@@ -1,0 +1,131 @@
+"""One evaluation: index the corpus (or use the synced sources), ask, judge, summarise."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.app import App
+from bot.evaluate.dataset import EvalSet
+from bot.evaluate.indexing import EvalIndex, IndexInfo, collection_name, fingerprint
+from bot.evaluate.judge import Judge
+from bot.evaluate.runner import MODES, Plan, QueryResult, Runner
+from bot.evaluate.summary import Results, summarise
+from rag.index import WeaviateIndex
+from rag.retrieve import Retriever
+from sync.report import NoProgress, Progress
+
+NO_LLM_NOTE = ("Answer metrics (faithfulness, accuracy, refusal rate) were skipped: no LLM is "
+               "configured (set ANTHROPIC_API_KEY). The graded mode used the heuristic grader.")
+
+
+@dataclass(frozen=True)
+class Options:
+    ks: tuple[int, ...] = (5, 10, 20)
+    modes: tuple[str, ...] = MODES
+    limit: int | None = None  # the first N questions only
+    concurrency: int = 1
+    rebuild: bool = False
+    judge_model: str = ""  # default: the configured answer model
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings the figures depend on, printed with them."""
+
+    alpha: float
+    depth: int  # candidates per question in bm25 / vector / hybrid
+    pipeline_limit: int  # candidates the graded mode retrieves and grades
+    diversity: bool
+    diversity_balance: float
+    grader: str  # "llm (<model>)" or "heuristic"
+    understand: str
+    answer_model: str
+    threshold: float
+    max_chunks: int
+    per_document: int
+    embedder: str
+    embedding_backend: str
+    ks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    dataset: str
+    path: str
+    queries: int
+    index: IndexInfo
+    settings: RunSettings
+    results: Results
+    note: str = ""  # why the answer metrics are missing, when they are
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    seconds: float = 0.0
+
+
+def _settings(app: App, options: Options, depth: int) -> RunSettings:
+    config, llm = app.pipeline_config, app.llm
+    models = config.models
+    return RunSettings(
+        alpha=config.retrieval.alpha, depth=depth, pipeline_limit=config.retrieval.limit,
+        diversity=config.retrieval.diversity,
+        diversity_balance=config.retrieval.diversity_balance,
+        grader=f"llm ({models.fast_model})" if llm else "heuristic",
+        understand=f"llm ({models.fast_model})" if llm else "none (question as asked)",
+        answer_model=models.answer_model if llm else "extractive (no LLM)",
+        threshold=config.selection.threshold, max_chunks=config.selection.max_chunks,
+        per_document=config.selection.per_document, embedder=app.embedder.name,
+        embedding_backend=app.settings.embedding.backend, ks=options.ks)
+
+
+def eval_dir(app: App, dataset: EvalSet) -> Path:
+    return app.data_dir / "eval" / dataset.name
+
+
+async def _index(app: App, dataset: EvalSet, options: Options,
+                 progress: Progress) -> tuple[WeaviateIndex, IndexInfo]:
+    """The dataset's own collection, or the configured one for a question-only set."""
+    embedder, job = app.embedder, app.sync_config  # chunked exactly as `sift sync` would
+    if dataset.corpus is None:
+        started = time.perf_counter()
+        index = app.index()
+        await index.connect()
+        count = await index.count()
+        return index, IndexInfo(index.config.collection, True,
+                                round(time.perf_counter() - started, 2), 0, count,
+                                embedder=embedder.name)
+    digest = fingerprint(dataset.corpus, job.chunking, embedder.name, embedder.dimension)
+    index = app.index(collection_name(dataset.name, digest))
+    marker = eval_dir(app, dataset) / f"index-{digest[:10]}.json"
+    builder = EvalIndex(index, embedder, f"eval-{dataset.name}", job, marker)
+    return index, await builder.prepare(dataset.corpus, progress, options.rebuild)
+
+
+async def evaluate(app: App, dataset: EvalSet, options: Options,
+                   indexing: Progress | None = None,
+                   on_question: Callable[[QueryResult], None] | None = None) -> Report:
+    """Index (or reuse), ask every question in every mode, judge answers, summarise."""
+    started = time.perf_counter()
+    dataset = dataset.limited(options.limit)
+    index, info = await _index(app, dataset, options, indexing or NoProgress())
+    try:
+        config = app.pipeline_config
+        depth = max(config.retrieval.limit, *options.ks)
+        retriever = Retriever(index, app.embedder, replace(config.retrieval, limit=depth))
+        llm = app.llm
+        judge_model = options.judge_model or config.models.answer_model
+        judge = Judge(llm, judge_model, app.settings.llm.timeout_s * 2) if llm else None
+        plan = Plan(options.modes, config.retrieval.alpha, depth, options.concurrency,
+                    accurate=llm is not None)
+        runner = Runner(plan, retriever, app.pipeline(index), judge)
+        await app.embedder.embed_query("warm-up")  # the model load must not count as latency
+        results = await runner.run(dataset.queries, on_question)
+    finally:
+        await index.close()
+    summary = summarise(results, options.modes, options.ks, judge_model if judge else "")
+    note = "" if llm is not None or "graded" not in options.modes else NO_LLM_NOTE
+    return Report(dataset.name, str(dataset.path), len(dataset.queries), info,
+                  _settings(app, options, depth), summary, note,
+                  seconds=round(time.perf_counter() - started, 2))
