@@ -222,9 +222,16 @@ class App:
 
     @cached_property
     def sync_config(self) -> JobConfig:
-        s = self.settings.sync
-        chunking = ChunkingConfig(target_tokens=s.target_tokens,
-                                  overlap_tokens=s.overlap_tokens, min_tokens=s.min_tokens)
+        s, e = self.settings.sync, self.settings.embedding
+        target = s.target_tokens or 400
+        if s.target_tokens is None and e.provider == "local":
+            # Fit the model window: ~1.2 word pieces per token, 16 pieces of title/section.
+            target = min(target, max(64, int((e.max_seq_length - 16) / 1.2)))
+        default = max(1, target // 8)
+        chunking = ChunkingConfig(
+            target_tokens=target,
+            overlap_tokens=default if s.overlap_tokens is None else s.overlap_tokens,
+            min_tokens=default if s.min_tokens is None else s.min_tokens)
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s)
 

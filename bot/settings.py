@@ -161,11 +161,14 @@ class SyncSettings(_Section):
     """Chunking and batching of the sync job, and its schedule inside `sift serve`.
 
     Sizes are approximate tokens (about 1/1.2 of MiniLM word pieces, see sync/blocks.py).
+    Unset, the target is 400, or less so that a chunk plus its title/section prefix fits
+    the local model's window (max_seq_length 256 -> 200): the vector never sees what the
+    model truncates, and on the AWS eval set 400-token chunks retrieved worse than 200.
     """
 
-    target_tokens: int = Field(400, ge=32, le=8000)
-    overlap_tokens: int = Field(50, ge=0, le=2000)
-    min_tokens: int = Field(50, ge=0, le=2000)  # smaller pieces merge into a neighbour
+    target_tokens: int | None = Field(None, ge=32, le=8000)
+    overlap_tokens: int | None = Field(None, ge=0, le=2000)  # unset: target / 8
+    min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     embed_batch: int = Field(64, ge=1, le=4096)  # chunks per embedding call
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
