@@ -1,0 +1,177 @@
+"""Sync benchmark: the AWS documentation corpus through the folder connector into Weaviate.
+
+Run:  .venv/bin/python -m bench.sync_aws [--limit N] [--embed-batch 64] [--model-batch 32]
+                                          [--backend onnx] [--workdir /tmp/sift-bench-sync]
+
+Writes the 2,757 pages of ../shared/eval/aws-docs/corpus.jsonl as Markdown files (title in
+front matter) under the work directory (never into the repository), starts a throwaway
+Weaviate, and syncs them into a fresh collection with the production chunking settings and
+a SQLite state database. Reports documents/s and chunks/s of the first run, its time split
+(read / chunk / embed / Weaviate writes / state DB / other), peak RSS, and the wall time of
+a second run with nothing changed, incremental and full, with the ratios to the first run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.app import App
+from bot.settings import Settings
+from bot.weaviate.install import find_binary
+from bot.weaviate.process import ManagedWeaviate, free_ports
+from rag.embed import LocalEmbedder
+from rag.index import IndexConfig, WeaviateIndex
+from storage.db import Database
+from storage.sync_state import SyncStateRepository
+from sync.connectors.folder import FolderConnector
+from sync.job import JobConfig, SyncJob
+from sync.report import SyncSummary
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
+WEAVIATE_VERSION = "1.39.3"
+
+
+def write_corpus(target: Path, limit: int | None) -> int:
+    """One Markdown file per page, the page id as its path; returns how many were written."""
+    if target.exists():
+        shutil.rmtree(target)
+    count = 0
+    with CORPUS.open(encoding="utf-8") as lines:
+        for line in lines:
+            if limit is not None and count >= limit:
+                break
+            page = json.loads(line)
+            path = target / page["_id"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            front = yaml.safe_dump({"title": page["title"]}, allow_unicode=True).strip()
+            path.write_text(f"---\n{front}\n---\n\n{page['text']}", encoding="utf-8")
+            count += 1
+    return count
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+async def timed(job: SyncJob, **kwargs: Any) -> tuple[SyncSummary, float]:
+    started = time.perf_counter()
+    summary = await job.run(**kwargs)
+    return summary, time.perf_counter() - started
+
+
+async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path) -> dict:
+    embedder = LocalEmbedder(batch_size=args.model_batch, backend=args.backend)
+    await asyncio.to_thread(embedder.encode_now, ["warm-up"])  # model load is not sync work
+    rss_model = peak_rss_mb()
+    config: JobConfig = replace(App(Settings()).sync_config, embed_batch=args.embed_batch)
+    db = Database(f"sqlite:///{args.workdir / 'sift.db'}")
+    db.upgrade()
+    state = SyncStateRepository(db)
+    index = WeaviateIndex(IndexConfig(http_url=server.url, grpc_url=f"127.0.0.1:"
+                                      f"{server.ports.grpc}", api_key=server.api_key,
+                                      collection="BenchSync", insert_timeout_s=300),
+                          embedder.name, embedder.dimension)
+    await index.connect()
+
+    def job() -> SyncJob:
+        return SyncJob("aws", FolderConnector(folder), index, embedder, state, config)
+
+    try:
+        first, first_s = await timed(job())
+        rss_first = peak_rss_mb()
+        incremental, incremental_s = await timed(job())
+        full, full_s = await timed(job(), full=True)
+    finally:
+        await index.drop()
+        await index.close()
+        db.dispose()
+    result = report(first, first_s, rss_first, incremental, incremental_s, full, full_s, config)
+    result["rss_after_model_load_mb"] = round(rss_model, 0)
+    return result
+
+
+def report(first: SyncSummary, first_s: float, rss: float, incremental: SyncSummary,
+           incremental_s: float, full: SyncSummary, full_s: float, config: JobConfig) -> dict:
+    c = first.counts
+    documents = c.added + c.updated + c.unchanged + c.failed
+    return {
+        "documents": documents, "chunks": c.chunks_written, "failed": c.failed,
+        "chunking": {"target_tokens": config.chunking.target_tokens,
+                     "overlap_tokens": config.chunking.overlap_tokens,
+                     "embed_batch": config.embed_batch},
+        "first_run_s": round(first_s, 1),
+        "documents_per_s": round(documents / first_s, 2),
+        "chunks_per_s": round(c.chunks_written / first_s, 1),
+        "time_split": {k: round(v, 3) for k, v in first.phase_shares().items()},
+        "peak_rss_mb": round(rss, 0),
+        "second_run_incremental_s": round(incremental_s, 2),
+        "second_run_incremental_unchanged": incremental.counts.unchanged,
+        "second_run_full_s": round(full_s, 2),
+        "second_run_full_unchanged": full.counts.unchanged,
+        "second_run_chunks_written": incremental.counts.chunks_written
+        + full.counts.chunks_written,
+        "ratio_incremental": round(first_s / incremental_s, 1),
+        "ratio_full": round(first_s / full_s, 1),
+    }
+
+
+def print_report(result: dict) -> None:
+    split = result["time_split"]
+    print(f"documents {result['documents']}  chunks {result['chunks']}  "
+          f"failed {result['failed']}  chunking {result['chunking']}")
+    print(f"first run       {result['first_run_s']:8.1f} s   "
+          f"{result['documents_per_s']:.2f} documents/s   {result['chunks_per_s']:.1f} chunks/s")
+    print("time split      " + "  ".join(f"{k} {v:.1%}" for k, v in split.items()))
+    print(f"not embedding   {1 - split['embed']:.1%} (target < 25%)")
+    print(f"peak RSS        {result['peak_rss_mb']:.0f} MB "
+          f"({result['rss_after_model_load_mb']:.0f} MB once the model was loaded)")
+    print(f"second run      incremental {result['second_run_incremental_s']:.2f} s "
+          f"[{result['second_run_incremental_unchanged']} read] "
+          f"({result['ratio_incremental']}x faster), full {result['second_run_full_s']:.2f} s "
+          f"[{result['second_run_full_unchanged']} read] "
+          f"({result['ratio_full']}x faster); chunks written: "
+          f"{result['second_run_chunks_written']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, help="only the first N pages (quick trials)")
+    parser.add_argument("--embed-batch", type=int, default=64, help="chunks per embed call")
+    parser.add_argument("--model-batch", type=int, default=32, help="the model's batch size")
+    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8", "torch"))
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / "sift.db").unlink(missing_ok=True)
+    folder = args.workdir / "corpus"
+    print(f"wrote {write_corpus(folder, args.limit)} pages to {folder}", flush=True)
+    binary = find_binary(WEAVIATE_VERSION, None)
+    if binary is None:
+        raise SystemExit("no Weaviate binary: run `sift weaviate install` first")
+    server = ManagedWeaviate(binary, args.workdir / "weaviate", free_ports())
+    server.start(timeout_s=120)
+    try:
+        result = asyncio.run(bench(args, server, folder))
+    finally:
+        server.stop()
+    result["settings"] = {"embed_batch": args.embed_batch, "model_batch": args.model_batch,
+                          "backend": args.backend, "cpus": os.cpu_count()}
+    print_report(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
