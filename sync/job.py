@@ -116,10 +116,13 @@ class SyncJob:
             since = _aware(since) - timedelta(seconds=self.config.checkpoint_overlap_s)
         items = self.timers.iterate("read", self.connector.documents(since))
         async for item in items:
-            if item.doc_id in run.seen:
+            if not item.doc_id:  # nothing to record it under (an API item without an id)
+                await self._fail(run, DocumentFailure("", item.error if isinstance(
+                    item, DocumentFailure) else "a document without an id"), record=False)
+            elif item.doc_id in run.seen:
                 await self._fail(run, DocumentFailure(
                     item.doc_id, f"duplicate doc_id {item.doc_id!r}: a document earlier in "
-                    "the source already uses it; this one is skipped"), duplicate=True)
+                    "the source already uses it; this one is skipped"), record=False)
             elif isinstance(item, DocumentFailure):
                 run.seen.add(item.doc_id)
                 await self._fail(run, item)
@@ -186,14 +189,14 @@ class SyncJob:
         run.tally.chunks_written += len(item.chunks)
         self.progress.documents(1)
 
-    async def _fail(self, run: _Run, failure: DocumentFailure, duplicate: bool = False) -> None:
+    async def _fail(self, run: _Run, failure: DocumentFailure, record: bool = True) -> None:
         """Report and skip; the document's existing chunks and hash stay as they were."""
         log.warning("sync %s: skipped %s", self.source, failure.error)
         run.tally.failed += 1
         run.errors.append(failure.error)
         self.progress.documents(1)
         old = run.known.get(failure.doc_id)
-        if run.dry_run or duplicate:
+        if run.dry_run or not record:
             return
         await self._state(self.state.record_document, self.source, failure.doc_id,
                           content_hash=old.content_hash if old else "",

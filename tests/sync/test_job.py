@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from rag.errors import SyncError
 from rag.index import WeaviateIndex
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
+from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
+from sync.job import SyncJob
 from sync.ports import SyncState
 from tests.conftest import index_config, unique_collection
 from tests.fakes.memory_index import MemoryIndex
@@ -217,3 +220,28 @@ async def test_failed_run_is_recorded_and_not_a_checkpoint(kb: Path) -> None:
     assert [r.status for r in state.runs] == ["failed"]
     assert "injected failure" in state.runs[0].errors[-1]
     assert state.last_success(SOURCE) is None
+
+
+class ListConnector:
+    """Yields what it is given: failures a real connector could produce."""
+
+    def __init__(self, items: list[Fetched]) -> None:
+        self.items = items
+
+    async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
+        for item in self.items:
+            yield item
+
+    async def list_ids(self) -> set[str]:
+        return {i.doc_id for i in self.items if i.doc_id}
+
+
+async def test_items_without_an_id_are_counted_but_not_recorded() -> None:
+    state = MemorySyncState()
+    items: list[Fetched] = [DocumentFailure("", "an item without 'id' was skipped"),
+                            DocumentFailure("", "another"),
+                            SourceDocument("a", "A", "# A\n\nText.")]
+    summary = await SyncJob("api", ListConnector(items), MemoryIndex(), HashEmbedder(),
+                            state).run()
+    assert (summary.counts.failed, summary.counts.added) == (2, 1)
+    assert set(state.documents("api")) == {"a"}
