@@ -103,28 +103,34 @@ def plain(text: str) -> str:
     return html.unescape(_LINK.sub(lambda m: m["label"], text)).strip()
 
 
+def _s(payload: Payload, key: str) -> str:
+    """A string field; missing or null (or, defensively, any other type) reads as ""."""
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def _envelope(body: Payload) -> tuple[Payload, str]:
-    return body.get("event") or {}, str(body.get("event_id", ""))
+    return body.get("event") or {}, _s(body, "event_id")
 
 
 def parse_mention(body: Payload, me: Me) -> Incoming | None:
     event, event_id = _envelope(body)
-    channel, user = event.get("channel", ""), event.get("user", "")
+    channel, user = _s(event, "channel"), _s(event, "user")
     if event.get("bot_id") or not user or user == me.user_id or channel.startswith("D"):
         return None  # other bots, ourselves; mentions in DMs arrive as message.im
-    return Incoming(Kind.MENTION, event_id, str(body.get("team_id", "")), channel, user,
-                    strip_mentions(event.get("text", ""), me), event.get("ts", ""),
-                    event.get("thread_ts", ""))
+    return Incoming(Kind.MENTION, event_id, _s(body, "team_id"), channel, user,
+                    strip_mentions(_s(event, "text"), me), _s(event, "ts"),
+                    _s(event, "thread_ts"))
 
 
 def parse_message(body: Payload, me: Me) -> Incoming | None:
     """A DM, or a thread reply that does not mention the bot; None for everything else."""
     event, event_id = _envelope(body)
-    user, text = event.get("user", ""), event.get("text", "")
+    user, text = _s(event, "user"), _s(event, "text")
     if event.get("subtype") or event.get("bot_id") or not user or user == me.user_id:
         return None  # edits, joins, bot messages, our own messages
-    ts, thread_ts = event.get("ts", ""), event.get("thread_ts", "")
-    team, channel = str(body.get("team_id", "")), event.get("channel", "")
+    ts, thread_ts = _s(event, "ts"), _s(event, "thread_ts")
+    team, channel = _s(body, "team_id"), _s(event, "channel")
     if event.get("channel_type") == "im":
         return Incoming(Kind.DIRECT, event_id, team, channel, user, strip_mentions(text, me),
                         ts, thread_ts)
@@ -141,25 +147,25 @@ def _vote_for(reaction: str) -> int:
 def parse_reaction(body: Payload, me: Me, *, added: bool) -> Reaction | None:
     event, event_id = _envelope(body)
     item = event.get("item") or {}
-    vote = _vote_for(event.get("reaction", ""))
-    user = event.get("user", "")
+    vote = _vote_for(_s(event, "reaction"))
+    user = _s(event, "user")
     if item.get("type") != "message" or not vote or not user or user == me.user_id:
         return None
-    return Reaction(event_id, user, item.get("channel", ""), item.get("ts", ""), vote, added)
+    return Reaction(event_id, user, _s(item, "channel"), _s(item, "ts"), vote, added)
 
 
 def parse_feedback(body: Payload) -> FeedbackClick | None:
     actions = body.get("actions") or []
-    action = actions[0] if actions else {}
+    action = actions[0] if actions and isinstance(actions[0], dict) else {}
     votes = {VOTE_UP: 1, VOTE_DOWN: -1}
     if action.get("action_id") != FEEDBACK_ACTION or action.get("value") not in votes:
         return None
     container, message = body.get("container") or {}, body.get("message") or {}
-    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
+    channel = _s(container, "channel_id") or _s(body.get("channel") or {}, "id")
     return FeedbackClick(
-        (body.get("user") or {}).get("id", ""), channel,
-        container.get("message_ts") or message.get("ts", ""),
-        container.get("thread_ts") or message.get("thread_ts", ""), votes[action["value"]])
+        _s(body.get("user") or {}, "id"), channel,
+        _s(container, "message_ts") or _s(message, "ts"),
+        _s(container, "thread_ts") or _s(message, "thread_ts"), votes[action["value"]])
 
 
 def looks_addressed(text: str, me: Me) -> bool:
@@ -176,8 +182,8 @@ def looks_addressed(text: str, me: Me) -> bool:
 
 
 def thread_messages(raw: Iterable[Payload]) -> list[ThreadMessage]:
-    return [ThreadMessage(m.get("ts", ""), m.get("user", ""), m.get("bot_id", ""),
-                          m.get("text", "")) for m in raw]
+    return [ThreadMessage(_s(m, "ts"), _s(m, "user"), _s(m, "bot_id"),
+                          _s(m, "text")) for m in raw]
 
 
 def _ts_key(ts: str) -> tuple[int, int]:

@@ -190,3 +190,17 @@ def test_envelope_shape_matches_slack_docs() -> None:
     body = envelope({"type": "app_mention"}, "Ev9")
     assert body["type"] == "event_callback" and body["event_id"] == "Ev9"
     assert body["authorizations"][0]["user_id"] == BOT_USER
+
+
+@pytest.mark.parametrize("parse", [
+    lambda b: parse_mention(b, ME), lambda b: parse_message(b, ME),
+    lambda b: parse_reaction(b, ME, added=True), parse_feedback])
+@pytest.mark.parametrize("body", [
+    {}, {"event": None}, {"event": {"channel": None, "user": None, "text": None}},
+    {"event": {"type": "message", "user": 5, "text": ["x"], "channel_type": "im"}},
+    {"actions": [None]}, {"actions": [{"action_id": "answer_feedback", "value": "up"}],
+                          "container": None, "user": None},
+])
+def test_odd_payloads_never_raise(parse: Any, body: dict[str, Any]) -> None:
+    """Listeners parse inside the request: an exception there would be a 500 and a retry."""
+    parse(body)
