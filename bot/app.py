@@ -62,12 +62,27 @@ if TYPE_CHECKING:
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is when a record arrives, so that a replaced stderr
+    (a test's capture, a daemon's redirect) never leaves the handler on a closed stream."""
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
 def configure_logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.addFilter(CorrelationFilter())
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    # Replace only our own handler: others (a test runner's capture) keep working.
+    root.handlers[:] = [h for h in root.handlers if not isinstance(h, _StderrHandler)]
+    root.addHandler(handler)
     root.setLevel(level.upper())
     # Client libraries log every request at INFO; keep the log about Sift.
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "apscheduler",
@@ -252,6 +267,11 @@ class App:
     # --- End of sync ---------------------------------------------------------------------------
 
     # --- The question pipeline -------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Release network clients opened for this App (the LLM's connection pool)."""
+        if "llm" in self.__dict__ and self.llm is not None:
+            await self.llm.close()
 
     @cached_property
     def llm(self) -> AnthropicLLM | None:

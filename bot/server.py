@@ -52,6 +52,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     stop = stop or _stop_event()
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
     async with AsyncExitStack() as stack:
+        stack.push_async_callback(app.aclose)
         await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
         index = app.index()

@@ -61,3 +61,4 @@ async def weaviate_index(weaviate_server: ManagedWeaviate,
     yield index
     await index.drop()
     await index.close()
+

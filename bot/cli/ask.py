@@ -59,9 +59,12 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
                          work: Callable[[App, Pipeline], Awaitable[int]]) -> int:
     app = App(load_settings(args.config))
     await asyncio.to_thread(app.database.upgrade)
-    async with connected_index(app, announce=announce) as index:
-        pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
-        return await work(app, pipeline)
+    try:
+        async with connected_index(app, announce=announce) as index:
+            pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
+            return await work(app, pipeline)
+    finally:
+        await app.aclose()
 
 
 def _ask(args: argparse.Namespace) -> int:

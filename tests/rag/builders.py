@@ -17,10 +17,15 @@ from rag.retrieve import Retriever
 from rag.types import Chunk
 from rag.understand import Understander
 
+# Clients made here are closed when the fake Anthropic fixture stops (tests/fakes/fixtures.py).
+OPEN_LLMS: list[AnthropicLLM] = []
+
 
 def make_llm(base_url: str, *, max_retries: int = 2, timeout_s: float = 10.0) -> AnthropicLLM:
-    return AnthropicLLM(api_key="sk-test-key", base_url=base_url, max_retries=max_retries,
-                        timeout_s=timeout_s)
+    llm = AnthropicLLM(api_key="sk-test-key", base_url=base_url, max_retries=max_retries,
+                       timeout_s=timeout_s)
+    OPEN_LLMS.append(llm)
+    return llm
 
 
 def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,

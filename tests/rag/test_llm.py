@@ -9,6 +9,7 @@ import pytest
 from rag.llm import LLMError
 from rag.ports import LLMRequest
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, error, overloaded, rate_limited
+from tests.fakes.fixtures import close_test_llms
 from tests.rag.builders import make_llm
 
 SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
@@ -96,4 +97,5 @@ async def test_unreachable_server_is_a_connection_error() -> None:
     llm = make_llm(f"http://127.0.0.1:{free_port()}", max_retries=1, timeout_s=3)
     with pytest.raises(LLMError) as caught:
         await llm.complete(request())
+    await close_test_llms()
     assert caught.value.kind == "connection"
