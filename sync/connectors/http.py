@@ -86,6 +86,7 @@ class HttpConnector:
         params = {**params, c.page_size_param: c.page_size} if c.page_size_param else params
         url = path.lstrip("/")
         page = 1
+        followed: set[str] = set()
         async with self._client() as http:
             client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
                                 max_wait_s=c.max_wait_s)
@@ -104,10 +105,15 @@ class HttpConnector:
                     page += 1
                 elif follow is None:
                     return
+                elif str(follow) in followed:  # a platform bug would otherwise loop forever
+                    raise SyncError(f"GET {response.url}: next {follow!r} was already followed",
+                                    user_message=f"The knowledge platform's pagination at "
+                                    f"{response.url} repeats itself (next: {follow!r}).")
                 elif isinstance(follow, str) and follow.startswith(("/", "http:", "https:")):
                     url, params = self._same_origin(urljoin(str(response.url), follow)), {}
                 else:
                     params[c.cursor_param] = follow
+                followed.add(str(follow))
 
     def _same_origin(self, url: str) -> str:
         """Next links must stay on the platform: the bearer token goes wherever we GET."""

@@ -172,3 +172,13 @@ def test_retry_after_parsing() -> None:
     assert retry_after("Thu, 01 Jan 2026 00:00:10 GMT", now) == 10.0
     assert retry_after("Wed, 31 Dec 2025 00:00:00 GMT", now) == 0.0
     assert retry_after("soon") is None and retry_after(None) is None
+
+
+async def test_a_pagination_that_repeats_itself_stops_with_an_error() -> None:
+    server = FakePlatform(pagination="cursor")
+    page = '{"items": [{"id": "a", "body": "x"}], "next": "same"}'
+    server.faults.extend([Fault(200, page, path="/articles"), Fault(200, page, path="/articles")])
+    async with server:
+        with pytest.raises(SyncError) as caught:
+            await fetch(HttpConnector(HttpConfig(base_url=server.url)))
+    assert "repeats itself" in caught.value.user_message
