@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -113,24 +117,54 @@ class LocalEmbedder:
 
 def _onnx_model(factory: Any, source: Path, cache_dir: Path, *, quantised: bool) -> Any:
     """Load the ONNX export from the cache, exporting (and quantising) it on first use."""
-    target = cache_dir / ("onnx-int8" if quantised else "onnx")
+    target = _export_dir(cache_dir, quantised=quantised)
     file_name = "onnx/model_quint8_avx2.onnx" if quantised else "onnx/model.onnx"
     if (target / file_name).exists():
+        try:
+            return factory(str(target), device="cpu", backend="onnx",
+                           model_kwargs={"file_name": file_name})
+        except Exception as exc:  # a damaged export is rebuilt, never a reason to stop
+            log.warning("cached ONNX export in %s does not load (%r); exporting again",
+                        target, exc)
+            shutil.rmtree(target, ignore_errors=True)
+    log.info("exporting the embedding model to ONNX in %s (once)", target)
+    # Export into a private directory and rename it into place, so that a second process
+    # exporting at the same moment, or a kill half-way, never leaves a half-written cache.
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=_ensure(target.parent)))
+    try:
+        with warnings.catch_warnings():  # the exporter's tracing chatter is not for our users
+            warnings.simplefilter("ignore")
+            model = factory(str(source), device="cpu", backend="onnx")
+        model.save_pretrained(str(scratch))
+        if quantised:
+            from sentence_transformers import export_dynamic_quantized_onnx_model
+
+            export_dynamic_quantized_onnx_model(model, "avx2", str(scratch))
+        # If another process got there first, its export is as good as ours.
+        with contextlib.suppress(OSError):
+            scratch.rename(target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if quantised or not (target / file_name).exists():
         return factory(str(target), device="cpu", backend="onnx",
                        model_kwargs={"file_name": file_name})
-    log.info("exporting the embedding model to ONNX in %s (once)", target)
-    with warnings.catch_warnings():  # the exporter's tracing chatter is not for our users
-        warnings.simplefilter("ignore")
-        model = factory(str(source), device="cpu", backend="onnx")
-    target.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(target))
-    if not quantised:
-        return model
-    from sentence_transformers import export_dynamic_quantized_onnx_model
+    return model
 
-    export_dynamic_quantized_onnx_model(model, "avx2", str(target))
-    return factory(str(target), device="cpu", backend="onnx",
-                   model_kwargs={"file_name": file_name})
+
+def _export_dir(cache_dir: Path, *, quantised: bool) -> Path:
+    """Where the export for the installed library versions lives.
+
+    An export written by one sentence-transformers release names module classes that another
+    release may not have, so each combination of versions gets a directory of its own.
+    """
+    versions = "-".join(f"{short}{metadata.version(package)}" for short, package in (
+        ("st", "sentence-transformers"), ("tf", "transformers"), ("ort", "onnxruntime")))
+    return cache_dir / versions / ("onnx-int8" if quantised else "onnx")
+
+
+def _ensure(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
 
 
 class VoyageEmbedder:
