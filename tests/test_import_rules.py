@@ -1,0 +1,49 @@
+"""The dependency rules of ARCHITECTURE.md, held for every module of rag/, sync/ and storage/."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = {"bot", "rag", "sync", "storage", "tests", "bench"}
+# Which of our packages each package may import (itself included).
+ALLOWED = {"rag": {"rag"}, "sync": {"sync", "rag"}, "storage": {"storage"}}
+# Chat-platform SDKs stay in bot/; vendor clients only in the modules that adapt them.
+PLATFORM_SDKS = {"slack_sdk", "slack_bolt", "microsoft_agents"}
+VENDOR_ADAPTERS = {"weaviate": {"rag/index.py", "rag/index_schema.py"},
+                   "anthropic": {"rag/llm.py"}}
+
+
+def imports(path: Path) -> set[str]:
+    """Top-level names of every absolute import in one module."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+MODULES = sorted(p for package in ALLOWED for p in (ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_module_keeps_the_dependency_rules(path: Path) -> None:
+    name = str(path.relative_to(ROOT))
+    package = name.split("/")[0]
+    found = imports(path)
+    foreign = found & OURS - ALLOWED[package]
+    assert not foreign, f"{name} imports {sorted(foreign)}"
+    assert not found & PLATFORM_SDKS, f"{name} imports {sorted(found & PLATFORM_SDKS)}"
+    for sdk, adapters in VENDOR_ADAPTERS.items():
+        assert sdk not in found or name in adapters, f"{name} imports {sdk}; only {adapters} may"
+
+
+def test_the_rules_see_a_violation(tmp_path: Path) -> None:
+    module = tmp_path / "sample.py"
+    module.write_text("import bot.app\nfrom storage.db import x\nfrom . import sibling\n")
+    assert imports(module) == {"bot", "storage"}
