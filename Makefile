@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 bench: install
-	@echo "see bench/README.md"
+	@cat bench/README.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
