@@ -11,8 +11,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 
 from aiohttp import (
     ClientHandlerType,
@@ -29,27 +28,11 @@ from microsoft_agents.hosting.core import (
 from microsoft_agents.hosting.core.authorization import ClaimsIdentity, Connections
 from microsoft_agents.hosting.core.connector import ConnectorClientBase
 
+from rag.http_retry import retry_after as parse_retry_after
+
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({412, 429, 502, 504})
-
-
-def retry_after_s(value: str | None, now: datetime) -> float | None:
-    """Retry-After as seconds: either a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
 
 
 @dataclass(frozen=True)
@@ -62,7 +45,7 @@ class RetryPolicy:
               now: datetime | None = None) -> float:
         """Seconds before retry `attempt` (0-based): the server's Retry-After if it gave one,
         else exponential backoff with up to 25% jitter; never more than `max_wait_s`."""
-        told = retry_after_s(retry_after, now or datetime.now(UTC))
+        told = parse_retry_after(retry_after, now)
         wait = told if told is not None else self.base_s * 2 ** attempt * (1 + jitter / 4)
         return min(wait, self.max_wait_s)
 

@@ -6,35 +6,16 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from rag.errors import SyncError
+from rag.http_retry import retry_after
 
 log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 Sleep = Callable[[float], Awaitable[None]]
-
-
-def retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def backoff(attempt: int, base_s: float, cap_s: float) -> float:

@@ -12,24 +12,10 @@ from pydantic import SecretStr
 
 from bot.settings import Settings, TeamsSettings
 from bot.teams.auth import auth_configuration, check_exposure, is_loopback
-from bot.teams.connector import RetryPolicy, retry_after_s
+from bot.teams.connector import RetryPolicy
 from rag.errors import ConfigError
 
 NOW = datetime(2026, 11, 22, 9, 0, 0, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(("value", "expected"), [
-    ("3", 3.0),
-    ("0.5", 0.5),
-    ("-2", 0.0),
-    ("Sun, 22 Nov 2026 09:00:07 GMT", 7.0),
-    ("Sun, 22 Nov 2026 08:59:00 GMT", 0.0),
-    ("soon", None),
-    ("", None),
-    (None, None),
-])
-def test_retry_after(value: str | None, expected: float | None) -> None:
-    assert retry_after_s(value, NOW) == expected
 
 
 @pytest.mark.parametrize(("attempt", "retry_after", "jitter", "expected"), [

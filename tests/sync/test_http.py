@@ -13,7 +13,6 @@ import pytest
 from rag.errors import SyncError
 from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
 from sync.connectors.http import HttpConfig, HttpConnector
-from sync.connectors.http_client import retry_after
 from sync.job import SyncJob
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
@@ -164,14 +163,6 @@ async def test_next_link_to_another_site_is_refused() -> None:
     async with server:
         with pytest.raises(SyncError, match="leaves"):
             await fetch(HttpConnector(HttpConfig(base_url=server.url, token=TOKEN)))
-
-
-def test_retry_after_parsing() -> None:
-    now = datetime(2026, 1, 1, tzinfo=UTC)
-    assert retry_after("3") == 3.0
-    assert retry_after("Thu, 01 Jan 2026 00:00:10 GMT", now) == 10.0
-    assert retry_after("Wed, 31 Dec 2025 00:00:00 GMT", now) == 0.0
-    assert retry_after("soon") is None and retry_after(None) is None
 
 
 async def test_a_pagination_that_repeats_itself_stops_with_an_error() -> None:
