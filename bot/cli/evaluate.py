@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from bot.cli.plain_progress import PlainProgress
 from rag.errors import InputError
 
 if TYPE_CHECKING:  # the heavy modules load inside the handler
-    from rich.progress import Progress, TaskID
+    from rich.progress import Progress
 
     from bot.app import App
     from bot.evaluate.dataset import EvalSet
@@ -72,13 +73,14 @@ def _modes(text: str) -> tuple[str, ...]:
 class _Bars:
     """Rich progress bars: documents indexed (with chunks written), then questions asked."""
 
-    def __init__(self, progress: Progress, documents: int, questions: int) -> None:
+    def __init__(self, progress: Progress | PlainProgress, documents: int,
+                 questions: int) -> None:
         self._progress = progress
         self._totals = {"indexing": documents, "questions": questions}
-        self._tasks: dict[str, TaskID] = {}
+        self._tasks: dict[str, Any] = {}
         self._chunks = 0
 
-    def _task(self, name: str) -> TaskID:
+    def _task(self, name: str) -> Any:  # rich's TaskID, or PlainProgress's int
         if name not in self._tasks:  # created on first use: a reused index shows no bar
             self._tasks[name] = self._progress.add_task(name, total=self._totals[name],
                                                         detail="")
@@ -131,7 +133,9 @@ async def _run(app: App, data: EvalSet, options: Options) -> Report:
                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[detail]}"))
     questions = min(len(data.queries), options.limit or len(data.queries))
     async with weaviate_running(app):
-        with Progress(*columns, console=Console(stderr=True)) as progress:
+        console = Console(stderr=True)
+        shown = Progress(*columns, console=console) if console.is_terminal else PlainProgress()
+        with shown as progress:
             bars = _Bars(progress, len(data.corpus or ()), questions)
             return await evaluate(app, data, options, bars, bars.question)
 

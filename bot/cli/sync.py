@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bot.app import App, load_settings
+from bot.cli.plain_progress import PlainProgress
 from rag.errors import ConfigError, SyncError
 from rag.index import WeaviateIndex
 from sync.lock import SourceLock
@@ -85,7 +87,7 @@ async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
 async def _one(runner: SyncRunner, name: str, args: argparse.Namespace,
                console: Console) -> SyncSummary:
     full = args.full or args.rebuild
-    with _bars(console, name, enabled=not args.json and console.is_terminal) as progress:
+    with _bars(console, name, enabled=not args.json) as progress:
         return await runner.run(name, full=full, dry_run=args.dry_run, progress=progress)
 
 
@@ -128,10 +130,11 @@ async def _drop(app: App, index: WeaviateIndex, names: list[str], console: Conso
 class _Bars:
     """Adapts the job's progress callbacks to two rich progress bars."""
 
-    def __init__(self, progress: Progress, name: str) -> None:
+    def __init__(self, progress: Progress | PlainProgress, name: str) -> None:
         self._progress = progress
-        self._docs = progress.add_task(f"{name}: documents", total=None)
-        self._chunks = progress.add_task(f"{name}: chunks written", total=None)
+        # rich's TaskID or PlainProgress's int: each is only handed back to its own progress
+        self._docs: Any = progress.add_task(f"{name}: documents", total=None)
+        self._chunks: Any = progress.add_task(f"{name}: chunks written", total=None)
 
     def documents(self, count: int) -> None:
         self._progress.advance(self._docs, count)
@@ -147,6 +150,10 @@ def _bars(console: Console, name: str, *, enabled: bool) -> Iterator[ProgressPor
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
+    if not console.is_terminal:  # a log or a pipe: a plain line now and then instead
+        with PlainProgress() as plain:
+            yield _Bars(plain, name)
+        return
     with Progress(*columns, console=console, transient=True) as progress:
         yield _Bars(progress, name)
 
