@@ -30,6 +30,17 @@ class GenerationError(SiftError):
     user_message = "I couldn't write an answer right now: the language model is unavailable."
 
 
+class LLMError(SiftError):
+    """A Messages call failed. `retryable` says whether waiting could have helped."""
+
+    user_message = "The language model is unavailable right now."
+
+    def __init__(self, cause: str, *, kind: str, retryable: bool) -> None:
+        super().__init__(cause)
+        self.kind = kind
+        self.retryable = retryable
+
+
 class SyncError(SiftError):
     user_message = "The knowledge sync failed."
 

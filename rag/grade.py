@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from rag import prompts
 from rag.config import GradingConfig
-from rag.llm import LLMError
+from rag.errors import LLMError
 from rag.ports import LLM, LLMRequest
 from rag.types import Candidate, Grade, GradeSource, Usage
 

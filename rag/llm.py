@@ -10,7 +10,8 @@ from typing import Any
 
 import anthropic
 
-from rag.errors import SiftError
+from rag.errors import LLMError
+from rag.http_retry import retry_after
 from rag.ports import LLMRequest, LLMResponse
 from rag.types import Usage
 
@@ -18,30 +19,19 @@ log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 8.0
 # Some 429s can never succeed by waiting (an exhausted spend limit), whatever the status says.
-_HOPELESS_CODES = {"enforced_spend_limit_reached"}
-
-
-class LLMError(SiftError):
-    """A Messages call failed. `retryable` says whether waiting could have helped."""
-
-    user_message = "The language model is unavailable right now."
-
-    def __init__(self, cause: str, *, kind: str, retryable: bool) -> None:
-        super().__init__(cause)
-        self.kind = kind
-        self.retryable = retryable
+_HOPELESS_CODES = {"enforced_spend_limit_reached", "contract_spend_limit_reached",
+                   "linked_organization_spend_limit_reached", "organization_on_hold"}
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:
     headers = exc.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value:
-            try:
-                return max(0.0, float(value) * scale)
-            except ValueError:
-                continue
-    return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    return retry_after(headers.get("retry-after"))
 
 
 def classify(exc: Exception) -> LLMError:

@@ -5,6 +5,9 @@ from __future__ import annotations
 NO_ANSWER = "I couldn't find an answer to that in the knowledge base."
 NO_ANSWER_SUGGESTIONS = "You may want to look at:"
 DEGRADED_NOTE = "Note: I couldn't fully check these sources, so treat this answer with care."
+UNCHECKED_NO_ANSWER_NOTE = (
+    "Note: I couldn't check every source, so the knowledge base may cover this after all."
+)
 EXTRACTIVE_LABEL = "Here are the most relevant excerpts I found (quoted, not summarised):"
 LLM_DOWN_NOTE = (
     "The language model is unavailable right now, so these are the closest excerpts, unchecked."

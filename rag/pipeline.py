@@ -12,10 +12,9 @@ from typing import Protocol
 
 from rag import messages
 from rag.config import PipelineConfig
-from rag.errors import SiftError
+from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
-from rag.llm import LLMError
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.ports import InteractionRecorder
 from rag.retrieve import Retriever

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from rag import messages, prompts
-from rag.llm import LLMError
+from rag.errors import LLMError
 from rag.ports import LLM, LLMRequest
 from rag.types import Intent, Question, Understanding, Usage
 
@@ -47,7 +47,10 @@ def parse_understanding(text: str, question: Question) -> Understanding:
     """Validate the analyst's JSON; anything unusable falls back to the question as asked."""
     data = json.loads(text)
     intent = Intent(data["intent"])
-    standalone = str(data.get("standalone_question") or "").strip() or question.text
+    # Only a follow-up needs rewriting. A first question stays as asked, word for word, so
+    # that grades (cached per question) and the answer are about what the person wrote.
+    rewritten = str(data.get("standalone_question") or "").strip()
+    standalone = rewritten if question.history and rewritten else question.text
     phrases = tuple(p.strip() for p in data.get("search_phrases") or [] if str(p).strip())[:3]
     reply = str(data.get("reply") or "").strip()
     if intent is not Intent.KNOWLEDGE and not reply:

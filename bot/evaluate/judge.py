@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.evaluate import prompts
 from bot.evaluate.dataset import EvalQuery
-from rag.llm import LLMError
+from rag.errors import LLMError
 from rag.ports import LLM, LLMRequest
 from rag.types import Answer, AnswerStatus, Usage
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag import messages
-from rag.types import Answer, AnswerStatus
+from rag.types import Answer, AnswerStatus, GradeSource
 
 
 def answer_notes(answer: Answer) -> list[str]:
@@ -11,6 +11,9 @@ def answer_notes(answer: Answer) -> list[str]:
     notes = []
     if answer.status is AnswerStatus.DEGRADED and not answer.extractive:
         notes.append(messages.DEGRADED_NOTE)
+    if answer.status is AnswerStatus.NO_ANSWER and _some_unchecked(answer):
+        # "Not covered" is only as sure as the grading behind it.
+        notes.append(messages.UNCHECKED_NO_ANSWER_NOTE)
     if answer.uncited_claims:
         notes.append(messages.UNCITED_NOTE)
     return notes
@@ -18,3 +21,8 @@ def answer_notes(answer: Answer) -> list[str]:
 
 def error_text(answer: Answer) -> str:
     return messages.with_reference(answer.text, answer.question.correlation_id)
+
+
+def _some_unchecked(answer: Answer) -> bool:
+    return any(c.grade is not None and c.grade.source is GradeSource.FALLBACK
+               for c in answer.candidates)

@@ -20,7 +20,16 @@ from bot.render.teams import (
     safe_url,
 )
 from rag import messages
-from rag.types import Answer, AnswerStatus, Candidate, Chunk, Citation, Question
+from rag.types import (
+    Answer,
+    AnswerStatus,
+    Candidate,
+    Chunk,
+    Citation,
+    Grade,
+    GradeSource,
+    Question,
+)
 
 AT_TAG = re.compile(r"<\s*/?\s*at\b", re.IGNORECASE)
 
@@ -138,6 +147,15 @@ def test_degraded_and_uncited_notes() -> None:
     a = answer("Maybe [1].", AnswerStatus.DEGRADED, citations=(cite(1),), uncited_claims=True)
     text = render_answer(a).text
     assert text.endswith(f"_{messages.DEGRADED_NOTE}_\n\n_{messages.UNCITED_NOTE}_")
+
+
+@pytest.mark.parametrize(("source", "noted"), [(GradeSource.FALLBACK, True),
+                                               (GradeSource.LLM, False)])
+def test_no_answer_says_when_sources_went_unchecked(source: GradeSource, noted: bool) -> None:
+    graded = Candidate(1, chunk(1), 0.9, grade=Grade(None if noted else 0.1, "r", source))
+    text = render_answer(answer(messages.NO_ANSWER, AnswerStatus.NO_ANSWER,
+                                candidates=(graded,))).text
+    assert (messages.UNCHECKED_NO_ANSWER_NOTE in text) is noted
 
 
 def test_error_has_reference_and_nothing_else() -> None:

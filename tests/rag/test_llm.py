@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rag.llm import LLMError
+from rag.errors import LLMError
 from rag.ports import LLMRequest
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, error, overloaded, rate_limited
 from tests.fakes.fixtures import close_test_llms
@@ -72,9 +72,11 @@ async def test_hopeless_errors_are_not_retried(fake_anthropic: FakeAnthropic, st
     assert len(fake_anthropic.requests) == 1
 
 
-async def test_spend_limit_429_is_not_retried(fake_anthropic: FakeAnthropic) -> None:
+@pytest.mark.parametrize("code", ["enforced_spend_limit_reached", "contract_spend_limit_reached",
+                                  "linked_organization_spend_limit_reached"])
+async def test_spend_limit_429_is_not_retried(fake_anthropic: FakeAnthropic, code: str) -> None:
     body = error("rate_limit_error", "spend limit reached")
-    body["error"]["details"] = {"error_code": "enforced_spend_limit_reached"}
+    body["error"]["details"] = {"error_code": code}
     fake_anthropic.script.append(Reply(429, body, headers={"retry-after": "0"}))
     with pytest.raises(LLMError) as caught:
         await make_llm(fake_anthropic.url).complete(request())

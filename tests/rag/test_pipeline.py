@@ -1,4 +1,4 @@
-"""The whole pipeline on an in-process index, with the fake Anthropic server as the LLM."""
+"""The whole pipeline on the in-process index and on real Weaviate, with the fake Anthropic LLM."""
 
 from __future__ import annotations
 
@@ -26,15 +26,37 @@ def scores_by_title(question: str, document: str) -> tuple[float, str]:
     return 0.05, "Unrelated."
 
 
+class CountingIndex:
+    """Any index, counting the searches made through it (greetings must make none)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.searches: list[str] = []
+
+    async def search(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        self.searches.append(query)
+        return await self.inner.search(query, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture(params=["memory", "weaviate"])
+def empty_index(request: pytest.FixtureRequest) -> Any:
+    if request.param == "memory":
+        return MemoryIndex()
+    return request.getfixturevalue("weaviate_index")
+
+
 @pytest.fixture
-async def index(embedder: Any) -> MemoryIndex:
-    memory = MemoryIndex()
+async def index(empty_index: Any, embedder: Any) -> CountingIndex:
+    inner = empty_index
     vectors = await embedder.embed_documents([f"{c.title}\n{c.text}" for c in CHUNKS])
-    await memory.upsert(CHUNKS, vectors)
-    return memory
+    await inner.upsert(CHUNKS, vectors)
+    return CountingIndex(inner)
 
 
-async def test_accurate_mode_grades_selects_and_cites(index: MemoryIndex, embedder: Any,
+async def test_accurate_mode_grades_selects_and_cites(index: CountingIndex, embedder: Any,
                                                       fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = scores_by_title
     recorder = MemoryRecorder()
@@ -55,7 +77,7 @@ async def test_accurate_mode_grades_selects_and_cites(index: MemoryIndex, embedd
     assert answer.interaction_id == 1 and answer.question.correlation_id
 
 
-async def test_answer_citing_missing_excerpt_is_repaired(index: MemoryIndex, embedder: Any,
+async def test_answer_citing_missing_excerpt_is_repaired(index: CountingIndex, embedder: Any,
                                                          fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = lambda q, d: (0.9, "Relevant.")
     fake_anthropic.answer_rule = lambda q, n: "Step one [7]. Step two [2]. Step three [4]."
@@ -71,7 +93,7 @@ async def test_answer_citing_missing_excerpt_is_repaired(index: MemoryIndex, emb
     assert cited == {c.chunk_id for c in answer.citations}
 
 
-async def test_claims_without_valid_citations_are_flagged(index: MemoryIndex, embedder: Any,
+async def test_claims_without_valid_citations_are_flagged(index: CountingIndex, embedder: Any,
                                                           fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = scores_by_title
     fake_anthropic.answer_rule = lambda q, n: "Just restart everything [9]."
@@ -81,7 +103,7 @@ async def test_claims_without_valid_citations_are_flagged(index: MemoryIndex, em
 
 
 async def test_nothing_relevant_gives_no_answer_with_suggestions(
-        index: MemoryIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+        index: CountingIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = lambda q, d: (0.1, "Does not cover it.")
     answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
         Question("What is the parking policy for electric scooters?"))
@@ -91,7 +113,7 @@ async def test_nothing_relevant_gives_no_answer_with_suggestions(
     assert not fake_anthropic.calls("answer")  # nothing to answer from: no answer call
 
 
-async def test_model_saying_no_answer_is_respected(index: MemoryIndex, embedder: Any,
+async def test_model_saying_no_answer_is_respected(index: CountingIndex, embedder: Any,
                                                    fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = lambda q, d: (0.7, "Partly.")
     fake_anthropic.script.append(text_reply("NO_ANSWER", kind="answer"))
@@ -100,7 +122,7 @@ async def test_model_saying_no_answer_is_respected(index: MemoryIndex, embedder:
     assert answer.status is AnswerStatus.NO_ANSWER and answer.suggestions
 
 
-async def test_grading_outage_keeps_the_answer_flowing(index: MemoryIndex, embedder: Any,
+async def test_grading_outage_keeps_the_answer_flowing(index: CountingIndex, embedder: Any,
                                                        fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script.extend(overloaded("grade") for _ in range(60))
     llm = make_llm(fake_anthropic.url, max_retries=1)
@@ -113,7 +135,7 @@ async def test_grading_outage_keeps_the_answer_flowing(index: MemoryIndex, embed
     assert ranks == sorted(ranks)  # unchecked candidates keep their retrieval order
 
 
-async def test_answer_model_outage_falls_back_to_excerpts(index: MemoryIndex, embedder: Any,
+async def test_answer_model_outage_falls_back_to_excerpts(index: CountingIndex, embedder: Any,
                                                           fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = scores_by_title
     fake_anthropic.script.extend(overloaded("answer") for _ in range(5))
@@ -125,7 +147,7 @@ async def test_answer_model_outage_falls_back_to_excerpts(index: MemoryIndex, em
 
 
 async def test_second_identical_question_makes_no_grading_calls(
-        index: MemoryIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+        index: CountingIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
     pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url),
                              cache=MemoryGradeCache())
     await pipeline.answer(Question(QUESTION))
@@ -136,7 +158,7 @@ async def test_second_identical_question_makes_no_grading_calls(
     assert "grade" not in again.usage
 
 
-async def test_no_llm_answers_in_fast_mode_with_quoted_excerpts(index: MemoryIndex,
+async def test_no_llm_answers_in_fast_mode_with_quoted_excerpts(index: CountingIndex,
                                                                 embedder: Any) -> None:
     answer = await make_pipeline(index, embedder, None).answer(Question(QUESTION))
     assert answer.mode is Mode.FAST and answer.extractive
@@ -147,7 +169,7 @@ async def test_no_llm_answers_in_fast_mode_with_quoted_excerpts(index: MemoryInd
     assert answer.usage == {} and answer.models == {}
 
 
-async def test_follow_up_is_rewritten_with_history(index: MemoryIndex, embedder: Any,
+async def test_follow_up_is_rewritten_with_history(index: CountingIndex, embedder: Any,
                                                    fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.understanding = {
         "intent": "knowledge",
@@ -163,15 +185,29 @@ async def test_follow_up_is_rewritten_with_history(index: MemoryIndex, embedder:
     assert graded_question.startswith("Question: How do I rotate the production")
 
 
+async def test_a_first_question_is_graded_as_asked(index: CountingIndex, embedder: Any,
+                                                    fake_anthropic: FakeAnthropic) -> None:
+    # A rewrite of a question with no history would make the grade cache miss on repeats.
+    fake_anthropic.understanding = {
+        "intent": "knowledge", "standalone_question": "Staging DB credential rotation steps?",
+        "search_phrases": ["rotate staging database credentials"], "reply": ""}
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION))
+    assert answer.search_query == QUESTION
+    graded_question = fake_anthropic.calls("grade")[0].body["messages"][0]["content"]
+    assert graded_question.startswith(f"Question: {QUESTION}")
+    assert index.searches == ["rotate staging database credentials"]
+
+
 @pytest.mark.parametrize("text", ["hi", "Hello!", "thanks"])
-async def test_greetings_get_a_direct_reply_without_retrieval(index: MemoryIndex, embedder: Any,
+async def test_greetings_get_a_direct_reply_without_retrieval(index: CountingIndex, embedder: Any,
                                                               text: str) -> None:
     answer = await make_pipeline(index, embedder, None).answer(Question(text))
     assert answer.status is AnswerStatus.ANSWERED and answer.candidates == ()
     assert index.searches == []
 
 
-async def test_about_bot_requests_are_classified_by_the_llm(index: MemoryIndex, embedder: Any,
+async def test_about_bot_requests_are_classified_by_the_llm(index: CountingIndex, embedder: Any,
                                                             fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.understanding = {"intent": Intent.ABOUT_BOT.value,
                                     "standalone_question": "what are you?",
@@ -181,11 +217,12 @@ async def test_about_bot_requests_are_classified_by_the_llm(index: MemoryIndex, 
     assert answer.text == "I'm Sift." and index.searches == []
 
 
-async def test_access_groups_filter_retrieval(index: MemoryIndex, embedder: Any) -> None:
+async def test_access_groups_filter_retrieval(index: CountingIndex, embedder: Any) -> None:
     from dataclasses import replace
 
-    secret = replace(index.chunks["kb:staging-creds:0"][0], access=("engineering",))
-    index.chunks["kb:staging-creds:0"] = (secret, index.chunks["kb:staging-creds:0"][1])
+    staging = next(c for c in CHUNKS if c.doc_id == "staging-creds")
+    secret = replace(staging, access=("engineering",))
+    await index.upsert([secret], await embedder.embed_documents([f"{secret.title}\n{secret.text}"]))
     answer = await make_pipeline(index, embedder, None).answer(
         Question(QUESTION, AskContext(access_groups=("public",))))
     assert "staging-creds" not in {c.chunk.doc_id for c in answer.candidates}
@@ -206,7 +243,7 @@ async def test_index_failure_becomes_an_error_answer(embedder: Any) -> None:
     assert recorder.answers[0].status is AnswerStatus.ERROR
 
 
-async def test_batched_strategy_end_to_end(index: MemoryIndex, embedder: Any,
+async def test_batched_strategy_end_to_end(index: CountingIndex, embedder: Any,
                                            fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.grade_rule = scores_by_title
     pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url),
