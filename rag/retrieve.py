@@ -35,10 +35,15 @@ class Retriever:
         self._config = config
 
     async def retrieve(self, phrases: Sequence[str], filters: SearchFilters | None,
-                       *, alpha: float | None = None, limit: int | None = None) -> list[Candidate]:
-        """About `limit` candidates for the phrases (the first is the standalone question)."""
+                       *, alpha: float | None = None, limit: int | None = None,
+                       diverse: bool | None = None) -> list[Candidate]:
+        """About `limit` candidates for the phrases (the first is the standalone question).
+
+        `alpha`, `limit` and `diverse` override the configured values for one call.
+        """
         limit = limit or self._config.limit
-        diversity = Diversity(self._config.diversity_balance) if self._config.diversity else None
+        diverse = self._config.diversity if diverse is None else diverse
+        diversity = Diversity(self._config.diversity_balance) if diverse else None
         vectors = await asyncio.gather(*(self._embedder.embed_query(p) for p in phrases))
 
         async def one(phrase: str, vector: list[float]) -> list[SearchHit]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -17,6 +19,8 @@ from bot.evaluate.summary import Results, summarise
 from rag.index import WeaviateIndex
 from rag.retrieve import Retriever
 from sync.report import NoProgress, Progress
+
+log = logging.getLogger(__name__)
 
 NO_LLM_NOTE = ("Answer metrics (faithfulness, accuracy, refusal rate) were skipped: no LLM is "
                "configured (set ANTHROPIC_API_KEY). The graded mode used the heuristic grader.")
@@ -100,7 +104,31 @@ async def _index(app: App, dataset: EvalSet, options: Options,
     index = app.index(collection_name(dataset.name, digest))
     marker = eval_dir(app, dataset) / f"index-{digest[:10]}.json"
     builder = EvalIndex(index, embedder, f"eval-{dataset.name}", job, marker)
-    return index, await builder.prepare(dataset.corpus, progress, options.rebuild)
+    info = await builder.prepare(dataset.corpus, progress, options.rebuild)
+    if not info.reused:
+        await _drop_superseded(app, marker)
+    return index, info
+
+
+async def _drop_superseded(app: App, current: Path) -> None:
+    """Drop the collections of earlier builds of this dataset: each edit would leave one."""
+    for marker in current.parent.glob("index-*.json"):
+        if marker == current:
+            continue
+        try:
+            collection = json.loads(marker.read_text(encoding="utf-8"))["collection"]
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("unreadable eval index marker %s: left alone", marker)
+            continue
+        old = app.index(collection)
+        try:
+            await old.connect(ensure=False)
+            if await old.collection_exists():
+                await old.drop()
+            log.info("dropped %s, superseded by a new build", collection)
+            marker.unlink()
+        finally:
+            await old.close()
 
 
 async def evaluate(app: App, dataset: EvalSet, options: Options,
@@ -118,7 +146,7 @@ async def evaluate(app: App, dataset: EvalSet, options: Options,
         judge_model = options.judge_model or config.models.answer_model
         judge = Judge(llm, judge_model, app.settings.llm.timeout_s * 2) if llm else None
         plan = Plan(options.modes, config.retrieval.alpha, depth, options.concurrency,
-                    accurate=llm is not None)
+                    accurate=llm is not None, documents=max(options.ks))
         runner = Runner(plan, retriever, app.pipeline(index), judge)
         await app.embedder.embed_query("warm-up")  # the model load must not count as latency
         results = await runner.run(dataset.queries, on_question)

@@ -150,8 +150,9 @@ def _header(report: Report) -> list[str]:
         f"- index `{i.collection}`: {i.documents} documents, {i.chunks} chunks, "
         f"{_index_line(report)}",
         f"- embedder {s.embedder} (backend {s.embedding_backend}); chunking {i.chunking or '–'}",
-        f"- retrieval: {s.depth} candidates per question (graded mode: {s.pipeline_limit}), "
-        f"MMR diversity {mmr}",
+        f"- retrieval: at least {s.depth} chunks per question, deepened until they span "
+        f"{max(s.ks)} documents (graded mode: {s.pipeline_limit} chunks); MMR diversity {mmr} "
+        "for hybrid and graded, off for the bm25 and vector baselines",
         f"- grader {s.grader}; question rewrite {s.understand}; answers {s.answer_model}; "
         f"selection threshold {s.threshold:g}, at most {s.max_chunks} chunks, "
         f"{s.per_document} per document", ""]

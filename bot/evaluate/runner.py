@@ -17,6 +17,9 @@ from rag.types import Answer, Candidate, Mode, Question
 
 MODES = ("bm25", "vector", "hybrid", "graded")
 RETRIEVAL_ALPHA = {"bm25": 0.0, "vector": 1.0}  # hybrid: the configured alpha
+# The single-signal baselines run without MMR, which re-ranks with vectors: "bm25" is BM25.
+BASELINES = frozenset(RETRIEVAL_ALPHA)
+MAX_DEPTH_FACTOR = 8  # at most this many chunks per document wanted, when pages split a lot
 # The graded mode's latency is the time to the selected sources, comparable with retrieval.
 SELECTION_STAGES = ("understand", "retrieve", "grade", "select")
 
@@ -27,9 +30,10 @@ class Plan:
 
     modes: tuple[str, ...]
     alpha: float  # the configured hybrid weight
-    depth: int  # candidates per question in the retrieval-only modes
+    depth: int  # chunks retrieved first per question in the retrieval-only modes
     concurrency: int = 1
     accurate: bool = False  # graded mode uses the LLM grader (else the heuristic one)
+    documents: int = 0  # distinct documents the retrieval-only modes must rank (max k)
 
 
 @dataclass(frozen=True)
@@ -103,9 +107,22 @@ class Runner:
         return QueryResult(query, modes, answer, judgement)
 
     async def _retrieve(self, text: str, mode: str) -> ModeResult:
+        """The mode's document ranking, deep enough to hold `documents` distinct documents.
+
+        Metrics are per document but the index returns chunks, and a long page fills several
+        slots: the search deepens until the top chunks span enough documents (or run out).
+        """
         alpha = RETRIEVAL_ALPHA.get(mode, self._plan.alpha)
+        diverse = False if mode in BASELINES else None
+        depth, cap = self._plan.depth, max(self._plan.depth, self._plan.documents *
+                                           MAX_DEPTH_FACTOR)
         started = time.perf_counter()
-        candidates = await self._retriever.retrieve([text], None, alpha=alpha,
-                                                    limit=self._plan.depth)
+        while True:
+            candidates = await self._retriever.retrieve([text], None, alpha=alpha, limit=depth,
+                                                        diverse=diverse)
+            documents = len({c.chunk.doc_id for c in candidates})
+            if documents >= self._plan.documents or len(candidates) < depth or depth >= cap:
+                break
+            depth = min(depth * 2, cap)
         latency = round((time.perf_counter() - started) * 1000, 2)
         return ModeResult(ranked(candidates), tuple(c.chunk.doc_id for c in candidates), latency)
