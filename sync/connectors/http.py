@@ -85,7 +85,8 @@ class HttpConnector:
         c = self.config
         params = {**params, c.page_size_param: c.page_size} if c.page_size_param else params
         url = path.lstrip("/")
-        page = 1
+        page, fullest = 1, 0
+        previous: list[Any] | None = None
         followed: set[str] = set()
         async with self._client() as http:
             client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
@@ -100,9 +101,16 @@ class HttpConnector:
                 yield items
                 follow = _next(body, c.next_key, response)
                 if c.page_param:
-                    if not items or len(items) < c.page_size:
+                    # A platform may cap the page size below what we ask for, so only a page
+                    # shorter than one it already sent (or an empty one) is the last: stopping
+                    # early would make a full pass prune every document beyond it.
+                    if not items or len(items) < fullest:
                         return
-                    page += 1
+                    if items == previous:  # the platform ignores the page parameter
+                        raise SyncError(f"GET {response.url}: page {page} repeats page "
+                                        f"{page - 1}", user_message="The knowledge platform "
+                                        f"returns the same page for every {c.page_param}= value.")
+                    fullest, page, previous = max(fullest, len(items)), page + 1, items
                 elif follow is None:
                     return
                 elif str(follow) in followed:  # a platform bug would otherwise loop forever

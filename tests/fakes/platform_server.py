@@ -52,10 +52,12 @@ class FakePlatform(LocalServer):
     """`/articles` pages by opaque cursor, by next link or by page number (`pagination`);
     `/articles/ids` lists every id. Requests are logged; faults are served first."""
 
-    def __init__(self, token: str = "", pagination: str = "cursor") -> None:
+    def __init__(self, token: str = "", pagination: str = "cursor",
+                 max_limit: int = 1000) -> None:
         super().__init__()
         self.token = token
         self.pagination = pagination
+        self.max_limit = max_limit  # platforms cap page sizes, whatever the client asks for
         self.articles: dict[str, dict[str, Any]] = {}
         self.faults: deque[Fault] = deque()
         self.requests: list[Seen] = []
@@ -85,7 +87,7 @@ class FakePlatform(LocalServer):
         return self._fault(request)
 
     def _page(self, request: web.Request, rows: list[Any], key: str) -> web.Response:
-        limit = int(request.query.get("limit", "100"))
+        limit = min(int(request.query.get("limit", "100")), self.max_limit)
         if self.pagination == "page":
             start = (int(request.query.get("page", "1")) - 1) * limit
         else:

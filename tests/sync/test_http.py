@@ -66,6 +66,31 @@ async def test_pagination_collects_every_page(platform: FakePlatform) -> None:
     assert all(r.query["limit"] == "3" for r in platform.requests)
 
 
+@pytest.mark.parametrize("pagination", ["cursor", "link", "page"])
+async def test_a_platform_capping_the_page_size_loses_nothing(pagination: str) -> None:
+    server = FakePlatform(token=TOKEN, pagination=pagination, max_limit=2)  # we ask for 3
+    for i in range(7):
+        server.put(article(f"a{i}", f"Article {i}", f"Body {i}."))
+    await server.start()
+    try:
+        conn = connector(server)
+        assert [d.doc_id for d in await fetch(conn)] == [f"a{i}" for i in range(7)]
+        assert await conn.list_ids() == {f"a{i}" for i in range(7)}
+    finally:
+        await server.stop()
+
+
+async def test_a_platform_ignoring_the_page_number_is_an_error() -> None:
+    server = await serve("page")
+    try:
+        with pytest.raises(SyncError, match="page 2 repeats page 1") as caught:
+            await fetch(connector(server, page_param="ignored_page"))
+        assert "same page for every ignored_page=" in caught.value.user_message
+        assert len(server.requests) == 2
+    finally:
+        await server.stop()
+
+
 async def test_incremental_pull_sends_updated_since(platform: FakePlatform) -> None:
     since = datetime(2026, 1, 5, tzinfo=UTC)
     docs = await fetch(connector(platform), since)
