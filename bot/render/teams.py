@@ -110,6 +110,11 @@ def _list(heading: str, lines: Sequence[str]) -> str:
     return f"**{heading}**\n\n" + "\n".join(f"- {line}" for line in lines)
 
 
+def _sources(citations: Sequence[Citation]) -> str:
+    """The numbered list a `[n]` marker points at when no pop-up opens for it."""
+    return _list(messages.SOURCES_HEADING, [f"[{c.n}] {link(c.url, c.title)}" for c in citations])
+
+
 def _notes(answer: Answer) -> list[str]:
     return [f"_{note}_" for note in answer_notes(answer)]
 
@@ -122,8 +127,9 @@ def render_notice(text: str) -> TeamsReply:
 def render_answer(answer: Answer, *, citation_entities: bool = True) -> TeamsReply:
     """The answer as one Teams message.
 
-    With `citation_entities` the `[n]` markers open pop-ups (title, URL, excerpt); without,
-    for clients that do not render them, a numbered source list follows the text instead.
+    With `citation_entities` the `[n]` markers open pop-ups (title, URL, excerpt), and the
+    markers past Teams' cap of MAX_CITATIONS are listed after the text; without, for clients
+    that do not render pop-ups, a numbered list of every source follows the text instead.
     """
     if answer.status is AnswerStatus.ERROR:
         return render_notice(error_text(answer))
@@ -132,11 +138,14 @@ def render_answer(answer: Answer, *, citation_entities: bool = True) -> TeamsRep
         parts.append(_list(messages.NO_ANSWER_SUGGESTIONS,
                            [link(c.url, c.title) for c in answer.suggestions]))
     citations: tuple[TeamsCitation, ...] = ()
+    listed = answer.citations
     if citation_entities:
         citations = tuple(citation_entity(answer, c) for c in answer.citations[:MAX_CITATIONS])
-    elif answer.citations:
-        parts.append(_list(messages.SOURCES_HEADING,
-                           [f"[{c.n}] {link(c.url, c.title)}" for c in answer.citations]))
+        # Only the markers past the cap open nothing; listing the first twenty again would
+        # repeat what their pop-ups show and push the answer's notes far down.
+        listed = answer.citations[MAX_CITATIONS:]
+    if listed:
+        parts.append(_sources(listed))
     parts += _notes(answer)
     # The label means a language model took part (understanding, grading or writing).
     ai = answer.status is not AnswerStatus.NO_ANSWER and bool(answer.models)

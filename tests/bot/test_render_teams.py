@@ -114,6 +114,37 @@ def test_fallback_lists_sources_in_the_text() -> None:
                           "- [1] [VPN (v2)](https://wiki.example/d1)")
 
 
+def sources(*ns: int) -> str:
+    return f"**{messages.SOURCES_HEADING}**\n\n" + "\n".join(
+        f"- [{n}] [Doc](https://wiki.example/d{n})" for n in ns)
+
+
+def markers(count: int) -> str:
+    return " ".join(f"Step [{n}]." for n in range(1, count + 1))
+
+
+@pytest.mark.parametrize(("count", "rich", "entities", "listed"), [
+    (MAX_CITATIONS, True, MAX_CITATIONS, ()),  # every marker opens a pop-up: no list
+    (MAX_CITATIONS + 1, True, MAX_CITATIONS, (21,)),
+    (MAX_CITATIONS + 3, True, MAX_CITATIONS, (21, 22, 23)),
+    (MAX_CITATIONS + 3, False, 0, tuple(range(1, 24))),  # no pop-ups: every source listed
+])
+def test_markers_past_the_citation_cap_are_listed(count: int, rich: bool, entities: int,
+                                                  listed: tuple[int, ...]) -> None:
+    a = answer(markers(count), citations=tuple(cite(n) for n in range(1, count + 1)))
+    reply = render_answer(a, citation_entities=rich)
+    assert [c.position for c in reply.citations] == list(range(1, entities + 1))
+    assert reply.text == (f"{markers(count)}\n\n{sources(*listed)}" if listed
+                          else markers(count))
+
+
+def test_listed_sources_come_before_the_notes() -> None:
+    a = answer(markers(21), AnswerStatus.DEGRADED,
+               citations=tuple(cite(n) for n in range(1, 22)))
+    assert render_answer(a).text == (
+        f"{markers(21)}\n\n{sources(21)}\n\n_{messages.DEGRADED_NOTE}_")
+
+
 @pytest.mark.parametrize(("kw", "ai"), [
     ({}, True),
     ({"models": {}}, False),  # fast mode: heuristic grades, quoted excerpts

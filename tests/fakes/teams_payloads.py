@@ -1,5 +1,5 @@
 """Activity JSON shaped like what Teams posts to /api/messages (from Microsoft's documented
-examples: channel @mention with entities, personal chat, feedback invoke, messageReaction)."""
+examples: @mentions in channels and group chats, personal chat, feedback invoke, reactions)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,28 @@ def channel_post_without_mention(service_url: str, text: str) -> dict[str, Any]:
     payload["text"] = text
     payload["entities"] = [_client_info()]
     return payload
+
+
+def group_conversation() -> dict[str, Any]:
+    return {"isGroup": True, "conversationType": "groupChat", "tenantId": TENANT, "id": GROUP}
+
+
+def group_message(service_url: str, text: str, *, mentioned: dict[str, Any] | None = None,
+                  activity_id: str | None = None) -> dict[str, Any]:
+    """A group-chat message: `mentioned` (an account, e.g. the bot) is @mentioned before it."""
+    payload = _base(service_url, group_conversation(), user(), activity_id)
+    entities = [_client_info()]
+    if mentioned is not None:
+        mention = f"<at>{mentioned['name']}</at>"
+        text = f"{mention} {text}"
+        entities.insert(0, {"type": "mention", "text": mention, "mentioned": mentioned})
+    payload.update({"type": "message", "text": text, "textFormat": "plain",
+                    "entities": entities})
+    return payload
+
+
+def bot() -> dict[str, Any]:
+    return {"id": BOT_ID, "name": BOT_NAME}
 
 
 def personal_conversation() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -55,6 +56,34 @@ async def test_channel_post_without_mention_gets_no_reply(stack: TeamsStack) -> 
     await stack.settle()
     assert stack.connector.received == []
     assert stack.anthropic.requests == []
+
+
+async def test_group_chat_mention_is_answered_without_the_mention(stack: TeamsStack) -> None:
+    payload = p.group_message(stack.service_url, "how do I set up the VPN?", mentioned=p.bot(),
+                              activity_id="1700000000151")
+    status, _ = await stack.post(payload)
+    assert status == 202
+    [reply] = await stack.connector.wait_for_messages(1)
+    assert (reply.conversation_id, reply.reply_to) == (p.GROUP, "1700000000151")
+    assert "[1]" in reply.text and reply.entities("https://schema.org/Message")
+    assert not any(r.stream_info for r in stack.connector.received)  # Teams streams 1:1 only
+    await stack.settle()
+    [row] = stack.stores.interactions.rows.values()
+    assert row.answer.question.text == "how do I set up the VPN?"
+    ctx = row.answer.question.context
+    assert (ctx.channel, ctx.thread, row.message_ref) == (p.GROUP, "", reply.id)
+
+
+@pytest.mark.parametrize("mentioned", [None, p.user(2)], ids=["no mention", "someone else"])
+async def test_group_chat_message_not_for_sift_gets_no_reply(
+        stack: TeamsStack, mentioned: dict[str, Any] | None) -> None:
+    payload = p.group_message(stack.service_url, "how do I set up the VPN?",
+                              mentioned=mentioned)
+    status, _ = await stack.post(payload)
+    assert status == 202
+    await stack.settle()
+    assert stack.connector.received == []
+    assert stack.anthropic.requests == [] and stack.stores.interactions.rows == {}
 
 
 def personal(stack: TeamsStack, text: str, **kw: Any) -> dict[str, Any]:
@@ -139,6 +168,19 @@ async def test_a_duplicate_activity_is_answered_once(stack: TeamsStack) -> None:
     await stack.connector.wait_for_messages(1)
     await stack.settle()
     assert len(stack.connector.messages) == 1
+    assert len(stack.stores.interactions.rows) == 1
+
+
+async def test_a_duplicate_delivered_concurrently_is_answered_once(stack: TeamsStack) -> None:
+    # Teams redelivers when the first delivery is slow, so copies can arrive while the first
+    # is still being admitted.
+    payload = personal(stack, "how do I set up the VPN?", activity_id="1700000000302")
+    statuses = await asyncio.gather(*(stack.post(payload) for _ in range(3)))
+    assert [status for status, _ in statuses] == [202, 202, 202]
+    await stack.connector.wait_for_messages(1)
+    await stack.settle()
+    assert len(stack.connector.messages) == 1
+    assert len([r for r in stack.connector.received if r.stream_info]) == 2  # update + final
     assert len(stack.stores.interactions.rows) == 1
 
 
