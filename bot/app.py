@@ -202,7 +202,10 @@ class App:
 
     @cached_property
     def history(self) -> HistoryRepository:
-        return HistoryRepository(self.database)
+        storage = self.settings.storage
+        max_age = None if storage.store_text else \
+            timedelta(hours=storage.history_hours_without_text)
+        return HistoryRepository(self.database, max_age=max_age)
 
     @cached_property
     def retention(self) -> Retention:

@@ -90,6 +90,8 @@ class SelectionSettings(_Section):
 class StorageSettings(_Section):
     relevant_threshold: float = Field(0.5, ge=0.0, le=1.0)
     store_text: bool = True  # False keeps only hashes of questions and answers
+    # Conversation turns stay text (follow-ups need it); without store_text, only this long.
+    history_hours_without_text: float = Field(24.0, gt=0)
     dedupe_ttl_hours: float = Field(24.0, gt=0)
 
 
@@ -261,7 +263,38 @@ def _env_name(loc: tuple[Any, ...]) -> str:
     return "SIFT_" + "__".join(parts).upper() if parts else "SIFT_*"
 
 
-def _explain(error: ValidationError, toml_path: Path | None) -> str:
+def _env_origin(loc: tuple[Any, ...]) -> str | None:
+    """The SIFT_* variable that supplied `loc` (itself or a JSON-valued parent), if any."""
+    present = {name.upper() for name in os.environ}
+    for end in range(len(loc), 0, -1):
+        name = _env_name(loc[:end])
+        if name in present:
+            return name
+    return None
+
+
+def _in_toml(data: Any, loc: tuple[Any, ...]) -> bool:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return False
+    return True
+
+
+def _origin(loc: tuple[Any, ...], data: dict[str, Any], toml_path: Path | None) -> str:
+    """Where the bad value came from, so the person knows which line to fix."""
+    env = _env_origin(loc)
+    if env is not None:
+        return f"from the environment variable {env}"
+    if toml_path is not None and _in_toml(data, loc):
+        return f"in {toml_path}"
+    return f"({_env_name(loc)})"
+
+
+def _explain(error: ValidationError, data: dict[str, Any], toml_path: Path | None) -> str:
     first = error.errors()[0]
     loc = tuple(first.get("loc", ()))
     key = ".".join(str(p) for p in loc) or "settings"
@@ -271,7 +304,7 @@ def _explain(error: ValidationError, toml_path: Path | None) -> str:
     value = first.get("input")
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
     message = str(first.get("msg", "invalid value")).rstrip(".")
-    return f"Setting '{key}' ({_env_name(loc)}) is invalid{shown}: {message}."
+    return f"Setting '{key}' {_origin(loc, data, toml_path)} is invalid{shown}: {message}."
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -294,6 +327,6 @@ def build_settings(config: Path | None = None) -> Settings:
     try:
         settings = Settings(**data)
     except ValidationError as exc:
-        sentence = _explain(exc, path)
+        sentence = _explain(exc, data, path)
         raise ConfigError(sentence, user_message=sentence) from exc
     return settings.model_copy(update={"config": path})

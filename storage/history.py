@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
 
@@ -18,16 +18,22 @@ _table = table(ConversationTurn)
 class HistoryRepository:
     """Bounded per conversation: each append trims the conversation to its newest `keep` turns.
 
-    The text is kept even when `store_text` is off elsewhere: rewriting a follow-up needs it.
-    `sift db purge` removes old turns.
+    Turns are text, because rewriting a follow-up needs the words. With `max_age` (set when
+    `store_text` is off) they also live only that long: every append deletes older turns of
+    every conversation, and `recent` never returns them. `sift db purge` removes old turns.
     """
 
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, db: Database, *, max_age: timedelta | None = None,
+                 clock: Callable[[], datetime] = utc_now) -> None:
         self._db = db
+        self._max_age = max_age
         self._clock = clock
 
     def append(self, conversation_key: str, role: str, text: str, keep: int = 20) -> None:
         with self._db.write() as session:
+            if self._max_age is not None:
+                session.execute(delete(_table).where(
+                    _table.c.created_at < self._clock() - self._max_age))
             if keep > 0:
                 session.add(_Turn(conversation_key=conversation_key, role=role, text=text,
                                   created_at=self._clock()))
@@ -43,6 +49,8 @@ class HistoryRepository:
             return []
         query = (select(_Turn.role, _Turn.text).where(_Turn.conversation_key == conversation_key)
                  .order_by(_Turn.id.desc()).limit(n))
+        if self._max_age is not None:
+            query = query.where(_Turn.created_at >= self._clock() - self._max_age)
         with self._db.read() as session:
             rows = [(role, text) for role, text in session.execute(query)]
         return rows[::-1]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
+from sqlalchemy import text
 
 from storage.db import Database
 from storage.dedupe import DedupeRepository
@@ -79,3 +81,19 @@ def test_history_edges(database: Database, keep: int, n: int,
     history.append("k", "user", "a", keep=keep)
     history.append("k", "assistant", "b", keep=keep)
     assert history.recent("k", n) == expected
+
+
+def test_history_without_stored_text_lives_only_its_max_age(database: Database) -> None:
+    clock = Clock()
+    history = HistoryRepository(database, max_age=timedelta(hours=24), clock=clock)
+    history.append("slack:C1:1.1", "user", "old question")
+    clock.advance(hours=23)
+    history.append("slack:C1:1.1", "assistant", "newer answer")
+    assert history.recent("slack:C1:1.1", 10) == [("user", "old question"),
+                                                  ("assistant", "newer answer")]
+    clock.advance(hours=2)  # the first turn is now 25 hours old
+    assert history.recent("slack:C1:1.1", 10) == [("assistant", "newer answer")]
+    history.append("teams:other", "user", "hello")  # any append sweeps every conversation
+    with database.read() as session:
+        texts = {t for (t,) in session.execute(text("SELECT text FROM conversation_turns"))}
+    assert texts == {"newer answer", "hello"}
