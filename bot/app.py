@@ -296,7 +296,8 @@ class App:
             grading=GradingConfig(**s.grading.model_dump(exclude={"cache_ttl_days"})),
             selection=SelectionConfig(**s.selection.model_dump()),
             models=ModelConfig(fast_model=s.llm.fast_model, answer_model=s.llm.answer_model,
-                               answer_max_tokens=s.llm.answer_max_tokens),
+                               answer_max_tokens=s.llm.answer_max_tokens,
+                               cache_min_tokens=s.llm.cache_min_tokens),
             default_mode=default_mode,
             fast_share=s.ab.fast_share,
         )

@@ -57,6 +57,8 @@ class LLMSettings(_Section):
     timeout_s: float = Field(30.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
     answer_max_tokens: int = Field(1200, ge=64)
+    # The model's minimum cacheable prompt; shorter system prompts are sent without caching.
+    cache_min_tokens: int = Field(1024, ge=0)
 
 
 class RetrievalSettings(_Section):

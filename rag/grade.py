@@ -185,7 +185,8 @@ class LLMGrader:
             messages=(("user", f"Question: {question}\n\n{docs}"),),
             json_schema=BATCH_SCHEMA if batched else GRADE_SCHEMA,
             timeout_s=self._config.call_timeout_s,
-            cache_system=len(system) + len(question) >= self._cache_min_chars, purpose="grade")
+            # Only the system block is cached (it is the one prefix every call shares).
+            cache_system=len(system) >= self._cache_min_chars, purpose="grade")
         try:
             response = await self._llm.complete(request)
             result.usage += response.usage

@@ -24,9 +24,25 @@ def candidates(n: int, content_hash: str = "") -> list[Candidate]:
     return out
 
 
-def grader(fake: FakeAnthropic, **config: object) -> LLMGrader:
+def grader(fake: FakeAnthropic, cache_min_tokens: int = 1024, **config: object) -> LLMGrader:
     return LLMGrader(make_llm(fake.url, max_retries=0), "claude-haiku-5-5",
-                     GradingConfig(**config))  # type: ignore[arg-type]
+                     GradingConfig(**config), cache_min_tokens)  # type: ignore[arg-type]
+
+
+async def test_the_shared_instructions_are_cached_once_long_enough(
+        fake_anthropic: FakeAnthropic) -> None:
+    # The grading prompt is below the default minimum: caching it would only cost a write.
+    long_question = "rotate staging credentials " * 400
+    await grader(fake_anthropic).grade(long_question, candidates(1))
+    assert "cache_control" not in fake_anthropic.calls("grade")[0].body["system"][0]
+    # With a minimum the prompt meets, the second question reads what the first one wrote.
+    cached = grader(fake_anthropic, cache_min_tokens=10)
+    first = await cached.grade("first question", candidates(1))
+    second = await cached.grade("another question", candidates(1))
+    assert fake_anthropic.calls("grade")[-1].body["system"][0]["cache_control"] == {
+        "type": "ephemeral"}
+    assert first.usage.cache_write_tokens > 0
+    assert second.usage.cache_read_tokens == first.usage.cache_write_tokens
 
 
 async def test_pointwise_calls_run_concurrently(fake_anthropic: FakeAnthropic) -> None:
