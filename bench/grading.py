@@ -3,9 +3,10 @@
 Run:  .venv/bin/python -m bench.grading [--latency 0.4] [--candidates 20] [--queries 10]
 
 Reports, per strategy, the wall time of grading N candidates against the floor of one LLM
-round trip, grading tokens per query, and the orchestration overhead of a whole question
-(wall time minus the time some LLM call was in flight), on an in-memory index so that only
-Sift's own code is left in the overhead.
+round trip, grading tokens per query, and the orchestration overhead of a whole question:
+wall time minus the time some LLM call was in flight, measured at Sift's side of the LLM
+port, on an in-memory index so that only Sift's own code is left in the overhead. The fake
+LLM server runs in a process of its own, so its work never counts as Sift's.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import multiprocessing
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
 from rag.grade import LLMGrader
-from rag.ports import LLMRequest
+from rag.ports import LLM, LLMRequest, LLMResponse
 from rag.types import Candidate, Chunk, Question
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.memory_index import MemoryIndex
@@ -52,15 +54,48 @@ def chunks(n: int) -> list[Chunk]:
                   section="Procedure", content_hash=f"h{i}") for i in range(n)]
 
 
-def busy_time(fake: FakeAnthropic, since: float) -> float:
-    """Wall time during which at least one LLM call was in flight (merged intervals)."""
-    spans = sorted((r.started, r.finished) for r in fake.requests if r.started >= since)
-    total, end = 0.0, float("-inf")
-    for start, finish in spans:
-        if finish > end:
-            total += finish - max(start, end)
-            end = finish
-    return total
+@dataclass
+class TimedLLM:
+    """The LLM port, recording when each call was in flight (Sift's side of the wire)."""
+
+    inner: LLM
+    spans: list[tuple[float, float]] = field(default_factory=list)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        started = time.perf_counter()
+        try:
+            return await self.inner.complete(request)
+        finally:
+            self.spans.append((started, time.perf_counter()))
+
+    def busy_since(self, since: float) -> float:
+        """Wall time during which at least one call was in flight (merged intervals)."""
+        total, end = 0.0, float("-inf")
+        for start, finish in sorted(s for s in self.spans if s[0] >= since):
+            if finish > end:
+                total += finish - max(start, end)
+                end = finish
+        return total
+
+
+def _serve(latency: float, port: multiprocessing.SimpleQueue) -> None:  # type: ignore[type-arg]
+    async def run() -> None:
+        fake = FakeAnthropic()
+        fake.latency_s.update({kind: latency for kind in
+                               ("grade", "grade_batch", "answer", "understand", "other")})
+        await fake.start()
+        port.put(fake.url)
+        await asyncio.Event().wait()  # until the parent terminates the process
+
+    asyncio.run(run())
+
+
+def start_fake(latency: float) -> tuple[str, multiprocessing.Process]:
+    """The fake Messages API in a process of its own, so that it shares no event loop."""
+    queue: multiprocessing.SimpleQueue = multiprocessing.SimpleQueue()  # type: ignore[type-arg]
+    process = multiprocessing.Process(target=_serve, args=(latency, queue), daemon=True)
+    process.start()
+    return str(queue.get()), process
 
 
 @dataclass
@@ -72,8 +107,8 @@ class Row:
     calls: int
 
 
-async def floor(fake: FakeAnthropic, runs: int) -> float:
-    llm = make_llm(fake.url, max_retries=0)
+async def floor(url: str, runs: int) -> float:
+    llm = make_llm(url, max_retries=0)
     times = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -83,9 +118,9 @@ async def floor(fake: FakeAnthropic, runs: int) -> float:
     return statistics.median(times)
 
 
-async def grade_runs(fake: FakeAnthropic, config: GradingConfig, label: str, n: int,
+async def grade_runs(url: str, config: GradingConfig, label: str, n: int,
                      queries: int) -> Row:
-    grader = LLMGrader(make_llm(fake.url, max_retries=0), "claude-haiku-5-5", config)
+    grader = LLMGrader(make_llm(url, max_retries=0), "claude-haiku-5-5", config)
     candidates = [Candidate(i + 1, c, 1.0) for i, c in enumerate(chunks(n))]
     walls, tokens_in, tokens_out, calls = [], 0, 0, 0
     for q in range(queries):
@@ -99,40 +134,37 @@ async def grade_runs(fake: FakeAnthropic, config: GradingConfig, label: str, n: 
     return Row(label, walls, tokens_in // queries, tokens_out // queries, calls // queries)
 
 
-async def overhead(fake: FakeAnthropic, n: int, queries: int) -> tuple[list[float], list[float]]:
+async def overhead(url: str, n: int, queries: int) -> tuple[list[float], list[float]]:
     index, embedder = MemoryIndex(), HashEmbedder()
     docs = chunks(n)
     await index.upsert(docs, await embedder.embed_documents([d.text for d in docs]))
     config = PipelineConfig(retrieval=RetrievalConfig(limit=n, diversity=False),
                             selection=SelectionConfig(threshold=0.0))
-    pipeline = make_pipeline(index, embedder, make_llm(fake.url, max_retries=0), config=config)
+    llm = TimedLLM(make_llm(url, max_retries=0))
+    pipeline = make_pipeline(index, embedder, llm, config=config)  # type: ignore[arg-type]
     extra, retrieval = [], []
     for q in range(queries):
-        since = time.monotonic()
         started = time.perf_counter()
         answer = await pipeline.answer(Question(f"how do I rotate staging credentials, run {q}?"))
-        extra.append(time.perf_counter() - started - busy_time(fake, since))
+        extra.append(time.perf_counter() - started - llm.busy_since(started))
         retrieval.append(answer.timings_ms["retrieve"] / 1000)
     return extra, retrieval
 
 
 async def main(latency: float, n: int, queries: int) -> None:
-    fake = FakeAnthropic()
-    await fake.start()
-    fake.latency_s.update({"grade": latency, "grade_batch": latency, "answer": latency,
-                           "understand": latency, "other": latency})
+    url, server = start_fake(latency)
     try:
-        rtt = await floor(fake, 5)
+        rtt = await floor(url, 5)
         rows = [
-            await grade_runs(fake, GradingConfig(concurrency=n), "pointwise", n, queries),
-            await grade_runs(fake, GradingConfig(strategy="batched", batch_size=5,
-                                                 concurrency=n), "batched x5", n, queries),
-            await grade_runs(fake, GradingConfig(strategy="batched", batch_size=n),
+            await grade_runs(url, GradingConfig(concurrency=n), "pointwise", n, queries),
+            await grade_runs(url, GradingConfig(strategy="batched", batch_size=5,
+                                                concurrency=n), "batched x5", n, queries),
+            await grade_runs(url, GradingConfig(strategy="batched", batch_size=n),
                              f"batched x{n}", n, queries),
         ]
-        extra, retrieval = await overhead(fake, n, queries)
+        extra, retrieval = await overhead(url, n, queries)
     finally:
-        await fake.stop()
+        server.terminate()
     print(f"fake LLM latency {latency * 1000:.0f} ms; {n} candidates; {queries} queries")
     print(f"floor: one LLM round trip = {rtt * 1000:.1f} ms (median of 5)\n")
     print(f"{'strategy':<12} {'calls':>5} {'p50 ms':>8} {'max ms':>8} {'x floor':>8} "
