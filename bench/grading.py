@@ -78,7 +78,7 @@ class TimedLLM:
         return total
 
 
-def _serve(latency: float, port: multiprocessing.SimpleQueue) -> None:  # type: ignore[type-arg]
+def _serve(latency: float, port: multiprocessing.SimpleQueue) -> None:
     async def run() -> None:
         fake = FakeAnthropic()
         fake.latency_s.update({kind: latency for kind in
@@ -92,7 +92,7 @@ def _serve(latency: float, port: multiprocessing.SimpleQueue) -> None:  # type: 
 
 def start_fake(latency: float) -> tuple[str, multiprocessing.Process]:
     """The fake Messages API in a process of its own, so that it shares no event loop."""
-    queue: multiprocessing.SimpleQueue = multiprocessing.SimpleQueue()  # type: ignore[type-arg]
+    queue: multiprocessing.SimpleQueue = multiprocessing.SimpleQueue()
     process = multiprocessing.Process(target=_serve, args=(latency, queue), daemon=True)
     process.start()
     return str(queue.get()), process

@@ -6,7 +6,7 @@ from typing import Any
 
 from rag.config import GradingConfig, ModelConfig, PipelineConfig, RetrievalConfig
 from rag.generate import ExtractiveGenerator, LLMGenerator
-from rag.grade import LLMGrader
+from rag.grade import Grader, LLMGrader
 from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.llm import AnthropicLLM
@@ -35,7 +35,7 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
-    accurate = None
+    accurate: Grader | None = None
     if llm is not None:
         accurate = LLMGrader(llm, models.fast_model, config.grading)
         if cache is not None:
