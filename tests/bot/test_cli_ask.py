@@ -1,0 +1,301 @@
+"""`sift ask` and `sift chat` end to end on the synced sample knowledge base, Claude or not."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import itertools
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+
+from bot.cli import main
+from bot.weaviate.process import ManagedWeaviate
+from rag import messages
+from rag.embed import LocalEmbedder
+from rag.index import WeaviateIndex
+from storage.db import Database
+from storage.models import DocumentStats, Feedback, Interaction
+from tests.conftest import index_config, unique_collection
+from tests.fakes.anthropic_server import FakeAnthropic
+
+pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
+
+# examples/knowledge/it/vpn-setup.md: "Sessions last 12 hours, after which you sign in again."
+QUESTION = "How long does a Relay Connect VPN session last before I sign in again?"
+VPN_DOC = "it-howto-vpn"
+VPN_MARKER = "Sessions last 12 hours"
+UNRELATED = "What is the airspeed of an unladen swallow?"
+USER = "ask-tester"
+CITATION_KEYS = {"n", "doc_id", "title", "url", "chunk_id"}
+CANDIDATE_KEYS = {"rank", "chunk_id", "doc_id", "title", "retrieval_score", "grade", "selected"}
+EXPLAIN_ROW = re.compile(r"^ [ *]\s*\d+\s+\d+\.\d\d\s+(?P<score>\d\.\d\d) (?P<source>\w+)\s+"
+                         r"(?P<reason>.*)$", re.M)
+
+
+@contextlib.contextmanager
+def sift_environment(monkeypatch: pytest.MonkeyPatch, server: ManagedWeaviate,
+                     collection: str, home: Path) -> Iterator[None]:
+    """Only the settings a test names: no API key, no config file, this Weaviate and data dir.
+    The CLI configures the root logger for itself; it is put back afterwards."""
+    for name in list(os.environ):
+        if name.startswith("SIFT_") or name == "ANTHROPIC_API_KEY":
+            monkeypatch.delenv(name)
+    env = {"SIFT_DATA_DIR": str(home / "data"), "SIFT_WEAVIATE_URL": server.url,
+           "SIFT_WEAVIATE_API_KEY": server.api_key,
+           "SIFT_WEAVIATE__GRPC_URL": f"127.0.0.1:{server.ports.grpc}",
+           "SIFT_WEAVIATE__COLLECTION": collection, "SIFT_LOG_LEVEL": "WARNING",
+           "LOGNAME": USER}  # getpass.getuser() reads LOGNAME first: the voter's name
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
+
+
+@pytest.fixture(scope="module")
+async def sample_kb(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder,
+                    tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """examples/knowledge synced once, through `sift sync`, into a fresh collection."""
+    collection = unique_collection("Ask")
+    out = io.StringIO()
+    home = tmp_path_factory.mktemp("sync")
+    with pytest.MonkeyPatch.context() as mp, sift_environment(
+            mp, weaviate_server, collection, home), contextlib.redirect_stdout(out):
+        code = await asyncio.to_thread(main, ["sync", "--json"])
+    [report] = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
+    assert code == 0 and report["source"] == "sample" and report["failed"] == 0
+    yield collection
+    index = WeaviateIndex(index_config(weaviate_server, collection), embedder.name,
+                          embedder.dimension)
+    await index.connect(ensure=False)
+    await index.drop()
+    await index.close()
+
+
+@pytest.fixture
+def sift_env(sample_kb: str, weaviate_server: ManagedWeaviate, tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A Sift over the synced collection with its own data dir (database, grade cache)."""
+    with sift_environment(monkeypatch, weaviate_server, sample_kb, tmp_path):
+        yield tmp_path / "data"
+
+
+@pytest.fixture
+def fake_claude(sift_env: Path, fake_anthropic: FakeAnthropic,
+                monkeypatch: pytest.MonkeyPatch) -> FakeAnthropic:
+    monkeypatch.setenv("SIFT_ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("SIFT_ANTHROPIC_BASE_URL", fake_anthropic.url)
+    return fake_anthropic
+
+
+def grade_vpn_chunks(reasons: dict[str, float]) -> Callable[[str, str], tuple[float, str]]:
+    """A grader that passes only the chunk with the session length; every reason it gives is
+    numbered, so the test can find each one in the output, and kept with its score."""
+    numbers = itertools.count(1)
+
+    def grade(question: str, document: str) -> tuple[float, str]:
+        relevant = VPN_MARKER in document
+        score = 0.9 if relevant else 0.1
+        reason = (f"Gives the VPN session length (grade {next(numbers)})." if relevant
+                  else f"Says nothing about VPN sessions (grade {next(numbers)}).")
+        reasons[reason] = score
+        return score, reason
+
+    return grade
+
+
+def ask_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code = main(["ask", "--json", *args])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def assert_answer_shape(data: dict[str, Any]) -> None:
+    """The keys other tools rely on (issue 5, Interfaces), each with the right type."""
+    assert isinstance(data["text"], str) and isinstance(data["status"], str)
+    assert isinstance(data["models"], dict)
+    assert isinstance(data["timings_ms"], dict) and isinstance(data["usage"], dict)
+    assert {"retrieve", "grade", "total"} <= set(data["timings_ms"])
+    assert all(isinstance(ms, int | float) for ms in data["timings_ms"].values())
+    assert all(isinstance(u, dict) for u in data["usage"].values())
+    for c in data["citations"]:
+        assert set(c) >= CITATION_KEYS
+        assert isinstance(c["n"], int) and all(isinstance(c[k], str) for k in CITATION_KEYS - {"n"})
+    assert data["candidates"]
+    for c in data["candidates"]:
+        assert set(c) >= CANDIDATE_KEYS
+        assert isinstance(c["rank"], int) and isinstance(c["retrieval_score"], float)
+        assert isinstance(c["selected"], bool) and set(c["grade"]) == {"score", "reason",
+                                                                       "source"}
+
+
+def assert_citations_valid(data: dict[str, Any]) -> None:
+    """Every [n] in the text has a citation n, and every citation is used and is a candidate."""
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", data["text"])}
+    numbers = [c["n"] for c in data["citations"]]
+    assert cited and cited == set(numbers) and numbers == list(range(1, len(numbers) + 1))
+    chunks = {c["chunk_id"]: c["doc_id"] for c in data["candidates"] if c["selected"]}
+    assert all(chunks.get(c["chunk_id"]) == c["doc_id"] for c in data["citations"])
+
+
+def test_fast_mode_without_a_key_answers_from_the_sample_kb(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ask_json(capsys, QUESTION)
+    assert_answer_shape(data)
+    assert (data["status"], data["mode"], data["extractive"]) == ("answered", "fast", True)
+    assert data["citations"] and data["citations"][0]["doc_id"] == VPN_DOC
+    assert_citations_valid(data)
+    assert {c["grade"]["source"] for c in data["candidates"]} == {"heuristic"}
+    assert data["usage"] == {} and "generate" not in data["models"]  # no Claude was asked
+
+
+def test_nothing_relevant_says_plainly_it_is_not_covered(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ask_json(capsys, UNRELATED)
+    assert (data["status"], data["text"], data["citations"]) == ("no_answer",
+                                                                 messages.NO_ANSWER, [])
+    assert not any(c["selected"] for c in data["candidates"])
+
+
+async def test_accurate_mode_grades_selects_and_cites_with_claude(
+        fake_claude: FakeAnthropic, capsys: pytest.CaptureFixture[str]) -> None:
+    reasons: dict[str, float] = {}
+    fake_claude.grade_rule = grade_vpn_chunks(reasons)
+    data = await asyncio.to_thread(ask_json, capsys, QUESTION)
+    assert_answer_shape(data)
+    assert (data["status"], data["mode"], data["extractive"]) == ("answered", "accurate", False)
+    candidates = data["candidates"]
+    assert {c["grade"]["source"] for c in candidates} == {"llm"}
+    assert len(fake_claude.calls("grade")) == len(candidates) == len(reasons)
+    assert len(fake_claude.calls("answer")) == 1
+    assert {c["grade"]["reason"]: c["grade"]["score"] for c in candidates} == reasons
+    selected = [c for c in candidates if c["selected"]]
+    assert selected and {c["doc_id"] for c in selected} == {VPN_DOC}
+    assert all(c["grade"]["score"] == 0.9 for c in selected)
+    assert_citations_valid(data)
+    assert {c["doc_id"] for c in data["citations"]} == {VPN_DOC}
+    assert data["models"]["grade"] == "claude-haiku-5-5"
+    assert data["models"]["generate"] == "claude-sonnet-5-5"
+    assert {"grade", "generate"} <= set(data["usage"])
+
+
+async def test_explain_lists_every_candidate_with_the_graders_reason(
+        fake_claude: FakeAnthropic, capsys: pytest.CaptureFixture[str]) -> None:
+    reasons: dict[str, float] = {}
+    fake_claude.grade_rule = grade_vpn_chunks(reasons)
+    code = await asyncio.to_thread(main, ["ask", "--explain", QUESTION])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    answer, explained = out.split("Candidates (mode: accurate", 1)
+    assert "Sources:\n  [1] Setting up the Relay Connect VPN — https://" in answer
+    rows = {m["reason"]: (float(m["score"]), m["source"]) for m in EXPLAIN_ROW.finditer(out)}
+    assert reasons and rows == {reason: (score, "llm") for reason, score in reasons.items()}
+    assert len(EXPLAIN_ROW.findall(explained)) == len(fake_claude.calls("grade"))
+
+
+async def test_mode_fast_grades_heuristically_with_claude_configured(
+        fake_claude: FakeAnthropic, capsys: pytest.CaptureFixture[str]) -> None:
+    data = await asyncio.to_thread(ask_json, capsys, "--mode", "fast", QUESTION)
+    assert (data["status"], data["mode"]) == ("answered", "fast")
+    assert {c["grade"]["source"] for c in data["candidates"]} == {"heuristic"}
+    # Only grading is asserted: README says fast mode answers with excerpts, but the pipeline
+    # still lets a configured Claude write the answer; which one is right is not settled.
+    assert fake_claude.calls("grade") == []
+
+
+class ChatSession:
+    """`sift chat` on a thread, its stdin a pipe the test writes one line at a time."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        read_end, write_end = os.pipe()
+        self._stdin = os.fdopen(read_end, "r")
+        monkeypatch.setattr(sys, "stdin", self._stdin)
+        self._typed = os.fdopen(write_end, "w", buffering=1)
+        self.code: int | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.code = main(["chat"])
+        except BaseException as exc:  # reported by the test, not lost on the thread
+            self.error = exc
+
+    def type(self, line: str) -> None:
+        self._typed.write(line + "\n")
+
+    def rows_when(self, database: Database, model: Any, ready: Callable[[list[Any]], bool],
+                  timeout_s: float = 180) -> list[Any]:
+        """Rows of `model` once `ready` holds; the chat writes them from its own thread."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self._thread.is_alive():
+            with contextlib.suppress(OperationalError), database.read() as session:
+                rows = list(session.scalars(select(model)))
+                if ready(rows):
+                    return rows
+            time.sleep(0.2)
+        raise AssertionError(f"{model.__name__} rows never became ready "
+                             f"(chat exit code {self.code}, error {self.error!r})")
+
+    def close(self) -> None:
+        """End of input ends the chat even when a test failed half-way through."""
+        if not self._typed.closed:
+            self._typed.close()
+        self._thread.join(timeout=60)
+        self._stdin.close()
+
+
+def thumbs(database: Database, doc_id: str) -> tuple[int, int]:
+    with database.read() as session:
+        stats = session.get(DocumentStats, doc_id)
+        assert stats is not None
+        return stats.thumbs_up, stats.thumbs_down
+
+
+def test_chat_votes_on_the_last_answer_and_a_new_vote_replaces_the_old(
+        sift_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    database = Database(f"sqlite:///{sift_env / 'sift.db'}")
+    chat = ChatSession(monkeypatch)
+    try:
+        chat.type("+")  # nothing answered yet
+        chat.type(QUESTION)
+        chat.type("+")
+        [up] = chat.rows_when(database, Feedback, lambda rows: len(rows) == 1)
+        [interaction] = chat.rows_when(database, Interaction, lambda rows: len(rows) == 1)
+        assert (interaction.platform, interaction.user_id, interaction.question) == (
+            "terminal", USER, QUESTION)
+        assert (up.interaction_id, up.user_id, up.vote, up.channel) == (
+            interaction.id, USER, 1, "terminal")
+        assert thumbs(database, VPN_DOC) == (1, 0)
+        chat.type("-")
+        [down] = chat.rows_when(database, Feedback, lambda rows: rows[0].vote == -1)
+        assert (down.id, down.interaction_id, down.channel) == (up.id, interaction.id,
+                                                                "terminal")
+        assert thumbs(database, VPN_DOC) == (0, 1)
+        chat.type("exit")
+    finally:
+        chat.close()
+        database.dispose()
+    out = capsys.readouterr().out
+    assert (chat.code, chat.error) == (0, None)
+    assert out.count("(nothing to vote on yet)") == 1
+    assert out.count(messages.FEEDBACK_THANKS) == 2
+    assert "sift> " in out and "Sources:" in out and VPN_MARKER in out
