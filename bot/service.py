@@ -31,6 +31,9 @@ class FeedbackStore(Protocol):
 
     def retract(self, interaction_id: int, user: str) -> None: ...
 
+    def retract_matching(self, interaction_id: int, user: str, vote: int,
+                         channel: str) -> bool: ...
+
     def add_comment(self, interaction_id: int, user: str, comment: str) -> None: ...
 
 
@@ -71,11 +74,17 @@ class ChatService:
         self._limits = limits
         self._quota = Quota(limits.quota_per_minute)
 
+    async def claim(self, event_key: str) -> bool:
+        """False for a redelivered event (a platform retry), which must not be acted on twice."""
+        if await asyncio.to_thread(self._stores.dedupe.claim, event_key,
+                                   self._limits.dedupe_ttl_s):
+            return True
+        log.info("duplicate delivery %s ignored", event_key)
+        return False
+
     async def admit(self, event_key: str, user: str, text: str) -> Gate:
         """Dedupe first: a redelivered event is dropped silently, it is not the person's doing."""
-        if not await asyncio.to_thread(self._stores.dedupe.claim, event_key,
-                                       self._limits.dedupe_ttl_s):
-            log.info("duplicate delivery %s ignored", event_key)
+        if not await self.claim(event_key):
             return Gate(False)
         if not text.strip():
             return Gate(False, messages.EMPTY_QUESTION)
@@ -106,6 +115,12 @@ class ChatService:
 
     async def retract(self, interaction_id: int, user: str) -> None:
         await asyncio.to_thread(self._stores.feedback.retract, interaction_id, user)
+
+    async def retract_matching(self, interaction_id: int, user: str, vote: int,
+                               channel: str) -> bool:
+        """Retract only a vote that is still `vote` from `channel`; True when one was."""
+        return await asyncio.to_thread(self._stores.feedback.retract_matching, interaction_id,
+                                       user, vote, channel)
 
     async def comment(self, interaction_id: int, user: str, comment: str) -> None:
         await asyncio.to_thread(self._stores.feedback.add_comment, interaction_id, user, comment)

@@ -65,6 +65,19 @@ class FeedbackRepository:
                 Feedback.interaction_id == interaction_id, Feedback.user_id == user))
             self._move_thumbs(session, interaction_id, old, None)
 
+    def retract_matching(self, interaction_id: int, user: str, vote: int, channel: str) -> bool:
+        """Take a vote back only while it is still `vote` cast through `channel`: removing a 👍
+        must not undo the 👎 or the button click that replaced it. True when one was."""
+        statement = table(Feedback).delete().where(
+            Feedback.interaction_id == interaction_id, Feedback.user_id == user,
+            Feedback.vote == vote, Feedback.channel == channel)
+        with self._db.write() as session:
+            self._lock(session, interaction_id)
+            if cast(CursorResult[Any], session.execute(statement)).rowcount == 0:
+                return False
+            self._move_thumbs(session, interaction_id, vote, None)
+            return True
+
     def add_comment(self, interaction_id: int, user: str, comment: str) -> None:
         """Attach the person's explanation to their vote; without a vote there is nothing to
         attach it to (it was retracted meanwhile), which is logged, not raised."""

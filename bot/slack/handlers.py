@@ -29,7 +29,7 @@ from bot.slack.events import (
     parse_reaction,
     thread_turns,
 )
-from bot.slack.outbox import SlackOutbox
+from bot.slack.outbox import SlackOutbox, StreamBroken
 from bot.slack.state import Background, CommentKey, PendingComments
 from rag import messages
 from rag.logcontext import (
@@ -114,7 +114,8 @@ class SlackHandlers:
         addressed = incoming.kind is not Kind.THREAD_REPLY
         try:
             key = CommentKey(incoming.channel, incoming.thread_ts, incoming.user)
-            if self._comments.peek(key) is not None:
+            # A comment is a plain reply or DM: an @mention is a question even then.
+            if incoming.kind is not Kind.MENTION and self._comments.peek(key) is not None:
                 addressed = True
                 await self._take_comment(incoming, key)
                 return
@@ -149,8 +150,9 @@ class SlackHandlers:
         gate = await self._service.admit(f"slack:{incoming.event_id}", incoming.user,
                                          incoming.text)
         if not gate.admitted:
-            if gate.reply:
-                await self._out.ephemeral(incoming.channel, incoming.user, incoming.thread_ts,
+            if gate.reply:  # where the answer would have gone: a new mention has no thread_ts
+                thread = incoming.answer_thread(threaded=self._options.streaming)
+                await self._out.ephemeral(incoming.channel, incoming.user, thread,
                                           render_notice(gate.reply))
             return
         conversation = f"slack:{incoming.team}:{incoming.channel}"
@@ -193,14 +195,29 @@ class SlackHandlers:
 
     async def _deliver(self, incoming: Incoming, answer: Answer) -> str:
         if self._options.streaming and streamable(answer):
-            thread = incoming.answer_thread(threaded=True)  # streams are always replies
             try:
-                return await self._out.stream(incoming.channel, thread, render_stream(answer),
-                                              team=incoming.team, user=incoming.user)
-            except SlackApiError as exc:
+                return await self._stream(incoming, answer)
+            except SlackApiError as exc:  # startStream refused: nothing is shown yet
                 log.warning("streaming failed (%s); posting the answer at once", exc)
         thread = incoming.answer_thread(threaded=self._options.streaming)
         return await self._out.post(incoming.channel, thread, render_answer(answer))
+
+    async def _stream(self, incoming: Incoming, answer: Answer) -> str:
+        thread = incoming.answer_thread(threaded=True)  # streams are always replies
+        try:
+            return await self._out.stream(incoming.channel, thread, render_stream(answer),
+                                          team=incoming.team, user=incoming.user)
+        except StreamBroken as broken:
+            # Part of the answer is already on screen: finish that message in place, since
+            # posting anew would leave a half answer next to a whole one.
+            log.warning("stream broke off (%s); completing message %s", broken.__cause__,
+                        broken.ts)
+            try:
+                await self._out.update(incoming.channel, broken.ts, render_answer(answer))
+            except Exception:
+                log.exception("could not complete the streamed answer %s (reference %s)",
+                              broken.ts, current_correlation_id())
+            return broken.ts
 
     async def _report_failure(self, incoming: Incoming) -> None:
         notice = render_error(messages.INTERNAL_ERROR, current_correlation_id())
@@ -229,10 +246,13 @@ class SlackHandlers:
         try:
             interaction = await self._service.interaction_for(PLATFORM, reaction.channel,
                                                               reaction.message_ts)
-            if interaction is None:
-                return  # a reaction on some other message
+            # Claimed only on answers, so reactions elsewhere leave no trace in the store.
+            if interaction is None or not await self._service.claim(f"slack:{reaction.event_id}"):
+                return  # a reaction on some other message, or a redelivery
             if not reaction.added:
-                await self._service.retract(interaction, reaction.user)
+                # Only the vote this reaction cast: not a later click or the opposite reaction.
+                await self._service.retract_matching(interaction, reaction.user, reaction.vote,
+                                                     VIA_REACTION)
                 return
             await self._service.vote(interaction, reaction.user, reaction.vote, VIA_REACTION)
             if reaction.vote < 0 and self._options.ask_why_on_downvote:

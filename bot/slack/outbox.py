@@ -17,6 +17,14 @@ WORKING_REACTION = "eyes"
 _PARAGRAPH_END = re.compile(r"(?<=\n\n)")
 
 
+class StreamBroken(Exception):
+    """The streamed message `ts` exists, but appending to or stopping the stream failed."""
+
+    def __init__(self, ts: str) -> None:
+        super().__init__(f"the stream of message {ts} broke off")
+        self.ts = ts
+
+
 class SlackOutbox:
     """Thin calls on one AsyncWebClient; link unfurling is always off."""
 
@@ -31,17 +39,27 @@ class SlackOutbox:
 
     async def stream(self, channel: str, thread_ts: str, parts: SlackStream, *,
                      team: str, user: str) -> str:
-        """chat.startStream / appendStream / stopStream; the blocks land when it stops."""
+        """chat.startStream / appendStream / stopStream; the blocks land when it stops.
+        Raises StreamBroken once the message exists: a new post would then be a duplicate."""
         stream = await self._client.chat_stream(
             channel=channel, thread_ts=thread_ts, recipient_team_id=team or None,
             recipient_user_id=user or None)
-        for piece in _PARAGRAPH_END.split(parts.markdown):
-            if piece:
-                await stream.append(markdown_text=piece)
-        await stream.stop(blocks=list(parts.blocks))
+        try:
+            for piece in _PARAGRAPH_END.split(parts.markdown):
+                if piece:
+                    await stream.append(markdown_text=piece)
+            await stream.stop(blocks=list(parts.blocks))
+        except Exception as exc:
+            if stream.ts:
+                raise StreamBroken(stream.ts) from exc
+            raise
         if not stream.ts:
             raise SlackApiError("chat.startStream returned no ts", response=None)
         return stream.ts
+
+    async def update(self, channel: str, ts: str, message: SlackMessage) -> None:
+        await self._client.chat_update(channel=channel, ts=ts, text=message.text,
+                                       blocks=list(message.blocks))
 
     async def ephemeral(self, channel: str, user: str, thread_ts: str,
                         message: SlackMessage) -> None:

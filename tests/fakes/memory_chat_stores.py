@@ -88,6 +88,14 @@ class MemoryFeedback:
         self._known(interaction_id)
         self.votes.pop((interaction_id, user), None)
 
+    def retract_matching(self, interaction_id: int, user: str, vote: int, channel: str) -> bool:
+        self._known(interaction_id)
+        found = self.votes.get((interaction_id, user))
+        if found is None or (found.vote, found.channel) != (vote, channel):
+            return False
+        del self.votes[(interaction_id, user)]
+        return True
+
     def add_comment(self, interaction_id: int, user: str, comment: str) -> None:
         self._known(interaction_id)
         if (interaction_id, user) in self.votes:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
+from sqlalchemy import select
 
 from bot.app import App
 from bot.settings import SlackSettings
@@ -21,7 +22,7 @@ from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
-from storage.models import Feedback, Interaction
+from storage.models import DocumentStats, Feedback, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_driver import SlackDriver
 from tests.fakes.slack_payloads import (
@@ -66,6 +67,14 @@ class SlackSift:
             if len(rows) >= count or time.monotonic() > deadline:
                 return rows
             await asyncio.sleep(0.05)
+
+    async def thumbs(self) -> set[tuple[int, int]]:
+        """The distinct (up, down) thumbs of the documents that have any."""
+        def read() -> set[tuple[int, int]]:
+            with self.sift.app.database.read() as session:
+                return {(d.thumbs_up, d.thumbs_down) for d in session.scalars(select(
+                    DocumentStats)) if d.thumbs_up or d.thumbs_down}
+        return await asyncio.to_thread(read)
 
     async def answer_in(self, channel: str, n: int = 1) -> Call:
         return (await self.slack.wait_for("chat.postMessage", n))[n - 1]
@@ -155,7 +164,7 @@ async def test_follow_up_in_the_thread_without_a_mention(make_served: Serve,
     assert [r.question for r in rows] == [QUESTION, "and what about production?"]
 
 
-async def test_reaction_added_then_removed_stores_then_retracts_a_vote(
+async def test_reaction_votes_and_its_removal_retracts_only_its_own_vote(
         make_served: Serve) -> None:
     s = await make_served()
     await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
@@ -166,12 +175,23 @@ async def test_reaction_added_then_removed_stores_then_retracts_a_vote(
     [vote] = await s.rows(Feedback, 1)
     assert (vote.interaction_id, vote.user_id, vote.vote, vote.channel) == \
         (row.id, USER, 1, "reaction")
+    assert await s.thumbs() == {(1, 0)}  # on the cited documents
     await s.driver.event(reaction("+1", answer_ts, removed=True, event_id=next_event_id()))
     for _ in range(100):
         if not await asyncio.to_thread(s.sift.rows, Feedback):
             break
         await asyncio.sleep(0.05)
     assert await asyncio.to_thread(s.sift.rows, Feedback) == []
+    assert await s.thumbs() == set()
+    # 👍 again, then a 👎 click replaces it: taking the 👍 away must leave the click alone
+    await s.driver.event(reaction("+1", answer_ts, event_id=next_event_id()))
+    await s.rows(Feedback, 1, vote=1, channel="reaction")
+    await s.driver.click(block_action("down", message_ts=answer_ts, thread_ts=Q_TS))
+    await s.rows(Feedback, 1, vote=-1, channel="button")
+    await s.driver.event(reaction("+1", answer_ts, removed=True, event_id=next_event_id()))
+    await s.driver.settle()  # `sift serve` drains the work before it stops
+    [vote] = await asyncio.to_thread(s.sift.rows, Feedback)
+    assert (vote.vote, vote.channel) == (-1, "button") and await s.thumbs() == {(0, 1)}
 
 
 async def test_feedback_buttons_and_the_why_comment(make_served: Serve) -> None:

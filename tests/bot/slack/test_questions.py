@@ -165,6 +165,20 @@ async def test_quota_and_size_limits_reply_privately(make_stack: StackFactory) -
     assert len(stack.slack.calls_to("chat.postMessage")) == 1
 
 
+async def test_limit_notices_for_a_new_mention_go_to_its_thread(
+        make_stack: StackFactory) -> None:
+    stack = await make_stack(limits=ChatLimits(quota_per_minute=1, max_message_chars=100))
+    await ask_in_channel(stack)
+    await stack.driver.mention(f"<@{BOT_USER}> and another one?", ts="1700000900.000001")
+    await stack.driver.mention(f"<@{BOT_USER}> {'x' * 150}", ts="1700000900.000002")
+    await stack.driver.settle()
+    quota, too_long = stack.slack.calls_to("chat.postEphemeral")
+    assert "wait a moment" in quota.args["text"] and "too long" in too_long.args["text"]
+    # each in the thread its answer would have started, not in the channel
+    assert quota.args.get("thread_ts") == "1700000900.000001"
+    assert too_long.args.get("thread_ts") == "1700000900.000002"
+
+
 async def test_assistant_threads_get_a_status_instead_of_eyes(make_stack: StackFactory) -> None:
     stack = await make_stack(assistant_status=True)
     stack.slack.add_message(DM, BOT_USER, "Hi, how can I help?", "1700001000.000001",
