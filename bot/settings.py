@@ -277,12 +277,11 @@ def _env_origin(loc: tuple[Any, ...]) -> str | None:
 
 def _in_toml(data: Any, loc: tuple[Any, ...]) -> bool:
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
-            data = data[part]
-        else:
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if not (in_dict or in_list):
             return False
+        data = data[part]
     return True
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import grpc
+import httpx
 import weaviate
 from weaviate.classes.aggregate import GroupByAggregate
 from weaviate.classes.data import DataObject
@@ -26,6 +28,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSERT_BATCH = 200
+# What a down or unreachable server surfaces as: the client wraps most failures in
+# WeaviateBaseError, but raw gRPC, HTTP and socket errors can escape it.
+TRANSPORT_ERRORS = (WeaviateBaseError, grpc.RpcError, httpx.HTTPError, OSError)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ class WeaviateIndex:
             return await asyncio.wait_for(call, timeout_s)
         except TimeoutError as exc:
             raise RetrievalError(f"{self.where} did not {action} within {timeout_s:.0f}s") from exc
-        except WeaviateBaseError as exc:
+        except TRANSPORT_ERRORS as exc:
             raise self._error(action, exc) from exc
 
     @property
@@ -226,15 +231,23 @@ class WeaviateIndex:
     async def list_documents(self, source: str) -> dict[str, set[str]]:
         """doc_id -> content hashes present in the index for one source."""
         found: dict[str, set[str]] = {}
+        limit = self.config.query_timeout_s
         try:
-            async for obj in self._collection.iterator(
-                return_properties=["source", "doc_id", "content_hash"], cache_size=1000
-            ):
-                props = obj.properties
-                if props.get("source") == source:
-                    found.setdefault(str(props["doc_id"]), set()).add(
-                        str(props.get("content_hash", "")))
-        except WeaviateBaseError as exc:
+            # The deadline moves with each object: a big index takes many pages, but a dead
+            # server must not keep the gRPC client retrying for a minute.
+            async with asyncio.timeout(limit) as deadline:
+                async for obj in self._collection.iterator(
+                    return_properties=["source", "doc_id", "content_hash"], cache_size=1000
+                ):
+                    deadline.reschedule(asyncio.get_running_loop().time() + limit)
+                    props = obj.properties
+                    if props.get("source") == source:
+                        found.setdefault(str(props["doc_id"]), set()).add(
+                            str(props.get("content_hash", "")))
+        except TimeoutError as exc:
+            raise RetrievalError(
+                f"{self.where} did not list documents (no reply within {limit:.0f}s)") from exc
+        except TRANSPORT_ERRORS as exc:
             raise self._error("list documents", exc) from exc
         return found
 

@@ -72,29 +72,36 @@ def _arch() -> str:
     )
 
 
-def _download_release(version: str, dest: Path, report: Report) -> None:
-    url = RELEASE_URL.format(version=version, arch=_arch())
+def _download_release(version: str, dest: Path, report: Report, release_url: str) -> None:
+    url = release_url.format(version=version, arch=_arch())
     report(f"Downloading {url}")
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "weaviate.tar.gz"
-        with httpx.stream("GET", url, follow_redirects=True, timeout=20.0) as response:
-            response.raise_for_status()
-            total = int(response.headers.get("content-length") or 0)
-            done, last = 0, 0.0
-            with archive.open("wb") as out:
-                for block in response.iter_bytes(1 << 20):
-                    out.write(block)
-                    done += len(block)
-                    if time.monotonic() - last > 2:
-                        last = time.monotonic()
-                        share = f" ({100 * done // total}%)" if total else ""
-                        report(f"  {done >> 20} MiB{share}")
+        try:
+            _fetch(url, archive, report)
+        except httpx.HTTPError as exc:  # a refused connection does not say where it went
+            raise RuntimeError(f"{url}: {exc}") from exc
         with tarfile.open(archive) as tar:
             member = next((m for m in tar.getmembers() if Path(m.name).name == "weaviate"), None)
             if member is None:
                 raise RuntimeError("the release archive holds no 'weaviate' binary")
             tar.extract(member, tmp, filter="data")
             shutil.move(str(Path(tmp) / member.name), dest)
+
+
+def _fetch(url: str, archive: Path, report: Report) -> None:
+    with httpx.stream("GET", url, follow_redirects=True, timeout=20.0) as response:
+        response.raise_for_status()
+        total = int(response.headers.get("content-length") or 0)
+        done, last = 0, 0.0
+        with archive.open("wb") as out:
+            for block in response.iter_bytes(1 << 20):
+                out.write(block)
+                done += len(block)
+                if time.monotonic() - last > 2:
+                    last = time.monotonic()
+                    share = f" ({100 * done // total}%)" if total else ""
+                    report(f"  {done >> 20} MiB{share}")
 
 
 def _go_build(version: str, dest: Path, report: Report) -> None:
@@ -132,8 +139,12 @@ def _go_build(version: str, dest: Path, report: Report) -> None:
         report(f"  built in {time.monotonic() - started:.0f}s")
 
 
-def install(version: str, explicit: Path | None, report: Report) -> Path:
-    """Return a runnable binary for `version`, installing it into the cache when needed."""
+def install(version: str, explicit: Path | None, report: Report, *,
+            release_url: str = RELEASE_URL) -> Path:
+    """Return a runnable binary for `version`, installing it into the cache when needed.
+
+    `release_url` is a template with {version} and {arch}, for a mirror of the releases.
+    """
     found = find_binary(version, explicit)
     if found is not None:
         report(f"Weaviate {version}: using {found}")
@@ -141,7 +152,11 @@ def install(version: str, explicit: Path | None, report: Report) -> Path:
     dest = cached_binary(version)
     dest.parent.mkdir(parents=True, exist_ok=True)
     attempts = [Attempt("SIFT_WEAVIATE_BINARY or cache", f"nothing at {dest}")]
-    for method, step in (("release tarball", _download_release), ("go build", _go_build)):
+    steps: list[tuple[str, Callable[[str, Path, Report], None]]] = [
+        ("release tarball", lambda v, d, r: _download_release(v, d, r, release_url)),
+        ("go build", _go_build),
+    ]
+    for method, step in steps:
         partial = dest.with_suffix(".partial")
         try:
             step(version, partial, report)

@@ -75,6 +75,19 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _runs_weaviate(pid: int, binary: Path | None) -> bool:
+    """Whether `pid` is a Weaviate server: a stale pid file's pid may now belong to anything."""
+    if not Path("/proc/self").exists():  # no procfs (macOS): the pid file is all there is
+        return True
+    try:
+        program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(
+            errors="replace")
+    except OSError:
+        return False
+    return "weaviate" in Path(program).name.lower() or (
+        binary is not None and program == str(binary))
+
+
 def server_env(data_dir: Path, ports: Ports, api_key: str) -> dict[str, str]:
     """Environment for a single-node server that brings no vectorizers and phones nobody.
 
@@ -162,7 +175,7 @@ class ManagedWeaviate:
             pid = int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _pid_alive(pid) else None
+        return pid if _pid_alive(pid) and _runs_weaviate(pid, self.binary) else None
 
     def status(self) -> Status:
         pid = self._recorded_pid()

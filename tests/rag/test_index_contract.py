@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
 from rag.index import IndexConfig, WeaviateIndex
@@ -160,8 +163,6 @@ async def test_rejected_objects_raise(weaviate_index: WeaviateIndex) -> None:
 
 
 async def test_unreachable_server_names_the_address() -> None:
-    from bot.weaviate.process import free_port
-
     config = IndexConfig(http_url=f"http://127.0.0.1:{free_port()}",
                          grpc_url=f"127.0.0.1:{free_port()}", connect_timeout_s=2,
                          collection=unique_collection())
@@ -173,19 +174,38 @@ async def test_unreachable_server_names_the_address() -> None:
     assert time.monotonic() - started < 10
 
 
-async def test_search_after_server_died_fails_fast(tmp_path: Any, embedder: LocalEmbedder) -> None:
-    from bot.weaviate.install import find_binary
-    from bot.weaviate.process import ManagedWeaviate, free_ports
+DEAD_SERVER_CALLS: dict[str, Callable[[WeaviateIndex], Awaitable[object]]] = {
+    "search": lambda index: index.search("anything", [0.0] * 384, limit=3),
+    "upsert": lambda index: index.upsert([make_chunk("vpn", "VPN", "text")], [[0.1] * 384]),
+    "count": lambda index: index.count(),
+    "list_documents": lambda index: index.list_documents("kb"),
+}
 
-    server = ManagedWeaviate(find_binary("1.39.3", None), tmp_path, free_ports())
+
+async def _failure(call: Awaitable[object]) -> tuple[str, str, float]:
+    started = time.monotonic()
+    try:
+        await call
+    except Exception as exc:
+        return type(exc).__name__, str(exc), time.monotonic() - started
+    return "no error", "", time.monotonic() - started
+
+
+async def test_calls_after_server_died_fail_fast_naming_it(
+        weaviate_server: ManagedWeaviate, tmp_path: Any, embedder: LocalEmbedder) -> None:
+    server = ManagedWeaviate(weaviate_server.binary, tmp_path, free_ports())
     server.start()
-    index = WeaviateIndex(index_config(server, unique_collection()), embedder.name,
-                          embedder.dimension)
+    config = replace(index_config(server, unique_collection()), query_timeout_s=3,
+                     insert_timeout_s=3)
+    index = WeaviateIndex(config, embedder.name, embedder.dimension)
     try:
         await index.connect()
         server.stop()
-        with pytest.raises(RetrievalError, match=server.url):
-            await index.search("anything", [0.0] * 384, limit=3)
+        failures = {name: await _failure(call(index)) for name, call in DEAD_SERVER_CALLS.items()}
     finally:
         server.stop()
         await index.close()
+    for name, (kind, message, seconds) in failures.items():
+        assert kind == "RetrievalError", (name, kind, message)
+        assert server.url in message, (name, message)
+        assert seconds < 10, (name, seconds)

@@ -1,0 +1,201 @@
+"""`sift weaviate start|status|stop` as real subprocesses, install()'s fallbacks, pid safety."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.weaviate.install import WeaviateInstallError, cached_binary, find_binary, install
+from bot.weaviate.process import ManagedWeaviate, Ports, free_port, free_ports
+from rag.errors import ConfigError
+from rag.index import IndexConfig, WeaviateIndex
+from rag.types import Chunk
+from tests.conftest import WEAVIATE_VERSION
+
+SIFT = Path(sys.executable).parent / "sift"
+PORT_NAMES = ("http", "grpc", "gossip", "data", "raft", "raft_rpc", "profiling")
+
+
+def weaviate_binary() -> Path:
+    """The binary the session fixture runs (tests/conftest.py); missing fails, never skips."""
+    explicit = os.environ.get("SIFT_WEAVIATE_BINARY")
+    binary = find_binary(WEAVIATE_VERSION, Path(explicit) if explicit else None)
+    if binary is None:
+        pytest.fail(f"No Weaviate {WEAVIATE_VERSION} binary at {cached_binary(WEAVIATE_VERSION)}"
+                    ": run `sift weaviate install`.", pytrace=False)
+    return binary
+
+
+def sift(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SIFT), "weaviate", *args], env=env, capture_output=True,
+                          text=True, timeout=180, check=False)
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> Iterator[tuple[dict[str, str], Ports]]:
+    """Environment for a `sift` run with its own data dir and free ports; stops what it started."""
+    ports = free_ports()
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SIFT_")}
+    env.update(SIFT_DATA_DIR=str(tmp_path / "data"),
+               SIFT_WEAVIATE_BINARY=str(weaviate_binary()))
+    for name, port in zip(PORT_NAMES, ports.all(), strict=True):
+        env[f"SIFT_WEAVIATE__{name.upper()}_PORT"] = str(port)
+    yield env, ports
+    # In-process, because every `sift` run pays for importing the whole app.
+    ManagedWeaviate(None, tmp_path / "data" / "weaviate", ports).stop()
+
+
+def text_status(output: str) -> dict[str, str]:
+    pairs = (line.split(None, 1) for line in output.splitlines() if line.strip())
+    return {key: value.strip() for key, value in pairs}
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # exited, waiting for its parent (init) to reap it
+
+
+async def add_objects(data_dir: Path, ports: Ports, count: int) -> None:
+    config = IndexConfig(http_url=f"http://127.0.0.1:{ports.http}",
+                         grpc_url=f"127.0.0.1:{ports.grpc}",
+                         api_key=(data_dir / "weaviate" / "api-key").read_text().strip())
+    index = WeaviateIndex(config, "local:all-MiniLM-L6-v2", 384)
+    await index.connect()
+    try:
+        chunks = [Chunk(chunk_id=f"kb:d{i}:0", doc_id=f"d{i}", source="kb", title="T",
+                        text=f"text {i}") for i in range(count)]
+        await index.upsert(chunks, [[0.1 * (i + 1)] * 384 for i in range(count)])
+    finally:
+        await index.close()
+
+
+@pytest.mark.weaviate
+@pytest.mark.slow
+def test_start_status_stop(cli_env: tuple[dict[str, str], Ports]) -> None:
+    env, ports = cli_env
+    data_dir = Path(env["SIFT_DATA_DIR"])
+    started = sift(env, "start")
+    assert started.returncode == 0, started.stderr
+    pid = int((data_dir / "weaviate" / "weaviate.pid").read_text())
+    assert f"pid {pid}, http {ports.http}, grpc {ports.grpc}" in started.stdout
+    asyncio.run(add_objects(data_dir, ports, 3))
+
+    status = sift(env, "status")
+    assert status.returncode == 0, status.stderr
+    shown = text_status(status.stdout)
+    assert shown["version"] == WEAVIATE_VERSION
+    assert (shown["http_port"], shown["grpc_port"]) == (str(ports.http), str(ports.grpc))
+    assert (shown["objects"], shown["running"], shown["pid"]) == ("3", "True", str(pid))
+
+    stopped = sift(env, "stop")
+    assert (stopped.returncode, stopped.stdout.strip()) == (0, "Weaviate stopped.")
+    assert pid_gone(pid)
+    assert not (data_dir / "weaviate" / "weaviate.pid").exists()
+    after = sift(env, "status")
+    assert after.returncode == 3 and "not running" in after.stdout
+
+
+# install(): explicit path or cache, then the release tarball, then a Go build.
+
+VERSION = "9.9.9-test"
+
+
+def fake_go(directory: Path, body: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    go = directory / "go"
+    go.write_text("#!/bin/sh\n" + body)
+    go.chmod(0o755)
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A private cache dir, a release URL nobody listens on, and a `go` that we control."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return f"http://127.0.0.1:{free_port()}/weaviate-v{{version}}.tar.gz"
+
+
+def test_install_names_every_step_and_why(tmp_path: Path, offline: str) -> None:
+    fake_go(tmp_path / "bin", 'echo "fake go: $*" >&2\nexit 1\n')
+    lines: list[str] = []
+    with pytest.raises(WeaviateInstallError) as caught:
+        install(VERSION, None, lines.append, release_url=offline)
+    message = caught.value.user_message
+    url = offline.format(version=VERSION)
+    why = [f"SIFT_WEAVIATE_BINARY or cache: nothing at {cached_binary(VERSION)}",
+           f"release tarball: RuntimeError: {url}: ",
+           "go build: RuntimeError: go install failed",
+           f"fake go: install -v github.com/weaviate/weaviate/cmd/weaviate-server@v{VERSION}"]
+    positions = [message.find(part) for part in why]
+    assert -1 not in positions and positions == sorted(positions), message
+    steps = [i for i, line in enumerate(lines) if line.startswith(("Downloading", "Building"))]
+    assert [lines[i].split()[0] for i in steps] == ["Downloading", "Building"]
+    assert not list(cached_binary(VERSION).parent.iterdir())  # no partial file left behind
+
+
+def test_go_build_follows_an_unreachable_release(tmp_path: Path, offline: str) -> None:
+    fake_go(tmp_path / "bin", 'printf "#!/bin/sh\\necho cgo=$CGO_ENABLED\\n" '
+                              '> "$GOBIN/weaviate-server"\n')
+    lines: list[str] = []
+    path = install(VERSION, None, lines.append, release_url=offline)
+    assert path == cached_binary(VERSION)
+    assert subprocess.run([path], capture_output=True, text=True).stdout == "cgo=1\n"
+    assert any(line.startswith("  release tarball failed") for line in lines)
+    assert lines[-1] == f"Weaviate {VERSION} installed at {path}"
+
+
+def test_cached_binary_needs_no_network(tmp_path: Path, offline: str) -> None:
+    fake_go(tmp_path / "bin", "exit 1\n")
+    cached = cached_binary(VERSION)
+    cached.parent.mkdir(parents=True)
+    shutil.copy("/bin/true", cached)
+    lines: list[str] = []
+    assert install(VERSION, None, lines.append, release_url=offline) == cached
+    assert lines == [f"Weaviate {VERSION}: using {cached}"]
+
+
+def test_explicit_binary_must_be_executable(tmp_path: Path, offline: str) -> None:
+    plain = tmp_path / "weaviate-server"
+    plain.write_text("not a program")
+    with pytest.raises(ConfigError, match="not an executable file"):
+        install(VERSION, plain, print, release_url=offline)
+
+
+# stop(): a pid file may outlive its server, and the pid may now belong to someone else.
+
+@pytest.mark.parametrize(("program", "known_binary", "killed"), [
+    ("sleep", False, False),  # an unrelated process that reused the pid
+    ("weaviate-server", False, True),
+    ("my-server", True, True),  # SIFT_WEAVIATE_BINARY with a name of its own
+    ("my-server", False, False),
+])
+def test_stop_signals_only_weaviate(tmp_path: Path, program: str, known_binary: bool,
+                                    killed: bool) -> None:
+    executable = tmp_path / program
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", executable)
+    process = subprocess.Popen([str(executable), "60"])
+    try:
+        managed = ManagedWeaviate(executable if known_binary else None, tmp_path / "data",
+                                  free_ports())
+        managed.data_dir.mkdir()
+        managed.pid_file.write_text(str(process.pid))
+        assert managed.stop(timeout_s=5) is killed
+        if killed:
+            assert process.wait(timeout=5) == -signal.SIGTERM
+        else:
+            assert process.poll() is None  # still sleeping
+        assert not managed.pid_file.exists()
+    finally:
+        process.kill()
+        process.wait()

@@ -1,0 +1,88 @@
+"""The real local embedder (all-MiniLM-L6-v2): shape, norm, batching, meaning, offline loading."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rag.embed import LOCAL_MODEL_DIMENSION, LocalEmbedder
+from rag.types import Vector
+
+EXPENSES = "Submit receipts from business travel within thirty days to be paid back."
+PARAPHRASE = "How can I get reimbursed after a work trip?"
+UNRELATED = "Install the WireGuard client, import the profile, then sign in with SSO."
+
+# Lengths differ so that a batch pads most texts; more than one batch of 32.
+TEXTS = [EXPENSES, PARAPHRASE, UNRELATED, "VPN", "a " * 120] + [
+    f"Runbook step {i}: restart worker {i} and watch the queue depth for {i * 3} minutes."
+    for i in range(31)
+]
+
+
+def dot(a: Vector, b: Vector) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def max_gap(a: Vector, b: Vector) -> float:
+    return max(abs(x - y) for x, y in zip(a, b, strict=True))
+
+
+async def test_vectors_have_384_dimensions_and_unit_norm(embedder: LocalEmbedder) -> None:
+    vectors = await embedder.embed_documents(TEXTS[:5])
+    assert embedder.dimension == LOCAL_MODEL_DIMENSION == 384
+    assert embedder.name == "local:all-MiniLM-L6-v2"
+    assert [len(v) for v in vectors] == [384] * 5
+    for vector in vectors:
+        assert math.sqrt(dot(vector, vector)) == pytest.approx(1.0, abs=1e-5)
+
+
+async def test_a_batch_equals_the_texts_one_by_one(embedder: LocalEmbedder) -> None:
+    batch = await embedder.embed_documents(TEXTS)
+    single = [await embedder.embed_query(text) for text in TEXTS]
+    assert len(batch) == len(TEXTS)
+    assert max(max_gap(a, b) for a, b in zip(batch, single, strict=True)) < 1e-5
+
+
+async def test_a_paraphrase_is_closer_than_an_unrelated_text(embedder: LocalEmbedder) -> None:
+    doc, question, other = await embedder.embed_documents([EXPENSES, PARAPHRASE, UNRELATED])
+    assert dot(doc, question) > dot(doc, other) + 0.2
+
+
+async def test_no_texts_give_no_vectors(embedder: LocalEmbedder) -> None:
+    assert await embedder.embed_documents([]) == []
+
+
+LOAD_IN_A_FRESH_PROCESS = """
+import json, os
+from rag.embed import LocalEmbedder
+vector = LocalEmbedder().encode_now(["warm-up"])[0]
+import huggingface_hub.constants as hub
+print(json.dumps({"env": os.environ.get("HF_HUB_OFFLINE"), "hub": hub.HF_HUB_OFFLINE,
+                  "dims": len(vector)}))
+"""
+
+
+@pytest.mark.slow
+def test_loading_sets_hf_hub_offline() -> None:
+    """In a process that had no HF_HUB_OFFLINE, loading sets it before the hub library reads it."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    done = subprocess.run([sys.executable, "-c", LOAD_IN_A_FRESH_PROCESS], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"env": "1", "hub": True, "dims": 384}
+
+
+@pytest.mark.slow
+async def test_torch_backend_gives_the_same_vectors(embedder: LocalEmbedder) -> None:
+    torch = LocalEmbedder(backend="torch")
+    assert torch.name == embedder.name  # one vector space, so an index serves both
+    for a, b in zip(await torch.embed_documents(TEXTS[:5]),
+                    await embedder.embed_documents(TEXTS[:5]), strict=True):
+        assert max_gap(a, b) < 1e-5
