@@ -212,8 +212,10 @@ class TeamsHandlers:
         if interaction is None:
             log.info("reaction on %s, which is not a recorded answer", change.target_id)
             return
-        if change.retract:
-            await self._service.retract(interaction, change.user)
+        if change.retract and change.vote is not None:
+            # A feedback-button vote is not the reaction's to take back.
+            await self._service.retract_matching(interaction, change.user, change.vote,
+                                                 VIA_REACTION)
         elif change.vote is not None:
             await self._service.vote(interaction, change.user, change.vote, VIA_REACTION)
 

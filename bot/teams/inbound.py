@@ -81,7 +81,8 @@ class FeedbackSubmission:
 
 @dataclass(frozen=True)
 class ReactionChange:
-    """A reaction added (`vote`) or removed (`retract`) on the message `target_id`."""
+    """A reaction added (`vote`) or removed (`retract`, with the vote it had cast) on the
+    message `target_id`."""
 
     conversation: TeamsConversation
     user: str
@@ -165,8 +166,12 @@ def parse_reaction(activity: Activity) -> ReactionChange | None:
     added = {r.type for r in activity.reactions_added or []}
     removed = {r.type for r in activity.reactions_removed or []}
     votes = [REACTION_VOTES[t] for t in added if t in REACTION_VOTES]
-    retract = any(t in REACTION_VOTES for t in removed)
-    if not votes and not retract:
+    taken_back = [REACTION_VOTES[t] for t in removed if t in REACTION_VOTES]
+    if not votes and not taken_back:
         return None
+    if votes:
+        return ReactionChange(conversation_of(activity), user_of(activity), activity.reply_to_id,
+                              votes[0])
+    # The vote the removed reaction had cast: only that one may be taken back.
     return ReactionChange(conversation_of(activity), user_of(activity), activity.reply_to_id,
-                          votes[0] if votes else None, retract and not votes)
+                          taken_back[0], retract=True)

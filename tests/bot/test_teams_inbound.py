@@ -113,7 +113,7 @@ def test_feedback_accepts_feedback_as_object() -> None:
 
 @pytest.mark.parametrize(("added", "removed", "vote", "retract"), [
     (("like",), (), 1, False),
-    ((), ("like",), None, True),
+    ((), ("like",), 1, True),
     (("heart",), (), None, None),
     ((), ("laugh",), None, None),
 ])

@@ -63,6 +63,21 @@ SCENARIOS = [
 ]
 
 
+@pytest.mark.parametrize(("cast", "removed", "taken_back", "thumbs"), [
+    ((1, "reaction"), (1, "reaction"), True, (0, 0)),
+    ((1, "button"), (1, "reaction"), False, (1, 0)),  # a click is not the reaction's to undo
+    ((-1, "reaction"), (1, "reaction"), False, (0, 1)),  # 👍 removed after a 👎 replaced it
+])
+def test_retract_matching_takes_back_only_its_own_vote(
+        database: Database, cited_interaction: int, cast: tuple[int, str],
+        removed: tuple[int, str], taken_back: bool, thumbs: tuple[int, int]) -> None:
+    feedback = FeedbackRepository(database)
+    feedback.vote(cited_interaction, "U1", *cast)
+    assert feedback.retract_matching(cited_interaction, "U1", *removed) is taken_back
+    assert _thumbs(database) == {"mfa": thumbs, "kb": thumbs, "vpn": (0, 0)}
+    assert feedback.votes(cited_interaction) == ({} if taken_back else {"U1": cast[0]})
+
+
 @pytest.mark.parametrize(("steps", "thumbs", "votes"), SCENARIOS)
 def test_votes_move_the_thumbs_of_cited_documents(
         database: Database, cited_interaction: int, steps: list[tuple[str, str, int]],

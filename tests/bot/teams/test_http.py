@@ -161,6 +161,20 @@ async def test_like_reaction_added_then_removed(stack: TeamsStack) -> None:
     assert len(stack.connector.messages) == 1
 
 
+async def test_removing_a_like_keeps_a_feedback_button_vote(stack: TeamsStack) -> None:
+    await stack.post(p.channel_mention(stack.service_url, "how do I set up the VPN?"))
+    [answer] = await stack.connector.wait_for_messages(1)
+    await stack.settle()
+    channel = {"isGroup": True, "conversationType": "channel", "id": p.CHANNEL}
+    await stack.post(p.reaction(stack.service_url, channel, answer.id, added=("like",)))
+    status, _ = await stack.post(p.feedback_invoke(stack.service_url, channel, answer.id,
+                                                   "dislike", "It missed the VPN profile."))
+    assert status == 200
+    await stack.post(p.reaction(stack.service_url, channel, answer.id, removed=("like",)))
+    [vote] = stack.stores.feedback.votes.values()
+    assert (vote.vote, vote.channel) == (-1, "button")
+
+
 async def test_a_duplicate_activity_is_answered_once(stack: TeamsStack) -> None:
     payload = personal(stack, "how do I set up the VPN?", activity_id="1700000000301")
     assert (await stack.post(payload))[0] == 202
