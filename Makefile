@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
-EXTRAS ?= local,eval,dev
+EXTRAS ?= local,eval,dev,voyage
 FIND_LINKS ?= $(or $(PIP_FIND_LINKS),/opt/wheels)
 
 .PHONY: install run test lint typecheck bench clean help

@@ -168,7 +168,19 @@ def _ensure(directory: Path) -> Path:
 
 
 class VoyageEmbedder:
-    """Voyage AI embeddings (`input_type` query/document), for teams that prefer a hosted model."""
+    """Voyage AI embeddings (`input_type` query/document), for teams that prefer a hosted model.
+
+    `base_url` is the API prefix including `/v1` (the SDK appends `/embeddings`); empty means
+    Voyage's own endpoint. `max_retries` counts retries after the first try. The SDK retries
+    only 429, 502-504 and timeouts, backing off 1 s, 2 s, 4 s... (at most 16 s) plus up to
+    1 s of jitter (it does not read Retry-After); a 500 or any other 4xx fails at once.
+    """
+
+    # Voyage's flexible models (voyage-3.5, -3.5-lite, -3-large, -code-3, the voyage-4
+    # family) default to 1024 and also offer 256, 512 and 2048; the older ones have one fixed
+    # size, which is 1024 too except for these.
+    _NATIVE_DIMENSIONS = (("voyage-3-lite", 512), ("voyage-code-2", 1536), ("voyage-large-2", 1536))
+    _DEFAULT_DIMENSION = 1024
 
     def __init__(
         self,
@@ -179,6 +191,7 @@ class VoyageEmbedder:
         base_url: str = "",
         batch_size: int = 64,
         timeout_s: float = 30.0,
+        max_retries: int = 2,
     ) -> None:
         try:
             import voyageai
@@ -192,9 +205,23 @@ class VoyageEmbedder:
         self.dimension = dimension
         self._model = model
         self._batch_size = batch_size
+        self._output_dimension = self._dimension_to_request(model, dimension)
+        # The SDK's max_retries is its total number of attempts (tenacity stop_after_attempt).
         self._client = voyageai.AsyncClient(
-            api_key=api_key, max_retries=3, timeout=timeout_s, base_url=base_url or None
+            api_key=api_key, max_retries=max_retries + 1, timeout=timeout_s,
+            base_url=base_url or None,
         )
+
+    @classmethod
+    def _dimension_to_request(cls, model: str, dimension: int) -> int | None:
+        """`output_dimension` only when it changes the model's default size.
+
+        Older fixed-size models reject the parameter, so it is left out whenever the default
+        already is what the index wants; a size the model cannot produce is then refused by
+        Voyage (400), or caught by the size check on what comes back.
+        """
+        default = dict(cls._NATIVE_DIMENSIONS).get(model, cls._DEFAULT_DIMENSION)
+        return None if dimension == default else dimension
 
     async def _embed(self, texts: Sequence[str], input_type: str) -> list[Vector]:
         vectors: list[Vector] = []
@@ -202,15 +229,48 @@ class VoyageEmbedder:
             batch = list(texts[start : start + self._batch_size])
             try:
                 result = await self._client.embed(
-                    batch, model=self._model, input_type=input_type
+                    batch, model=self._model, input_type=input_type,
+                    output_dimension=self._output_dimension,
                 )
             except Exception as exc:  # the SDK raises many classes; all mean "no vectors"
-                raise RetrievalError(
-                    f"Voyage embedding failed ({type(exc).__name__}): {exc}",
-                    user_message="I can't reach the embedding service right now.",
-                ) from exc
-            vectors.extend([list(v) for v in result.embeddings])
+                raise self._failure(exc) from exc
+            vectors.extend(self._checked(result.embeddings, len(batch)))
         return vectors
+
+    def _failure(self, exc: Exception) -> RetrievalError:
+        """The error for a failed call: a sentence per cause, and no API key anywhere."""
+        status = getattr(exc, "http_status", None)
+        if status == 401:
+            user = ("The embedding service (Voyage AI) rejected Sift's API key: an "
+                    "administrator should check SIFT_EMBEDDING__VOYAGE_API_KEY.")
+        elif status in (400, 422):
+            user = ("The embedding service (Voyage AI) refused Sift's request: an administrator "
+                    "should check SIFT_EMBEDDING__VOYAGE_MODEL and "
+                    "SIFT_EMBEDDING__VOYAGE_DIMENSION.")
+        elif status == 429:
+            user = "The embedding service is busy right now; please try again in a minute."
+        else:
+            user = "I can't reach the embedding service right now."
+        cause = f"Voyage embedding with {self._model} failed ({type(exc).__name__}): {exc}"
+        key = self._client.api_key
+        # Error texts come from the service and the SDK; never let one carry the key to a log.
+        return RetrievalError(cause.replace(key, "***") if key else cause, user_message=user)
+
+    def _checked(self, embeddings: Sequence[Sequence[float]], expected: int) -> list[Vector]:
+        """The vectors, if there is one per text and each has the index's dimension."""
+        if len(embeddings) != expected:
+            raise RetrievalError(f"Voyage returned {len(embeddings)} vectors for {expected} texts",
+                                 user_message="I can't reach the embedding service right now.")
+        size = next((len(v) for v in embeddings if len(v) != self.dimension), None)
+        if size is not None:
+            raise ConfigError(
+                f"Voyage {self._model} returned {size}-dimensional vectors; the index expects "
+                f"{self.dimension}",
+                user_message=f"The embedding model {self._model} returns {size}-dimensional "
+                f"vectors but SIFT_EMBEDDING__VOYAGE_DIMENSION is {self.dimension}: set it to "
+                f"{size}, or choose a SIFT_EMBEDDING__VOYAGE_MODEL that offers {self.dimension}.",
+            )
+        return [[float(x) for x in v] for v in embeddings]
 
     async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         return await self._embed(texts, "document")
