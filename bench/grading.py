@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
 from rag.grade import LLMGrader
-from rag.ports import LLM, LLMRequest, LLMResponse
+from rag.ports import LLM, LLMRequest, LLMResponse, TextSink
 from rag.types import Candidate, Chunk, Question
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.memory_index import MemoryIndex
@@ -65,6 +65,13 @@ class TimedLLM:
         started = time.perf_counter()
         try:
             return await self.inner.complete(request)
+        finally:
+            self.spans.append((started, time.perf_counter()))
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        started = time.perf_counter()
+        try:
+            return await self.inner.stream(request, on_text)
         finally:
             self.spans.append((started, time.perf_counter()))
 

@@ -10,6 +10,7 @@ from typing import Protocol
 from bot.limits import Quota
 from rag import messages
 from rag.pipeline import Pipeline
+from rag.ports import TextSink
 from rag.types import Answer, Question, Turn
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,9 @@ class ChatService:
             return Gate(False, messages.QUOTA_EXCEEDED.format(limit=self._quota.limit))
         return Gate(True)
 
-    async def ask(self, question: Question) -> Answer:
-        return await self._pipeline.answer(question)
+    async def ask(self, question: Question, preview: TextSink | None = None) -> Answer:
+        """The answer; `preview` gets its text so far while the model writes it."""
+        return await self._pipeline.answer(question, preview)
 
     async def link(self, answer: Answer, channel: str, message_ref: str) -> None:
         """Remember which platform message carries the answer, so reactions find it."""

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 _MARKER = re.compile(r"[ \t]*\[(\d+(?:\s*,\s*\d+)*)\]")
-_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+CODE_SPAN = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _CLAIM = re.compile(r"[A-Za-z0-9]{3,}")
 
 
@@ -37,7 +37,7 @@ def renumber(text: str, excerpt_count: int) -> Renumbered:
         return lead + "".join(f"[{n}]" for n in kept) if kept else ""
 
     pieces, last = [], 0
-    for code in _CODE.finditer(text):
+    for code in CODE_SPAN.finditer(text):
         pieces.append(_MARKER.sub(rewrite, text[last:code.start()]))
         pieces.append(code.group(0))
         last = code.end()
@@ -48,4 +48,4 @@ def renumber(text: str, excerpt_count: int) -> Renumbered:
 
 def has_uncited_claims(text: str, sources: tuple[int, ...]) -> bool:
     """An answer with substantive text but no valid citation at all makes unbacked claims."""
-    return not sources and bool(_CLAIM.search(_CODE.sub("", text)))
+    return not sources and bool(_CLAIM.search(CODE_SPAN.sub("", text)))

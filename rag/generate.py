@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 from rag import messages, prompts
 from rag.citations import has_uncited_claims, renumber
-from rag.ports import LLM, LLMRequest
+from rag.ports import LLM, LLMRequest, TextSink
+from rag.preview import NO_ANSWER_TOKEN, AnswerPreview
 from rag.types import Candidate, Citation, Turn, Usage
 
-NO_ANSWER_TOKEN = "NO_ANSWER"
 EXCERPT_CHARS = 700
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
@@ -58,7 +58,8 @@ class LLMGenerator:
         self._timeout_s = timeout_s
 
     async def generate(self, question: str, selected: Sequence[Candidate],
-                       history: Sequence[Turn] = ()) -> Draft:
+                       history: Sequence[Turn] = (), preview: TextSink | None = None) -> Draft:
+        """The answer; with `preview`, the text so far is also handed out as it is written."""
         excerpts = "\n\n".join(excerpt_block(i, c) for i, c in enumerate(selected, start=1))
         system = prompts.load("answer")
         request = LLMRequest(
@@ -67,7 +68,10 @@ class LLMGenerator:
                                f"Question: {question}"),),
             timeout_s=self._timeout_s,
             cache_system=len(system) >= self._cache_min_chars, purpose="answer")
-        response = await self._llm.complete(request)
+        if preview is None:
+            response = await self._llm.complete(request)
+        else:
+            response = await self._llm.stream(request, AnswerPreview(len(selected), preview).feed)
         text = response.text.strip()
         if not text or text.startswith(NO_ANSWER_TOKEN):
             return Draft("", usage=response.usage, model=response.model, no_answer=True)
@@ -94,7 +98,8 @@ class ExtractiveGenerator:
         self._note = note
 
     async def generate(self, question: str, selected: Sequence[Candidate],
-                       history: Sequence[Turn] = ()) -> Draft:
+                       history: Sequence[Turn] = (), preview: TextSink | None = None) -> Draft:
+        # Quoting takes no time: there is nothing to preview.
         chosen = list(selected[: self._passages])
         if not chosen:
             return Draft("", no_answer=True, extractive=True)

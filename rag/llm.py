@@ -6,13 +6,14 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
 
 from rag.errors import LLMError
 from rag.http_retry import retry_after
-from rag.ports import LLMRequest, LLMResponse
+from rag.ports import LLMRequest, LLMResponse, TextSink
 from rag.types import Usage
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,21 @@ def _retry_after(exc: anthropic.APIStatusError) -> float | None:
     return retry_after(headers.get("retry-after"))
 
 
+# An error event inside a stream arrives with the stream's HTTP 200: its type says what it is.
+_STREAM_ERRORS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500,
+                  "authentication_error": 401, "permission_error": 403}
+
+
 def classify(exc: Exception) -> LLMError:
     """Map an SDK exception to an LLMError that says whether a retry makes sense."""
-    if isinstance(exc, anthropic.APITimeoutError):
-        return LLMError(f"timed out: {exc}", kind="timeout", retryable=True)
+    if isinstance(exc, anthropic.APITimeoutError | TimeoutError):
+        return LLMError(f"timed out: {exc or 'deadline passed'}", kind="timeout", retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
         return LLMError(f"connection failed: {exc}", kind="connection", retryable=True)
     if isinstance(exc, anthropic.APIStatusError):
         status, code = exc.status_code, getattr(exc, "error_code", None)
+        if status == 200:
+            status = _STREAM_ERRORS.get(str(getattr(exc, "type", "") or ""), 500)
         detail = f"HTTP {status} {getattr(exc, 'type', '') or ''}: " \
                  f"{getattr(exc, 'api_message', '') or exc}"
         if code in _HOPELESS_CODES:
@@ -99,18 +107,43 @@ class AnthropicLLM:
         return body
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        timeout = request.timeout_s or self._timeout_s
-        deadline = time.monotonic() + timeout
         body = self._body(request)
+
+        async def once(remaining: float) -> Any:
+            return await self._client.messages.create(**body, timeout=remaining)
+
+        return await self._with_retries(request, once, lambda: False)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """Like `complete`, handing each text delta to `on_text` as it arrives. Once text has
+        gone out, a failure is not retried: a second attempt would repeat what was shown."""
+        body = self._body(request)
+        emitted = False
+
+        async def once(remaining: float) -> Any:
+            nonlocal emitted
+            async with asyncio.timeout(remaining):  # the SDK's timeout is per read
+                async with self._client.messages.stream(**body, timeout=remaining) as events:
+                    async for text in events.text_stream:
+                        emitted = True
+                        await on_text(text)
+                    return await events.get_final_message()
+
+        return await self._with_retries(request, once, lambda: emitted)
+
+    async def _with_retries(self, request: LLMRequest,
+                            once: Callable[[float], Awaitable[Any]],
+                            committed: Callable[[], bool]) -> LLMResponse:
+        """One bounded retry loop for every call: the deadline covers all attempts."""
+        deadline = time.monotonic() + (request.timeout_s or self._timeout_s)
         attempt = 0
         while True:
-            remaining = deadline - time.monotonic()
             try:
-                message = await self._client.messages.create(**body, timeout=max(remaining, 0.1))
+                message = await once(max(deadline - time.monotonic(), 0.1))
             except Exception as exc:  # the SDK's hierarchy is mapped in one place: classify()
                 error = classify(exc)
                 wait = self._backoff(exc, attempt)
-                if not error.retryable or attempt >= self._max_retries or \
+                if not error.retryable or committed() or attempt >= self._max_retries or \
                         time.monotonic() + wait >= deadline:
                     log.warning("%s call to %s failed after %d attempt(s): %s",
                                 request.purpose or "LLM", request.model, attempt + 1, error)

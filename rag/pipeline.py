@@ -16,7 +16,7 @@ from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
-from rag.ports import InteractionRecorder
+from rag.ports import InteractionRecorder, TextSink
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
 from rag.types import (
@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 class Generator(Protocol):
     async def generate(self, question: str, selected: Sequence[Candidate],
-                       history: Sequence[Turn] = ()) -> Draft: ...
+                       history: Sequence[Turn] = (), preview: TextSink | None = None
+                       ) -> Draft: ...
 
 
 @dataclass
@@ -82,22 +83,27 @@ class Pipeline:
             return Mode.FAST
         return Mode(self._config.default_mode)
 
-    async def answer(self, question: Question) -> Answer:
-        """Answer one question; failures become an `error` answer, never an exception."""
+    async def answer(self, question: Question, preview: TextSink | None = None) -> Answer:
+        """Answer one question; failures become an `error` answer, never an exception.
+
+        `preview` receives the generated answer's text so far while it is written, citations
+        already numbered as in the final answer. It is a preview: the returned Answer is what
+        to show in the end (it may differ, e.g. excerpts when the model failed half-way).
+        """
         question = replace(question, correlation_id=question.correlation_id or
                            new_correlation_id())
         token = bind_correlation_id(question.correlation_id)
         try:
-            answer = await self._answer(question)
+            answer = await self._answer(question, preview)
             return await self._record(answer)
         finally:
             reset_correlation_id(token)
 
-    async def _answer(self, question: Question) -> Answer:
+    async def _answer(self, question: Question, preview: TextSink | None) -> Answer:
         mode = self.resolve_mode(question)
         run = _Run(time.perf_counter(), {}, {}, {})
         try:
-            answer = await self._stages(question, mode, run)
+            answer = await self._stages(question, mode, run, preview)
         except SiftError as exc:
             log.error("question failed: %s", exc)
             answer = Answer(exc.user_message, AnswerStatus.ERROR, question, mode=mode)
@@ -107,7 +113,8 @@ class Pipeline:
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
         return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models)
 
-    async def _stages(self, question: Question, mode: Mode, run: _Run) -> Answer:
+    async def _stages(self, question: Question, mode: Mode, run: _Run,
+                      preview: TextSink | None) -> Answer:
         s = self._s
         use_llm = mode is Mode.ACCURATE or bool(question.history)
         mark = time.perf_counter()
@@ -140,7 +147,8 @@ class Pipeline:
         if not chosen:
             return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
 
-        draft, generation_failed = await self._generate(understood.standalone, chosen, question)
+        draft, generation_failed = await self._generate(understood.standalone, chosen, question,
+                                                        preview)
         run.lap("generate", mark)
         if draft.usage.calls:
             run.usage["generate"] = draft.usage
@@ -156,11 +164,12 @@ class Pipeline:
             extractive=draft.extractive, uncited_claims=draft.uncited_claims)
 
     async def _generate(self, standalone: str, chosen: Sequence[Candidate],
-                        question: Question) -> tuple[Draft, bool]:
+                        question: Question, preview: TextSink | None) -> tuple[Draft, bool]:
         if self._s.generator is None:
             return await self._s.extractive.generate(standalone, chosen), False
         try:
-            return await self._s.generator.generate(standalone, chosen, question.history), False
+            return await self._s.generator.generate(standalone, chosen, question.history,
+                                                    preview), False
         except LLMError as exc:
             # The excerpts are still worth showing; the answer says plainly what happened.
             log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)

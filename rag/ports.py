@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -65,8 +65,14 @@ class LLMResponse:
     stop_reason: str = ""
 
 
+# Receives text as it is produced: a delta from the model, or a preview of the answer so far.
+TextSink = Callable[[str], Awaitable[None]]
+
+
 class LLM(Protocol):
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse: ...
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from rag.citations import CODE_SPAN
+
 ZWSP = "\u200b"
 _FENCE = "```"
-_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _INLINE = re.compile(
     r"\[(?P<label>[^\]\n]+)\]\((?P<url>[^)\s]+)\)"  # [label](url)
     r"|\[(?P<cite>\d+)\]"  # a citation marker [n]
@@ -78,7 +79,7 @@ def _line(line: str, links: Mapping[int, str]) -> str:
 
 def _outside_code(text: str) -> list[tuple[str, bool]]:
     parts, last = [], 0
-    for m in _CODE.finditer(text):
+    for m in CODE_SPAN.finditer(text):
         parts += [(text[last:m.start()], False), (m.group(0), True)]
         last = m.end()
     parts.append((text[last:], False))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bot.render.notes import answer_notes, error_text
 from rag import messages
+from rag.citations import CODE_SPAN
 from rag.types import Answer, AnswerStatus, Chunk, Citation
 
 MAX_CITATIONS = 20  # Teams rejects more citation entities in one message
@@ -21,7 +22,6 @@ KEYWORD_LIMIT = 28
 _AT_TAG = re.compile(r"<\s*/?\s*at\b[^>]*>", re.IGNORECASE)
 # Other HTML would be rendered by Teams (links with misleading text, images): shown as text.
 _HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
-_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _SPACES = re.compile(r"\s+")
 _HEADING_MARKS = re.compile(r"(^|\n)\s*#{1,6}\s*")
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
@@ -52,7 +52,7 @@ def no_pings(text: str) -> str:
     """Drop `<at>` tags and show other HTML as text; code spans keep their characters."""
     text = _AT_TAG.sub("", text)
     pieces, last = [], 0
-    for code in _CODE.finditer(text):
+    for code in CODE_SPAN.finditer(text):
         pieces.append(_HTML_OPEN.sub("&lt;", text[last:code.start()]))
         pieces.append(code.group(0))
         last = code.end()

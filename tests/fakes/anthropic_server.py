@@ -22,6 +22,7 @@ _QUESTION = re.compile(r"Question: (?P<q>.*?)\n\n<document", re.S)
 _KINDS = (("relevance grader (batch)", "grade_batch"), ("relevance grader", "grade"),
           ("answer writer", "answer"), ("question analyst", "understand"),
           ("faithfulness judge", "judge_faithfulness"), ("accuracy judge", "judge_accuracy"))
+_DELTA = re.compile(r"\S*\s*")  # streamed a word at a time, as models roughly do
 _SENTENCE_LINE = re.compile(r"^(\d+)\. ", re.M)
 _JUDGED = re.compile(r"Question: (?P<q>.*?)\n\nReference answer:\n(?P<ref>.*?)\n\n"
                      r"Answer to score:\n(?P<answer>.*)", re.S)
@@ -37,6 +38,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     kind: str = "any"
+    break_after: int | None = None  # streaming: an overloaded error event after N text deltas
 
 
 def error(kind: str, message: str) -> dict[str, Any]:
@@ -100,6 +102,7 @@ class FakeAnthropic(LocalServer):
         # The evaluation judge: a verdict per answer sentence, and a 0/1/2 accuracy score.
         self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
         self.accuracy_rule: Callable[[str, str, str], int] = always_correct
+        self.stream_delay_s = 0.0  # between streamed text deltas
         self.in_flight = 0
         self.max_in_flight = 0
         self._ids = itertools.count(1)
@@ -116,7 +119,7 @@ class FakeAnthropic(LocalServer):
                 return reply
         return None
 
-    async def _messages(self, request: web.Request) -> web.Response:
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         system = "".join(b.get("text", "") for b in body.get("system", []))
         kind = next((k for marker, k in _KINDS if marker in system.splitlines()[0]), "other")
@@ -132,11 +135,53 @@ class FakeAnthropic(LocalServer):
                                          headers={"request-id": "req_fake", **scripted.headers})
             text = scripted.raw if scripted is not None and scripted.raw is not None \
                 else self._default(kind, body)
-            return web.json_response(self._message(body, system, text),
-                                     headers={"request-id": "req_fake"})
+            message = self._message(body, system, text)
+            if body.get("stream"):
+                return await self._sse(request, message,
+                                       scripted.break_after if scripted else None)
+            return web.json_response(message, headers={"request-id": "req_fake"})
         finally:
             self.in_flight -= 1
             record.finished = time.monotonic()
+
+    async def _sse(self, request: web.Request, message: dict[str, Any],
+                   break_after: int | None) -> web.StreamResponse:
+        """The message as server-sent events, shaped like the Messages API's streaming docs:
+        message_start, content_block_start/delta.../stop, message_delta, message_stop."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "request-id": "req_fake"})
+        await response.prepare(request)
+        try:
+            await self._events(response, message, break_after)
+        except ConnectionResetError:  # the client gave up (a deadline): nothing to finish
+            pass
+        return response
+
+    async def _events(self, response: web.StreamResponse, message: dict[str, Any],
+                      break_after: int | None) -> None:
+
+        async def send(event: str, data: dict[str, Any]) -> None:
+            await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+
+        text, usage = message["content"][0]["text"], message["usage"]
+        start = {**message, "content": [], "stop_reason": None,
+                 "usage": {**usage, "output_tokens": 1}}
+        await send("message_start", {"type": "message_start", "message": start})
+        await send("content_block_start", {"type": "content_block_start", "index": 0,
+                                           "content_block": {"type": "text", "text": ""}})
+        for n, piece in enumerate(p for p in _DELTA.findall(text) if p):
+            if break_after is not None and n >= break_after:
+                await send("error", error("overloaded_error", "Overloaded"))
+                return
+            await asyncio.sleep(self.stream_delay_s)
+            await send("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": piece}})
+        await send("content_block_stop", {"type": "content_block_stop", "index": 0})
+        await send("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]}})
+        await send("message_stop", {"type": "message_stop"})
+        await response.write_eof()
 
     def _default(self, kind: str, body: dict[str, Any]) -> str:
         content = body["messages"][-1]["content"]

@@ -101,3 +101,46 @@ async def test_unreachable_server_is_a_connection_error() -> None:
         await llm.complete(request())
     await close_test_llms()
     assert caught.value.kind == "connection"
+
+
+async def collect_stream(llm: object, req: LLMRequest) -> tuple[list[str], object]:
+    deltas: list[str] = []
+
+    async def sink(text: str) -> None:
+        deltas.append(text)
+
+    response = await llm.stream(req, sink)  # type: ignore[attr-defined]
+    return deltas, response
+
+
+async def test_stream_hands_out_deltas_and_returns_the_whole_message(
+        fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(Reply(200, raw="Rotate the key [1]. Then restart it [2]."))
+    deltas, response = await collect_stream(make_llm(fake_anthropic.url), request())
+    assert len(deltas) > 3 and "".join(deltas) == "Rotate the key [1]. Then restart it [2]."
+    assert response.text == "".join(deltas)  # type: ignore[attr-defined]
+    assert response.usage.output_tokens > 0  # type: ignore[attr-defined]
+    assert fake_anthropic.requests[0].body["stream"] is True
+
+
+async def test_stream_failing_before_any_text_is_retried(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.extend([overloaded(), Reply(200, raw="Fine now.")])
+    deltas, response = await collect_stream(make_llm(fake_anthropic.url), request())
+    assert "".join(deltas) == "Fine now." and len(fake_anthropic.requests) == 2
+
+
+async def test_stream_failing_after_text_is_not_retried(fake_anthropic: FakeAnthropic) -> None:
+    # A second attempt would show the person the beginning of the answer twice.
+    fake_anthropic.script.append(Reply(200, raw="One two three four five.", break_after=2))
+    with pytest.raises(LLMError) as caught:
+        await collect_stream(make_llm(fake_anthropic.url), request())
+    assert caught.value.kind == "overloaded" and len(fake_anthropic.requests) == 1
+
+
+async def test_stream_deadline_bounds_a_slow_stream(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.stream_delay_s = 0.3
+    fake_anthropic.script.append(Reply(200, raw="a b c d e f g h i j"))
+    started = time.monotonic()
+    with pytest.raises(LLMError) as caught:
+        await collect_stream(make_llm(fake_anthropic.url), request(timeout_s=1.0))
+    assert caught.value.kind == "timeout" and time.monotonic() - started < 2.5

@@ -9,7 +9,7 @@ import pytest
 from rag import messages
 from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
 from rag.types import AnswerStatus, AskContext, GradeSource, Intent, Mode, Question, Turn
-from tests.fakes.anthropic_server import FakeAnthropic, overloaded, text_reply
+from tests.fakes.anthropic_server import FakeAnthropic, Reply, overloaded, text_reply
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_stores import MemoryGradeCache, MemoryRecorder
 from tests.rag.builders import make_llm, make_pipeline
@@ -252,3 +252,52 @@ async def test_batched_strategy_end_to_end(index: CountingIndex, embedder: Any,
     assert answer.status is AnswerStatus.ANSWERED
     assert fake_anthropic.calls("grade_batch") and not fake_anthropic.calls("grade")
     assert [c.doc_id for c in answer.citations] == ["staging-creds"]
+
+
+class Previews:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.texts.append(text)
+
+
+async def test_the_answer_is_previewed_while_it_is_written(index: CountingIndex, embedder: Any,
+                                                           fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.9, "Relevant.")
+    fake_anthropic.answer_rule = lambda q, n: "First do this [3]. Then that [1]. Done [9]."
+    previews = Previews()
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION), preview=previews)
+    assert answer.status is AnswerStatus.ANSWERED
+    assert len(previews.texts) > 3
+    assert previews.texts[-1] == answer.text == "First do this [1]. Then that [2]. Done."
+    assert all(answer.text.startswith(p) for p in previews.texts)
+    [call] = fake_anthropic.calls("answer")
+    assert call.body["stream"] is True
+    assert not any(c.body.get("stream") for c in fake_anthropic.calls("grade"))
+
+
+async def test_a_refusal_is_never_previewed(index: CountingIndex, embedder: Any,
+                                            fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.7, "Partly.")
+    fake_anthropic.script.append(text_reply("NO_ANSWER: the excerpts do not say.",
+                                            kind="answer"))
+    previews = Previews()
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION), preview=previews)
+    assert answer.status is AnswerStatus.NO_ANSWER and previews.texts == []
+
+
+async def test_a_stream_breaking_off_ends_in_excerpts(index: CountingIndex, embedder: Any,
+                                                      fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = scores_by_title
+    fake_anthropic.script.append(Reply(200, raw="Rotate it with Vault [1] and then", kind="answer",
+                                       break_after=3))
+    previews = Previews()
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION), preview=previews)
+    assert previews.texts  # the person saw the beginning ...
+    assert answer.status is AnswerStatus.DEGRADED and answer.extractive  # ... then excerpts
+    assert answer.text.startswith(messages.LLM_DOWN_NOTE)
+    assert len(fake_anthropic.calls("answer")) == 1  # not retried once text was shown
