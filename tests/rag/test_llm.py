@@ -125,7 +125,7 @@ async def test_stream_hands_out_deltas_and_returns_the_whole_message(
 
 async def test_stream_failing_before_any_text_is_retried(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script.extend([overloaded(), Reply(200, raw="Fine now.")])
-    deltas, response = await collect_stream(make_llm(fake_anthropic.url), request())
+    deltas, _ = await collect_stream(make_llm(fake_anthropic.url), request())
     assert "".join(deltas) == "Fine now." and len(fake_anthropic.requests) == 2
 
 
