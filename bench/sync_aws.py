@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from bot.app import App
-from bot.settings import Settings
+from bot.settings import Settings, WeaviateSettings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import LocalEmbedder
@@ -39,7 +39,7 @@ from sync.job import JobConfig, SyncJob
 from sync.report import SyncSummary
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
-WEAVIATE_VERSION = "1.39.3"
+WEAVIATE_VERSION = WeaviateSettings().version  # the pinned version `sift weaviate install` gets
 
 
 def write_corpus(target: Path, limit: int | None) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.settings import WeaviateSettings
 from bot.weaviate.install import cached_binary, find_binary
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import LocalEmbedder
@@ -16,7 +17,7 @@ from rag.index import IndexConfig, WeaviateIndex
 from tests.fakes.fixtures import fake_anthropic  # noqa: F401
 from tests.pg import postgres_url  # noqa: F401
 
-WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", "1.39.3")
+WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", WeaviateSettings().version)
 
 
 @pytest.fixture(scope="session")
