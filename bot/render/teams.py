@@ -25,6 +25,9 @@ _HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
 _SPACES = re.compile(r"\s+")
 _HEADING_MARKS = re.compile(r"(^|\n)\s*#{1,6}\s*")
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
+# The end of a text still being written that `no_pings` cannot settle yet: it may still become
+# an <at> tag (removed) or an HTML tag (shown as text).
+_OPEN_TAG_END = re.compile(r"<\s*/?\s*(?:at?|at[^\w>][^>]*)?\Z", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,16 @@ def no_pings(text: str) -> str:
         last = code.end()
     pieces.append(_HTML_OPEN.sub("&lt;", text[last:]))
     return "".join(pieces)
+
+
+def no_pings_so_far(text: str) -> str:
+    """`no_pings` for an answer still being written: every result is a prefix of the next.
+
+    Teams requires each streamed update to extend the one before, so a trailing fragment whose
+    rendering depends on what comes next (`<`, `<a`, `<at id="`) waits for its `>`.
+    """
+    tail = _OPEN_TAG_END.search(text)
+    return no_pings(text[:tail.start()] if tail else text)
 
 
 def plain(text: str) -> str:

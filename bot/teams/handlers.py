@@ -28,7 +28,7 @@ from bot.teams.inbound import (
     parse_message,
     parse_reaction,
 )
-from bot.teams.outbound import AnswerStream, invoke_ok, to_activity
+from bot.teams.outbound import STREAM_INTERVAL_S, AnswerStream, invoke_ok, to_activity
 from bot.teams.tasks import BackgroundTasks
 from rag import messages
 from rag.logcontext import (
@@ -52,6 +52,7 @@ class TeamsOptions:
     streaming: bool = True
     citation_entities: bool = True
     typing_interval_s: float = 3.0
+    stream_interval_s: float = STREAM_INTERVAL_S  # least time between streaming updates
 
 
 def on_teams(activity: Activity) -> bool:
@@ -134,13 +135,15 @@ class TeamsHandlers:
         finally:
             reset_correlation_id(token)
 
-    def _streams(self, turn: TurnContext, msg: IncomingMessage) -> bool:
+    def _stream(self, turn: TurnContext, msg: IncomingMessage) -> AnswerStream | None:
         # Teams streams only in one-to-one chats.
-        return (self._options.streaming and on_teams(turn.activity)
-                and msg.conversation.kind is ConversationKind.PERSONAL)
+        if (self._options.streaming and on_teams(turn.activity)
+                and msg.conversation.kind is ConversationKind.PERSONAL):
+            return AnswerStream(turn, self._options.stream_interval_s)
+        return None
 
     async def _answer(self, turn: TurnContext, *, msg: IncomingMessage, cid: str) -> None:
-        stream = AnswerStream(turn) if self._streams(turn, msg) else None
+        stream = self._stream(turn, msg)
         answer: Answer | None = None
         try:
             answer = await self._ask(turn, msg, cid, stream)
@@ -161,7 +164,8 @@ class TeamsHandlers:
         question = Question(msg.text, msg.ask_context(), history, correlation_id=cid)
         if stream is not None:
             await stream.start(messages.TEAMS_WORKING)
-            return await self._service.ask(question)
+            return await self._service.ask(question,
+                                           preview=stream.show if stream.started else None)
         typing = TypingOptions(initial_delay_ms=0,
                                interval_ms=int(self._options.typing_interval_s * 1000))
         async with TypingIndicator(turn, typing_options=typing):

@@ -2,7 +2,7 @@
 
 Real HTTP: the bot's replies arrive as POST /v3/conversations/{id}/activities[/{replyToId}]
 (PUT for updates), are recorded, and get an id back. Failures can be scripted (429 with
-Retry-After, 502, ...) to exercise the bot's retries.
+Retry-After, 502, ...) for the next request or for the next of one kind (a streaming update).
 """
 
 from __future__ import annotations
@@ -53,6 +53,12 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=lambda: {
         "error": {"code": "ServiceError", "message": "scripted failure"}})
+    matches: Callable[[Received], bool] | None = None  # None: the next request, whatever it is
+
+
+def stream_type(kind: str) -> Callable[[Received], bool]:
+    """Requests in Teams' streaming protocol of one kind: informative, streaming or final."""
+    return lambda r: r.stream_info is not None and r.stream_info.get("streamType") == kind
 
 
 class FakeConnector(LocalServer):
@@ -79,6 +85,12 @@ class FakeConnector(LocalServer):
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         self.failures.extend(Failure(status, headers) for _ in range(times))
 
+    def fail_when(self, matches: Callable[[Received], bool], status: int, *,
+                  code: str = "ServiceError", times: int = 1) -> None:
+        """Refuse the next `times` requests that `matches` picks, whenever they come."""
+        body = {"error": {"code": code, "message": "scripted failure"}}
+        self.failures.extend(Failure(status, body=body, matches=matches) for _ in range(times))
+
     def of_type(self, kind: str) -> list[Received]:
         return [r for r in self.received if r.type == kind]
 
@@ -99,8 +111,10 @@ class FakeConnector(LocalServer):
         record = Received(request.method, request.match_info["conversation_id"],
                           request.match_info.get("activity_id"), await request.json(),
                           dict(request.headers))
-        if self.failures:
-            failure = self.failures.popleft()
+        failure = next((f for f in self.failures if f.matches is None or f.matches(record)),
+                       None)
+        if failure is not None:
+            self.failures.remove(failure)
             self.refused.append(record)
             return web.json_response(failure.body, status=failure.status,
                                      headers=failure.headers)

@@ -4,6 +4,7 @@ Teams' side is played by Activity JSON posts and a fake Bot Connector, Claude by
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -136,6 +137,26 @@ async def test_personal_follow_up_uses_stored_history_and_duplicates_are_dropped
     await sift.linked(2)
     assert len(sift.rows(Interaction)) == 2
     assert len(sift.connector.messages) == 2
+
+
+async def test_personal_answer_streams_at_teams_pace(make_served: Serve,
+                                                    fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.stream_delay_s = 0.3  # about three seconds of writing
+    sift = await make_served()
+    url = sift.connector.service_url
+    await sift.post(p.personal_message(url, "how do I set up the VPN?"))
+    [final] = await sift.connector.wait_for_messages(1)
+    [row] = await sift.linked(1)
+    [informative, *streaming] = [r for r in sift.connector.of_type("typing") if r.stream_info]
+    assert streaming and [u.stream_info["streamSequence"] for u in streaming] == list(
+        range(2, len(streaming) + 2))
+    assert {u.stream_info["streamId"] for u in streaming} == {informative.id} == {
+        final.stream_info["streamId"] if final.stream_info else None}
+    sent = [informative, *streaming, final]
+    assert all(b.at - a.at >= 0.9 for a, b in itertools.pairwise(sent))  # ~1 a second
+    assert streaming[0].at < fake_anthropic.calls("answer")[-1].finished
+    assert final.entities("https://schema.org/Message")[0]["citation"]
+    assert row.message_ref == informative.id
 
 
 async def test_credentials_configured_and_no_token_is_401(make_served: Serve) -> None:

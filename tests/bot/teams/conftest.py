@@ -99,18 +99,20 @@ StackFactory = Callable[..., Any]
 @pytest.fixture
 async def make_stack(fake_connector: FakeConnector, fake_anthropic: FakeAnthropic,
                      embedder: Any, memory_index: MemoryIndex) -> AsyncIterator[StackFactory]:
-    """Keywords: index (SearchIndex), limits (ChatLimits), settings, stores."""
+    """Keywords: index (SearchIndex), limits (ChatLimits), settings, stores, and
+    stream_interval_s (0: tests do not wait out Teams' throttle unless they test it)."""
     started: list[TeamsStack] = []
 
     async def make(*, index: SearchIndex | None = None, limits: ChatLimits | None = None,
-                   settings: Settings | None = None,
-                   stores: MemoryChatStores | None = None) -> TeamsStack:
+                   settings: Settings | None = None, stores: MemoryChatStores | None = None,
+                   stream_interval_s: float = 0.0) -> TeamsStack:
         settings = settings or teams_settings()
         stores = stores or MemoryChatStores()
         pipeline = make_pipeline(index or memory_index, embedder, make_llm(fake_anthropic.url),
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
-        endpoint = TeamsEndpoint(auth_configuration(settings), settings.teams, service)
+        endpoint = TeamsEndpoint(auth_configuration(settings), settings.teams, service,
+                                 stream_interval_s=stream_interval_s)
         stack = TeamsStack(endpoint, fake_connector, stores, fake_anthropic)
         await stack.start()
         started.append(stack)

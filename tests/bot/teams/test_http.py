@@ -14,6 +14,7 @@ from rag.logcontext import CorrelationFilter
 from tests.bot.teams.conftest import StackFactory, TeamsStack, teams_settings
 from tests.fakes import teams_payloads as p
 from tests.fakes.memory_index import MemoryIndex
+from tests.fakes.teams_connector import stream_type
 
 
 class DownIndex(MemoryIndex):
@@ -93,7 +94,7 @@ def personal(stack: TeamsStack, text: str, **kw: Any) -> dict[str, Any]:
 async def test_personal_chat_streams_and_follow_up_uses_history(stack: TeamsStack) -> None:
     await stack.post(personal(stack, "how do I set up the VPN?", activity_id="1700000000201"))
     [first] = await stack.connector.wait_for_messages(1)
-    [update] = [r for r in stack.connector.of_type("typing") if r.stream_info]
+    [update] = [r for r in stack.connector.received if stream_type("informative")(r)]
     assert update.stream_info == {"type": "streaminfo", "streamType": "informative",
                                   "streamSequence": 1}
     assert update.text and update.at <= first.at
@@ -122,7 +123,7 @@ async def test_thumbs_down_with_comment_is_stored(stack: TeamsStack) -> None:
     await stack.connector.wait_for_messages(1)
     await stack.settle()
     # A streamed answer is one message in Teams: the one the informative update created.
-    [streamed] = [r for r in stack.connector.of_type("typing") if r.stream_info]
+    [streamed] = [r for r in stack.connector.received if stream_type("informative")(r)]
     status, body = await stack.post(p.feedback_invoke(
         stack.service_url, p.personal_conversation(), streamed.id, "dislike",
         "It does not say where the profile is."))
@@ -194,7 +195,7 @@ async def test_a_duplicate_delivered_concurrently_is_answered_once(stack: TeamsS
     await stack.connector.wait_for_messages(1)
     await stack.settle()
     assert len(stack.connector.messages) == 1
-    assert len([r for r in stack.connector.received if r.stream_info]) == 2  # update + final
+    assert len([r for r in stack.connector.received if stream_type("informative")(r)]) == 1
     assert len(stack.stores.interactions.rows) == 1
 
 
