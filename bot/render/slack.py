@@ -137,3 +137,10 @@ def render_stream(answer: Answer, *, feedback: bool = True) -> SlackStream:
     notes = answer_notes(answer)
     note_blocks = [context([escape(n) for n in notes])] if notes else []
     return SlackStream(markdown, (*before, *note_blocks, *after))
+
+
+def live_markdown(text: str) -> str:
+    """Stream Markdown for answer text shown while it is written: defused as in render_stream,
+    but `[n]` stays plain, since which source it names is known only when the answer is done
+    (the sources block at the end links each number)."""
+    return to_markdown(text, {})

@@ -11,7 +11,7 @@ from typing import Any
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 
-from bot.render.slack import render_answer, render_error, render_notice, render_stream, streamable
+from bot.render.slack import render_answer, render_error, render_notice, streamable
 from bot.service import ChatService
 from bot.slack.events import (
     FeedbackClick,
@@ -29,7 +29,8 @@ from bot.slack.events import (
     parse_reaction,
     thread_turns,
 )
-from bot.slack.outbox import SlackOutbox, StreamBroken
+from bot.slack.live import APPEND_EVERY_S, LiveAnswer, StreamTarget
+from bot.slack.outbox import SlackOutbox
 from bot.slack.state import Background, CommentKey, PendingComments
 from rag import messages
 from rag.logcontext import (
@@ -53,6 +54,7 @@ class SlackOptions:
     ask_why_on_downvote: bool = True
     assistant_status: bool = False  # set_status in DM threads instead of the 👀 reaction
     history_turns: int = 10
+    append_every_s: float = APPEND_EVERY_S  # live answers: at most one appendStream this often
 
 
 def _me(context: AsyncBoltContext) -> Me:
@@ -160,8 +162,10 @@ class SlackHandlers:
         if remembered:
             history = await self._service.history(conversation)
         async with self._working(incoming):
-            answer = await self._service.ask(self._to_question(incoming, history))
-            ts = await self._deliver(incoming, answer)
+            live = self._live(incoming)
+            answer = await self._service.ask(self._to_question(incoming, history),
+                                             live.show if live else None)
+            ts = await self._deliver(incoming, answer, live)
         await self._service.link(answer, incoming.channel, ts)
         if remembered:
             await self._service.remember(conversation, incoming.text, answer)
@@ -193,31 +197,27 @@ class SlackHandlers:
             if reacted:
                 await self._out.unreact(incoming.channel, incoming.ts)
 
-    async def _deliver(self, incoming: Incoming, answer: Answer) -> str:
-        if self._options.streaming and streamable(answer):
+    def _live(self, incoming: Incoming) -> LiveAnswer | None:
+        """With streaming on, the answer shows in Slack while Claude writes it."""
+        if not self._options.streaming:
+            return None
+        target = StreamTarget(incoming.channel, incoming.answer_thread(threaded=True),  # replies
+                              incoming.team, incoming.user)
+        return LiveAnswer(self._out, target, self._options.append_every_s)
+
+    async def _deliver(self, incoming: Incoming, answer: Answer, live: LiveAnswer | None) -> str:
+        """The live reply completed; an answer nobody saw being written is replayed through a
+        stream, or posted."""
+        shown = await live.finish(answer) if live else None
+        if shown:
+            return shown
+        if live is not None and live.can_stream and streamable(answer):  # refused: not again
             try:
-                return await self._stream(incoming, answer)
+                return await live.replay(answer)
             except SlackApiError as exc:  # startStream refused: nothing is shown yet
                 log.warning("streaming failed (%s); posting the answer at once", exc)
         thread = incoming.answer_thread(threaded=self._options.streaming)
         return await self._out.post(incoming.channel, thread, render_answer(answer))
-
-    async def _stream(self, incoming: Incoming, answer: Answer) -> str:
-        thread = incoming.answer_thread(threaded=True)  # streams are always replies
-        try:
-            return await self._out.stream(incoming.channel, thread, render_stream(answer),
-                                          team=incoming.team, user=incoming.user)
-        except StreamBroken as broken:
-            # Part of the answer is already on screen: finish that message in place, since
-            # posting anew would leave a half answer next to a whole one.
-            log.warning("stream broke off (%s); completing message %s", broken.__cause__,
-                        broken.ts)
-            try:
-                await self._out.update(incoming.channel, broken.ts, render_answer(answer))
-            except Exception:
-                log.exception("could not complete the streamed answer %s (reference %s)",
-                              broken.ts, current_correlation_id())
-            return broken.ts
 
     async def _report_failure(self, incoming: Incoming) -> None:
         notice = render_error(messages.INTERNAL_ERROR, current_correlation_id())

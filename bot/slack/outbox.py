@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.render.slack import SlackMessage, SlackStream
+from bot.render.slack import Block, SlackMessage, SlackStream
 from bot.slack.events import ThreadMessage, thread_messages
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,21 @@ class SlackOutbox:
         if not stream.ts:
             raise SlackApiError("chat.startStream returned no ts", response=None)
         return stream.ts
+
+    async def start_stream(self, channel: str, thread_ts: str, *, team: str, user: str) -> str:
+        """chat.startStream with no text yet: the reply that appended Markdown then fills."""
+        response = await self._client.chat_startStream(
+            channel=channel, thread_ts=thread_ts, recipient_team_id=team or None,
+            recipient_user_id=user or None)
+        if not response.get("ts"):
+            raise SlackApiError("chat.startStream returned no ts", response=response)
+        return str(response["ts"])
+
+    async def append_stream(self, channel: str, ts: str, markdown: str) -> None:
+        await self._client.chat_appendStream(channel=channel, ts=ts, markdown_text=markdown)
+
+    async def stop_stream(self, channel: str, ts: str, blocks: Sequence[Block]) -> None:
+        await self._client.chat_stopStream(channel=channel, ts=ts, blocks=list(blocks) or None)
 
     async def update(self, channel: str, ts: str, message: SlackMessage) -> None:
         await self._client.chat_update(channel=channel, ts=ts, text=message.text,

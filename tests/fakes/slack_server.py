@@ -25,6 +25,7 @@ class Call:
     args: Json  # from the query string, a form body or a JSON body
     headers: dict[str, str]
     http_method: str
+    at: float = field(default_factory=time.monotonic)  # when it arrived, for ordering in time
 
 
 @dataclass

@@ -298,14 +298,22 @@ async def test_http_mode_needs_the_signing_secret(make_served: Serve) -> None:
     assert "SIFT_SLACK_SIGNING_SECRET" in failure.value.user_message
 
 
-async def test_streaming_through_sift_serve(make_served: Serve) -> None:
+async def test_streaming_through_sift_serve(make_served: Serve,
+                                           fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.stream_delay_s = 0.05
     s = await make_served(slack=SlackSettings(streaming=True))
     await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)
     [stop] = await s.slack.wait_for("chat.stopStream")
+    [start] = s.slack.calls_to("chat.startStream")
+    [written] = fake_anthropic.calls("answer")
+    assert start.at < written.finished  # shown while Claude writes, not replayed afterwards
     final = s.slack.posted(CHANNEL)[0]
-    assert "[[1]](https://wiki.example/staging-creds)" in final["text"]
+    streamed = "".join(c.args["markdown_text"] for c in s.slack.calls_to("chat.appendStream"))
+    assert streamed == final["text"] and "[1]" in final["text"]
+    assert "[1] <https://wiki.example/staging-creds|" in json.dumps(stop.args["blocks"])
     assert stop.args["blocks"][-1]["type"] == "context_actions"
     await s.rows(Interaction, 1, message_ref=final["ts"])
+    assert not s.slack.calls_to("chat.postMessage") and not s.slack.calls_to("chat.update")
 
 
 async def test_socket_mode_when_the_app_token_is_set(make_served: Serve,

@@ -14,6 +14,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 from bot.service import ChatLimits, ChatService
 from bot.settings import Settings, SlackSettings
 from bot.slack.app import SlackAdapter, build_slack_adapter
+from bot.slack.live import APPEND_EVERY_S
 from rag.llm import AnthropicLLM
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -64,19 +65,21 @@ StackFactory = Callable[..., Any]
 @pytest.fixture
 async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embedder: Any,
                      memory_index: MemoryIndex) -> AsyncIterator[StackFactory]:
-    """Builds a stack; keywords: index (SearchIndex), limits (ChatLimits), SlackSettings."""
+    """Builds a stack; keywords: index (SearchIndex), limits (ChatLimits), append_every_s
+    (live answers), SlackSettings."""
     started: list[tuple[SlackDriver, SiftWeb, SlackAdapter]] = []
     llms: list[AnthropicLLM] = []
 
     async def make(*, index: SearchIndex | None = None, limits: ChatLimits | None = None,
-                   **slack: Any) -> SlackStack:
+                   append_every_s: float = APPEND_EVERY_S, **slack: Any) -> SlackStack:
         stores = MemoryChatStores()
         llms.append(make_llm(fake_anthropic.url))
         pipeline = make_pipeline(index or memory_index, embedder, llms[-1],
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
         adapter = build_slack_adapter(slack_settings(fake_slack.api_url, **slack), service,
-                                      interval=FixedValueRetryIntervalCalculator(0.0))
+                                      interval=FixedValueRetryIntervalCalculator(0.0),
+                                      append_every_s=append_every_s)
         driver, web = await SlackDriver.for_adapter(fake_slack, adapter)
         started.append((driver, web, adapter))
         return SlackStack(driver, stores, fake_anthropic)
