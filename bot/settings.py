@@ -107,6 +107,7 @@ class ChatSettings(_Section):
 
 class SlackSettings(_Section):
     streaming: bool = False  # chat.startStream/appendStream/stopStream instead of one post
+    append_every_s: float = Field(0.5, ge=0)  # live answers: at most one appendStream per this
     follow_ups_without_mention: bool = True
     ask_why_on_downvote: bool = True
     assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs
@@ -118,7 +119,8 @@ class TeamsSettings(_Section):
     """The Teams adapter; its credentials are the flat SIFT_TEAMS_APP_ID/PASSWORD/TENANT_ID."""
 
     enabled: bool = True  # mount POST /api/messages in `sift serve`
-    streaming: bool = True  # personal chats: Teams' streaming protocol (progress, then answer)
+    streaming: bool = True  # personal chats: Teams' streaming protocol, the answer as written
+    stream_interval_s: float = Field(1.0, ge=0)  # at most one streaming update per this
     citation_entities: bool = True  # False: a numbered source list instead of citation pop-ups
     typing_interval_s: float = Field(3.0, gt=0)
     send_retries: int = Field(4, ge=0, le=10)  # connector 429/412/502/504

@@ -21,7 +21,6 @@ from bot.service import ChatService
 from bot.settings import Settings
 from bot.slack.handlers import SlackHandlers, SlackOptions
 from bot.slack.http import add_slack_routes
-from bot.slack.live import APPEND_EVERY_S
 from bot.slack.outbox import SlackOutbox
 from bot.slack.state import Background, PendingComments
 from rag.errors import ConfigError
@@ -107,7 +106,7 @@ def _secret(value: object) -> str:
 
 def build_slack_adapter(settings: Settings, service: ChatService, *,
                         interval: RetryIntervalCalculator | None = None,
-                        append_every_s: float = APPEND_EVERY_S) -> SlackAdapter:
+                        append_every_s: float | None = None) -> SlackAdapter:
     """Raises ConfigError naming the missing or malformed SIFT_SLACK_* setting."""
     token = _secret(settings.slack_bot_token)
     app_token = _secret(settings.slack_app_token)
@@ -130,7 +129,8 @@ def build_slack_adapter(settings: Settings, service: ChatService, *,
                            ask_why_on_downvote=s.ask_why_on_downvote,
                            assistant_status=s.assistant_status,
                            history_turns=settings.chat.history_turns,
-                           append_every_s=append_every_s)
+                           append_every_s=s.append_every_s if append_every_s is None
+                           else append_every_s)
     background = Background()
     handlers = SlackHandlers(service, SlackOutbox(client), options, background,
                              PendingComments())

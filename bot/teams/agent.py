@@ -20,7 +20,6 @@ from bot.service import ChatService
 from bot.settings import TeamsSettings
 from bot.teams.connector import RetryingClientFactory, RetryPolicy
 from bot.teams.handlers import TeamsHandlers, TeamsOptions
-from bot.teams.outbound import STREAM_INTERVAL_S
 from bot.teams.tasks import BackgroundTasks
 
 ROUTE = "/api/messages"
@@ -45,7 +44,7 @@ class TeamsEndpoint:
     """Everything Teams needs inside `sift serve`; `mount` adds the route, `close` drains."""
 
     def __init__(self, auth: AgentAuthConfiguration, settings: TeamsSettings,
-                 service: ChatService, *, stream_interval_s: float = STREAM_INTERVAL_S) -> None:
+                 service: ChatService, *, stream_interval_s: float | None = None) -> None:
         self.auth = auth
         connections = MsalConnectionManager(connections_configurations={
             "SERVICE_CONNECTION": auth})
@@ -54,7 +53,8 @@ class TeamsEndpoint:
             channel_service_client_factory=RetryingClientFactory(connections, policy))
         self.tasks = BackgroundTasks()
         options = TeamsOptions(settings.streaming, settings.citation_entities,
-                               settings.typing_interval_s, stream_interval_s)
+                               settings.typing_interval_s, settings.stream_interval_s
+                               if stream_interval_s is None else stream_interval_s)
         self.handlers = TeamsHandlers(service, self.adapter, options, self.tasks)
         self.agent = build_agent(connections, self.handlers)
         self.adapter.on_turn_error = self.handlers.on_error
