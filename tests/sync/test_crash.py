@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import weaviate
 from weaviate.classes.init import Auth
+from weaviate.exceptions import WeaviateQueryError
 
 from bot.weaviate.process import ManagedWeaviate
 from rag.index import WeaviateIndex
@@ -64,7 +65,14 @@ class Site:
             if not client.collections.exists(self.collection):
                 return 0
             collection = client.collections.use(self.collection)
-            return int(collection.aggregate.over_all(total_count=True).total_count or 0)
+            try:
+                return int(collection.aggregate.over_all(total_count=True).total_count or 0)
+            except WeaviateQueryError as exc:
+                # Just after the sync creates the collection, its schema exists a moment
+                # before its index does: nothing is written yet, so poll again.
+                if "non-existing index" in str(exc):
+                    return 0
+                raise
 
     def snapshot(self) -> dict[str, tuple[str, str, str, str]]:
         index = WeaviateIndex(index_config(self.server, self.collection), "", 0)
