@@ -75,13 +75,20 @@ class Pipeline:
         self._recorder = recorder
 
     def resolve_mode(self, question: Question) -> Mode:
+        return self._route(question)[0]
+
+    def _route(self, question: Question) -> tuple[Mode, str]:
+        """The mode, and the A/B arm when the split chose it: only those questions compare
+        the arms fairly (an explicitly chosen mode is not an arm)."""
         if self._s.accurate_grader is None:
-            return Mode.FAST
+            return Mode.FAST, ""
         if question.mode is not None:
-            return question.mode
-        if self._config.fast_share and random.random() < self._config.fast_share:
-            return Mode.FAST
-        return Mode(self._config.default_mode)
+            return question.mode, ""
+        if not self._config.fast_share:
+            return Mode(self._config.default_mode), ""
+        fast = random.random() < self._config.fast_share
+        mode = Mode.FAST if fast else Mode(self._config.default_mode)
+        return mode, mode.value
 
     async def answer(self, question: Question, preview: TextSink | None = None) -> Answer:
         """Answer one question; failures become an `error` answer, never an exception.
@@ -100,7 +107,7 @@ class Pipeline:
             reset_correlation_id(token)
 
     async def _answer(self, question: Question, preview: TextSink | None) -> Answer:
-        mode = self.resolve_mode(question)
+        mode, arm = self._route(question)
         run = _Run(time.perf_counter(), {}, {}, {})
         try:
             answer = await self._stages(question, mode, run, preview)
@@ -111,7 +118,8 @@ class Pipeline:
             log.exception("question failed unexpectedly")
             answer = Answer(messages.INTERNAL_ERROR, AnswerStatus.ERROR, question, mode=mode)
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
-        return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models)
+        return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models,
+                       ab_arm=arm)
 
     async def _stages(self, question: Question, mode: Mode, run: _Run,
                       preview: TextSink | None) -> Answer:

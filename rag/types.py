@@ -194,4 +194,5 @@ class Answer:
     models: dict[str, str] = field(default_factory=dict)
     extractive: bool = False  # quoted passages rather than a generated summary
     uncited_claims: bool = False  # the answer makes claims without any valid citation
+    ab_arm: str = ""  # the mode the A/B split chose ("" when no split decided the mode)
     interaction_id: int | None = None

@@ -57,7 +57,7 @@ class InteractionRepository:
             channel=ctx.channel, thread=ctx.thread, user_id=ctx.user,
             correlation_id=q.correlation_id, question=self._text(q.text),
             search_query=self._text(answer.search_query), answer=self._text(answer.text),
-            status=str(answer.status), mode=str(answer.mode),
+            status=str(answer.status), mode=str(answer.mode), ab_arm=answer.ab_arm,
             timings_ms=dict(answer.timings_ms),
             usage={stage: _usage(u) for stage, u in answer.usage.items()},
             models=dict(answer.models),

@@ -70,6 +70,8 @@ class Interaction(Base):
     answer: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16), index=True)
     mode: Mapped[str] = mapped_column(String(16))
+    # The arm when the A/B split chose the mode; "" for explicit or default modes.
+    ab_arm: Mapped[str] = mapped_column(String(16), default="", server_default="")
     timings_ms: Mapped[Json] = mapped_column(default=dict)  # stage -> milliseconds
     usage: Mapped[Json] = mapped_column(default=dict)  # stage -> token counts
     models: Mapped[Json] = mapped_column(default=dict)  # stage -> model id

@@ -82,11 +82,12 @@ def _interaction_rows(session: Session, since: datetime) -> list[InteractionRow]
                     func.sum(case((Feedback.vote == -1, 1), else_=0)).label("down"))
              .group_by(Feedback.interaction_id).subquery())
     query = (select(Interaction.id, Interaction.question, Interaction.status, Interaction.mode,
-                    Interaction.timings_ms, Interaction.created_at, votes.c.up, votes.c.down)
+                    Interaction.timings_ms, Interaction.created_at, votes.c.up, votes.c.down,
+                    Interaction.ab_arm)
              .outerjoin(votes, votes.c.interaction_id == Interaction.id)
              .where(Interaction.created_at >= since).order_by(Interaction.id))
     return [InteractionRow(r.id, r.question, r.status, r.mode, r.timings_ms or {},
-                           r.created_at, int(r.up or 0), int(r.down or 0))
+                           r.created_at, int(r.up or 0), int(r.down or 0), r.ab_arm or "")
             for r in session.execute(query)]
 
 

@@ -123,6 +123,9 @@ class AnswerLike(Protocol):
     def mode(self) -> str: ...
 
     @property
+    def ab_arm(self) -> str: ...
+
+    @property
     def candidates(self) -> Sequence[CandidateLike]: ...
 
     @property

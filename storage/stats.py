@@ -45,6 +45,7 @@ class InteractionRow:
     created_at: datetime
     up: int = 0
     down: int = 0
+    ab_arm: str = ""  # set when the A/B split chose the mode
 
 
 @dataclass(frozen=True)
@@ -162,10 +163,17 @@ def content_gaps(rows: Sequence[InteractionRow], limit: int) -> list[ContentGap]
 
 
 def mode_stats(rows: Sequence[InteractionRow]) -> list[ModeStats]:
-    """The A/B comparison: per mode, votes, refusals and median total latency."""
+    """The A/B comparison: per arm, votes, refusals and median total latency.
+
+    While a split runs, only the questions it routed count, so a mode someone chose on
+    purpose cannot tilt an arm; without one, the modes as they were used are compared.
+    """
+    armed = [r for r in rows if r.ab_arm]
+    rows = armed or rows
+    arm_of = (lambda r: r.ab_arm) if armed else (lambda r: r.mode)
     result = []
-    for mode in sorted({r.mode for r in rows}):
-        group = [r for r in rows if r.mode == mode]
+    for mode in sorted({arm_of(r) for r in rows}):
+        group = [r for r in rows if arm_of(r) == mode]
         totals = [float(r.timings_ms["total"]) for r in group if "total" in r.timings_ms]
         result.append(ModeStats(mode, len(group), sum(r.up for r in group),
                                 sum(r.down for r in group),

@@ -47,4 +47,17 @@ async def test_the_arm_is_recorded_with_the_interaction(embedder: Any,
                              config=config(1.0))
     answer = await pipeline.answer(Question("How do I rotate the staging credentials?"))
     assert answer.mode is Mode.FAST and recorder.answers[0].mode is Mode.FAST
+    assert recorder.answers[0].ab_arm == "fast"  # the split chose it
     assert fake_anthropic.calls("grade") == []  # the fast arm never calls the grader
+
+
+@pytest.mark.parametrize(("share", "asked", "arm"), [(0.0, None, ""), (1.0, Mode.ACCURATE, ""),
+                                                     (1.0, None, "fast")])
+async def test_only_a_mode_the_split_chose_is_an_arm(
+        embedder: Any, fake_anthropic: FakeAnthropic, share: float, asked: Mode | None,
+        arm: str) -> None:
+    recorder = MemoryRecorder()
+    pipeline = make_pipeline(MemoryIndex(), embedder, make_llm(fake_anthropic.url),
+                             recorder=recorder, config=config(share))
+    await pipeline.answer(Question("How do I rotate the staging credentials?", mode=asked))
+    assert recorder.answers[0].ab_arm == arm

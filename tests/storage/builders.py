@@ -39,7 +39,7 @@ def answer(question: str = "How do I reset MFA?", candidates: Sequence[Candidate
            status: AnswerStatus = AnswerStatus.ANSWERED, mode: Mode = Mode.ACCURATE,
            text: str = "Reset it in the portal [1].", user: str = "U1",
            platform: Platform = Platform.SLACK, total_ms: float = 1000.0,
-           timings: dict[str, float] | None = None) -> Answer:
+           timings: dict[str, float] | None = None, ab_arm: str = "") -> Answer:
     citations = tuple(Citation(i + 1, c.chunk.doc_id, c.chunk.title, c.chunk.url,
                                c.chunk.chunk_id)
                       for i, c in enumerate(c for c in candidates if c.cited))
@@ -51,4 +51,5 @@ def answer(question: str = "How do I reset MFA?", candidates: Sequence[Candidate
         candidates=tuple(candidates),
         timings_ms=timings if timings is not None else {"retrieve": 100.0, "total": total_ms},
         usage={"grade": Usage(1000, 50, 800, 0, 3)}, models={"grade": "claude-haiku"},
+        ab_arm=ab_arm,
     )

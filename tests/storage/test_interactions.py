@@ -155,3 +155,12 @@ def test_modes_and_statuses_are_stored_as_their_values(database: Database) -> No
 def test_document_deltas(candidates: list, cited_chunks: set[str],
                          expected: list[DocDelta]) -> None:
     assert document_deltas(candidates, cited_chunks, 0.5) == expected
+
+
+def test_the_ab_arm_is_stored(database: Database) -> None:
+    repo = InteractionRepository(database)
+    split = repo.record(answer("q1", mode=Mode.FAST, ab_arm="fast"))
+    chosen = repo.record(answer("q2", mode=Mode.FAST))
+    with database.read() as session:
+        arms = {i.id: i.ab_arm for i in session.scalars(select(Interaction))}
+    assert arms == {split: "fast", chosen: ""}

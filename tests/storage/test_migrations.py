@@ -42,6 +42,23 @@ def test_upgrade_twice_is_a_no_op(database: Database) -> None:
         "sync_runs", "source_documents", "event_keys", "conversation_turns", "alembic_version"}
 
 
+def test_0002_keeps_existing_interactions_without_an_arm(db_url: str) -> None:
+    db = Database(db_url)
+    db.upgrade("0001")
+    with db.engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO interactions (created_at, platform, workspace, channel, thread, "
+            "user_id, correlation_id, question, search_query, answer, status, mode, "
+            "timings_ms, usage, models) VALUES (CURRENT_TIMESTAMP, 'slack', '', '', '', '', "
+            "'', 'q', '', 'a', 'answered', 'fast', '{}', '{}', '{}')"))
+    db.upgrade()
+    with db.engine.connect() as connection:
+        rows = connection.execute(text("SELECT question, mode, ab_arm FROM interactions"))
+        assert [tuple(r) for r in rows] == [("q", "fast", "")]
+    assert _drift(db) == []
+    db.dispose()
+
+
 def test_require_current_names_the_fix_on_an_empty_database(db_url: str) -> None:
     db = Database(db_url)
     with pytest.raises(StorageError, match="has no Sift tables: run `sift db upgrade`"):

@@ -50,9 +50,9 @@ def test_normalise(text: str, expected: str) -> None:
 
 
 def _row(i: int, question: str, status: str = "answered", mode: str = "accurate",
-         up: int = 0, down: int = 0, **timings: float) -> InteractionRow:
+         up: int = 0, down: int = 0, arm: str = "", **timings: float) -> InteractionRow:
     return InteractionRow(i, question, status, mode, timings, T0 + timedelta(minutes=i), up,
-                          down)
+                          down, arm)
 
 
 def test_stage_latencies_in_pipeline_order_then_unknown_stages() -> None:
@@ -84,3 +84,11 @@ def test_mode_stats() -> None:
     found = {m.mode: (m.count, m.thumbs_up_rate, m.no_answer_rate, m.p50_ms)
              for m in mode_stats(rows)}
     assert found == {"accurate": (2, 0.5, 0.5, 200.0), "fast": (2, None, 0.5, 50.0)}
+
+
+def test_while_a_split_runs_only_its_questions_compare_the_arms() -> None:
+    rows = [_row(1, "a", up=1, arm="accurate", total=100),
+            _row(2, "b", mode="fast", down=1, arm="fast", total=40),
+            _row(3, "c", mode="fast", up=1, total=10)]  # `--mode fast` by hand: not an arm
+    found = {m.mode: (m.count, m.thumbs_up_rate, m.p50_ms) for m in mode_stats(rows)}
+    assert found == {"accurate": (1, 1.0, 100.0), "fast": (1, 0.0, 40.0)}
