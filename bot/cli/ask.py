@@ -7,15 +7,15 @@ import asyncio
 import getpass
 import json
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from bot.app import App, load_settings
-from bot.render.json import answer_to_dict
-from bot.render.terminal import render_answer, render_explain
-from bot.runtime import connected_index
 from rag import messages
 from rag.errors import InputError
-from rag.pipeline import Pipeline
 from rag.types import Answer, AnswerStatus, AskContext, Mode, Platform, Question, Turn
+
+if TYPE_CHECKING:  # the heavy modules load when a command runs, not for `sift --help`
+    from bot.app import App
+    from rag.pipeline import Pipeline
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,6 +57,9 @@ def _question(text: str, args: argparse.Namespace, history: tuple[Turn, ...] = (
 
 async def _with_pipeline(args: argparse.Namespace, announce: bool,
                          work: Callable[[App, Pipeline], Awaitable[int]]) -> int:
+    from bot.app import App, load_settings
+    from bot.runtime import connected_index
+
     app = App(load_settings(args.config))
     await asyncio.to_thread(app.database.upgrade)
     try:
@@ -70,6 +73,9 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
 
 
 def _ask(args: argparse.Namespace) -> int:
+    from bot.render.json import answer_to_dict
+    from bot.render.terminal import render_answer, render_explain
+
     question = _question(args.question, args)
 
     async def run(app: App, pipeline: Pipeline) -> int:
@@ -86,6 +92,8 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    from bot.render.terminal import render_answer
+
     async def run(app: App, pipeline: Pipeline) -> int:
         print("Ask a question (+ / - to vote on the last answer, 'exit' to leave).")
         history: list[Turn] = []

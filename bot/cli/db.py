@@ -7,10 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from bot.app import App, load_settings
 from rag.errors import SiftError
 from storage.errors import StorageError
-from storage.retention import parse_duration
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def duration(text: str) -> timedelta:
     """argparse type: a bad duration is a usage error naming the accepted forms."""
+    from storage.retention import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as exc:
@@ -51,6 +51,8 @@ def storage_errors() -> Iterator[None]:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
+    from bot.app import App, load_settings
+
     db = App(load_settings(args.config)).database
     with storage_errors():
         db.ping()  # an unreachable server is one clear sentence, not a migration traceback
@@ -74,6 +76,8 @@ def human(age: timedelta) -> str:
 
 
 def _purge(args: argparse.Namespace) -> int:
+    from bot.app import App, load_settings
+
     app = App(load_settings(args.config))
     with storage_errors():
         app.database.require_current()

@@ -7,15 +7,17 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bot.app import App, load_settings
 from bot.cli.db import duration, human, storage_errors
-from storage.report import Report, ReportOptions, build_report
+
+if TYPE_CHECKING:
+    from storage.report import Report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Summarise the recent interactions (answered, no answer, latency per "
         "stage, feedback, the A/B mode comparison) and the all-time document statistics "
         "(documents retrieved often but graded low, documents never retrieved).")
-    parser.add_argument("--since", type=duration, default=duration("7d"), metavar="DURATION",
+    parser.add_argument("--since", type=duration, default="7d", metavar="DURATION",
                         help="how far back the interaction sections look (default: 7d)")
     parser.add_argument("--limit", type=int, default=10, metavar="N",
                         help="rows per list (default: 10)")
@@ -33,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from bot.app import App, load_settings
+    from storage.report import ReportOptions, build_report
+
     app = App(load_settings(args.config))
     options = ReportOptions(window=args.since, limit=max(args.limit, 1),
                             relevant_threshold=app.settings.storage.relevant_threshold)

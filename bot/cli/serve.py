@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from bot.app import App, load_settings
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -19,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from bot.app import App, load_settings
     from bot.server import serve
 
     app = App(load_settings(args.config))

@@ -8,21 +8,23 @@ import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bot.app import App, load_settings
 from bot.cli.plain_progress import PlainProgress
 from rag.errors import ConfigError, SyncError
-from rag.index import WeaviateIndex
 from sync.lock import SourceLock
 from sync.report import NoProgress, SyncSummary
 from sync.report import Progress as ProgressPort
-from sync.runner import SyncRunner
+
+if TYPE_CHECKING:  # the heavy modules load when the command runs, not for `sift --help`
+    from bot.app import App
+    from rag.index import WeaviateIndex
+    from sync.runner import SyncRunner
 
 COLUMNS = ("added", "updated", "deleted", "unchanged", "failed", "chunks_written")
 
@@ -52,6 +54,8 @@ def _sync(args: argparse.Namespace) -> int:
         raise ConfigError("--rebuild with --dry-run or --source",
                           user_message="--rebuild drops the whole index and re-syncs every "
                           "source; it cannot be combined with --dry-run or --source.")
+    from bot.app import App, load_settings
+
     app = App(load_settings(args.config))
     names = [s.name for s in app.settings.resolved_sources]
     if args.source and args.source not in names:

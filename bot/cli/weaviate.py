@@ -6,10 +6,12 @@ import argparse
 import asyncio
 import json
 import warnings
+from typing import TYPE_CHECKING
 
-from bot.app import App, load_settings
-from bot.weaviate.install import cached_binary, install
 from rag.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bot.app import App
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _app(args: argparse.Namespace) -> App:
+    from bot.app import App, load_settings
+
     return App(load_settings(args.config))
 
 
@@ -44,6 +48,8 @@ def _managed(app: App):
 
 
 def _install(args: argparse.Namespace) -> int:
+    from bot.weaviate.install import install
+
     app = _app(args)
     version = app.settings.weaviate.version
     path = install(version, app.settings.weaviate_binary, lambda line: print(line, flush=True))
@@ -54,6 +60,8 @@ def _install(args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace) -> int:
     managed = _managed(_app(args))
     if managed.binary is None:
+        from bot.weaviate.install import cached_binary
+
         raise ConfigError("no binary", user_message="No Weaviate binary found at "
                           f"{cached_binary(_app(args).settings.weaviate.version)}: "
                           "run `sift weaviate install` first.")
