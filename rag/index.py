@@ -258,6 +258,15 @@ class WeaviateIndex:
             self.config.query_timeout_s)
         return int(result.total_count or 0)
 
+    async def count_by_source(self) -> dict[str, int]:
+        """Chunks per source name, for every source the index holds."""
+        result = await self._run(
+            "count chunks per source",
+            self._collection.aggregate.over_all(
+                group_by=GroupByAggregate(prop="source", limit=10_000), total_count=True),
+            self.config.query_timeout_s)
+        return {str(g.grouped_by.value): int(g.total_count or 0) for g in result.groups}
+
     async def count_by_document(self, source: str) -> dict[str, int]:
         result = await self._run(
             "count chunks per document",

@@ -61,6 +61,12 @@ class SyncStateRepository:
             docs = table(SourceDocument)
             session.execute(delete(docs).where(docs.c.source == source, docs.c.doc_id == doc_id))
 
+    def forget_source(self, source: str) -> None:
+        """Drop a removed source's document records, so that re-adding it reads everything."""
+        with self._db.write() as session:
+            docs = table(SourceDocument)
+            session.execute(delete(docs).where(docs.c.source == source))
+
     def start_run(self, source: str, *, full: bool) -> int:
         with self._db.write() as session:
             run = SyncRun(source=source, full=full, status="running",

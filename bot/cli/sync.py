@@ -18,6 +18,7 @@ from rich.table import Table
 from bot.cli.plain_progress import PlainProgress
 from rag.errors import ConfigError, SyncError
 from sync.lock import SourceLock
+from sync.prune import prune, unconfigured
 from sync.report import NoProgress, SyncSummary
 from sync.report import Progress as ProgressPort
 
@@ -72,6 +73,7 @@ async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
     summaries: list[SyncSummary] = []
     rebuild = names if args.rebuild else []
     async with _index(app, rebuild=rebuild, console=console) as index:
+        await _prune(app, index, dry_run=args.dry_run, console=console)
         runner = app.sync_runner(index)
         for name in names:
             try:
@@ -86,6 +88,19 @@ async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
     if not args.json and summaries:
         _print_table(summaries, Console() if sys.stdout.isatty() else Console(width=120))
     return 1 if failures else 0
+
+
+async def _prune(app: App, index: WeaviateIndex, *, dry_run: bool, console: Console) -> None:
+    """Remove what sources no longer configured left in the index, saying so."""
+    configured = [s.name for s in app.settings.resolved_sources]
+    for name, chunks in (await unconfigured(index, configured)).items():
+        if dry_run:
+            console.print(f"Would remove source '{name}' ({chunks} chunks): it is no longer "
+                          "configured.", highlight=False)
+            continue
+        deleted = await prune(index, app.sync_state, name)
+        console.print(f"Removed source '{name}' (no longer configured): {deleted} chunks.",
+                      highlight=False)
 
 
 async def _one(runner: SyncRunner, name: str, args: argparse.Namespace,
@@ -164,8 +179,10 @@ def _bars(console: Console, name: str, *, enabled: bool) -> Iterator[ProgressPor
 
 def _print_table(summaries: list[SyncSummary], console: Console) -> None:
     dry = any(s.dry_run for s in summaries)
+    full = any(s.full for s in summaries)
     table = Table(title="Dry run: nothing was written" if dry else "Sync summary",
-                  box=box.SIMPLE_HEAD, caption="* full pass (read everything, prune deleted)")
+                  box=box.SIMPLE_HEAD,
+                  caption="* full pass (read everything, prune deleted)" if full else None)
     for column in ("source", *COLUMNS, "seconds"):
         table.add_column(column.replace("_written", ""), no_wrap=True,
                          justify="left" if column == "source" else "right")

@@ -34,6 +34,11 @@ class Ports:
         return (self.http, self.grpc, self.gossip, self.data, self.raft, self.raft_rpc,
                 self.profiling)
 
+    def settings(self) -> dict[str, int]:
+        """Each port under the SIFT_* variable that sets it."""
+        return {f"SIFT_WEAVIATE__{name.upper()}_PORT": getattr(self, name)
+                for name in self.__dataclass_fields__}
+
 
 @dataclass(frozen=True)
 class Status:
@@ -149,7 +154,8 @@ class ManagedWeaviate:
 
     def __init__(self, binary: Path | None, data_dir: Path, ports: Ports) -> None:
         self.binary = binary
-        self.data_dir = data_dir
+        # Absolute: the server runs inside its data directory and is told the path again.
+        self.data_dir = data_dir.absolute()
         self.ports = ports
         self.pid_file = data_dir / "weaviate.pid"
         self.log_file = data_dir / "weaviate.log"
@@ -199,13 +205,15 @@ class ManagedWeaviate:
                 "No Weaviate binary is installed.",
                 user_message="No Weaviate binary is installed: run `sift weaviate install`.",
             )
-        busy = [p for p in self.ports.all() if _port_in_use(p)]
+        busy = {name: port for name, port in self.ports.settings().items()
+                if _port_in_use(port)}
         if busy:
+            named = ", ".join(f"{name} ({port})" for name, port in busy.items())
             raise RetrievalError(
-                f"Ports {busy} on {LOOPBACK} are already in use.",
-                user_message=f"Cannot start Weaviate: port(s) {', '.join(map(str, busy))} on "
-                f"{LOOPBACK} are in use; change SIFT_WEAVIATE__HTTP_PORT / GRPC_PORT or stop "
-                "the other server.",
+                f"Ports {list(busy.values())} on {LOOPBACK} are already in use.",
+                user_message=f"Cannot start Weaviate: {LOOPBACK} already has something "
+                f"listening on {named}; set {'it' if len(busy) == 1 else 'them'} to a free "
+                "port or stop the other server.",
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:

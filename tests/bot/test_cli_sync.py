@@ -109,3 +109,49 @@ def test_the_sample_knowledge_base_syncs_by_default(site: Path, monkeypatch: pyt
     code, [sample], _ = run(capsys, "--json")
     assert code == 0 and sample["source"] == "sample"
     assert sample["added"] >= 30 and sample["failed"] == 0
+
+
+def chunks_of(source: str, server: ManagedWeaviate, collection: str) -> int:
+    from weaviate.classes.query import Filter
+
+    with weaviate.connect_to_custom(
+            http_host="127.0.0.1", http_port=server.ports.http, http_secure=False,
+            grpc_host="127.0.0.1", grpc_port=server.ports.grpc, grpc_secure=False,
+            auth_credentials=Auth.api_key(server.api_key)) as client:
+        result = client.collections.get(collection).aggregate.over_all(
+            total_count=True, filters=Filter.by_property("source").equal(source))
+        return int(result.total_count or 0)
+
+
+def test_the_footer_explains_the_star_only_when_a_row_has_one(
+        site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, first = run(capsys, "--source", "kb")
+    assert "kb*" in first and "* full pass" in first
+    _, _, second = run(capsys, "--source", "kb")
+    assert "kb*" not in second and "full pass" not in second and "Sync summary" in second
+
+
+def test_a_source_no_longer_configured_is_pruned_by_the_next_sync(
+        site: Path, tmp_path: Path, weaviate_server: ManagedWeaviate,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    collection = os.environ["SIFT_WEAVIATE__COLLECTION"]
+    run(capsys, "--json")
+    assert chunks_of("kb", weaviate_server, collection) >= 3
+    mine = tmp_path / "mine"
+    write(mine, "vpn.md", article("VPN", paragraph("vpn", 3)))
+    (tmp_path / "sift.toml").write_text(
+        f'[[sources]]\nname = "mine"\nkind = "folder"\npath = "{mine}"\n')
+
+    code, _, text = run(capsys, "--dry-run")
+    assert code == 0 and "'kb'" in text and "'empty'" not in text
+    assert chunks_of("kb", weaviate_server, collection) >= 3  # a dry run prunes nothing
+
+    code, _, text = run(capsys)
+    assert code == 0
+    assert "Removed source 'kb' (no longer configured)" in text
+    assert chunks_of("kb", weaviate_server, collection) == 0
+    assert chunks_of("mine", weaviate_server, collection) >= 1
+    _, _, again = run(capsys)
+    assert "Removed" not in again  # pruned once; its sync state went with it

@@ -1,0 +1,59 @@
+"""The managed Weaviate: a relative data directory, and which busy port names which setting."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.weaviate.process import LOOPBACK, ManagedWeaviate, free_ports
+from rag.errors import RetrievalError
+from tests.bot.test_weaviate_cli import weaviate_binary
+
+
+@pytest.fixture
+def relative_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ManagedWeaviate]:
+    monkeypatch.chdir(tmp_path)  # SIFT_DATA_DIR=.sift, as the default is
+    server = ManagedWeaviate(weaviate_binary(), Path(".sift") / "weaviate", free_ports())
+    yield server
+    server.stop()
+
+
+@pytest.mark.weaviate
+def test_a_relative_data_dir_keeps_the_data_where_it_says(relative_server: ManagedWeaviate,
+                                                          tmp_path: Path) -> None:
+    relative_server.start(90)
+    assert relative_server.status().running
+    data = tmp_path / ".sift" / "weaviate"
+    assert not (data / ".sift").exists()
+    written = {p.name for p in data.iterdir()}
+    assert {"weaviate.pid", "api-key", "weaviate.log"} <= written
+    assert written - {"weaviate.pid", "api-key", "weaviate.log"}, "the server wrote no data here"
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(("field", "setting"), [
+    ("gossip", "SIFT_WEAVIATE__GOSSIP_PORT"), ("raft_rpc", "SIFT_WEAVIATE__RAFT_RPC_PORT"),
+    ("profiling", "SIFT_WEAVIATE__PROFILING_PORT"), ("http", "SIFT_WEAVIATE__HTTP_PORT")])
+def test_a_port_conflict_names_the_setting_of_the_busy_port(
+        tmp_path: Path, busy_port: int, field: str, setting: str) -> None:
+    ports = replace(free_ports(), **{field: busy_port})
+    server = ManagedWeaviate(weaviate_binary(), tmp_path / "weaviate", ports)
+    with pytest.raises(RetrievalError) as caught:
+        server.start(5)
+    message = caught.value.user_message
+    assert f"{setting} ({busy_port})" in message
+    others = {"SIFT_WEAVIATE__HTTP_PORT", "SIFT_WEAVIATE__GRPC_PORT",
+              "SIFT_WEAVIATE__GOSSIP_PORT", "SIFT_WEAVIATE__PROFILING_PORT"} - {setting}
+    assert not [name for name in others if name in message]
+    assert "\n" not in message
