@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from bot import settings_check
 from rag.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -298,16 +299,46 @@ def _origin(loc: tuple[Any, ...], data: dict[str, Any], toml_path: Path | None) 
 
 
 def _explain(error: ValidationError, data: dict[str, Any], toml_path: Path | None) -> str:
-    first = error.errors()[0]
+    errors = error.errors()
+    # A misspelt key also makes the real one "missing": the typo is the thing to name.
+    first = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
     loc = tuple(first.get("loc", ()))
     key = ".".join(str(p) for p in loc) or "settings"
-    where = f" in {toml_path}" if toml_path else ""
     if first.get("type") == "extra_forbidden":
-        return f"Unknown setting '{key}'{where}; check its spelling against the README."
+        return _unknown_key(loc, key, data, toml_path)
     value = first.get("input")
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
     message = str(first.get("msg", "invalid value")).rstrip(".")
     return f"Setting '{key}' {_origin(loc, data, toml_path)} is invalid{shown}: {message}."
+
+
+def _unknown_key(loc: tuple[Any, ...], key: str, data: dict[str, Any],
+                 toml_path: Path | None) -> str:
+    valid = settings_check.keys_at(Settings, loc[:-1])
+    env = _env_origin(loc)
+    if env is not None:
+        names = [_env_name((*loc[:-1], k)) for k in valid]
+        return f"Unknown setting {env} in the environment{settings_check.nearest(env, names)}"
+    where = f" in {toml_path}" if toml_path and _in_toml(data, loc) else ""
+    hint = settings_check.nearest(str(loc[-1]), valid).replace("mean ", "mean '", 1)
+    hint = hint[:-1] + "'?" if hint else "; check its spelling against the README."
+    return f"Unknown setting '{key}'{where}{hint}"
+
+
+def config_path(config: Path | None = None) -> Path | None:
+    """The sift.toml to read: --config, else $SIFT_CONFIG, else ./sift.toml if there is one."""
+    named = config or os.environ.get("SIFT_CONFIG")
+    if named:
+        return Path(named)
+    local = Path("sift.toml")
+    return local if local.is_file() else None
+
+
+def _check(settings: Settings) -> None:
+    problem = (settings_check.log_level_problem(settings.log_level)
+               or settings_check.database_url_problem(settings.database_url))
+    if problem:
+        raise ConfigError(problem, user_message=problem)
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -324,12 +355,15 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def build_settings(config: Path | None = None) -> Settings:
     """Validate settings from `config` (or SIFT_CONFIG) and the environment; raise ConfigError."""
-    named = config or os.environ.get("SIFT_CONFIG")
-    path = Path(named) if named else None
+    path = config_path(config)
     data = read_toml(path) if path else {}
+    unknown = settings_check.unknown_env(os.environ, Settings)
+    if unknown:
+        raise ConfigError(unknown, user_message=unknown)
     try:
         settings = Settings(**data)
     except ValidationError as exc:
         sentence = _explain(exc, data, path)
         raise ConfigError(sentence, user_message=sentence) from exc
+    _check(settings)
     return settings.model_copy(update={"config": path})

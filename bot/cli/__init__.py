@@ -33,17 +33,39 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
             report.register, evaluate.register]
 
 
+CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"
+
+
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """--config before or after the command: `sift sync --config x` works like `sift --config x
+    sync`. Below the top, an absent option must not overwrite what the top level parsed."""
+    parser.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP,
+                        **({} if top else {"default": argparse.SUPPRESS}))
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _global_options(child, top=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sift", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="path to sift.toml (default: $SIFT_CONFIG, else none)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for register in _commands():
         register(sub)
+    _global_options(parser, top=True)
     return parser
+
+
+def _say_config(args: argparse.Namespace) -> None:
+    """Name the settings file a command reads, so a wrong or forgotten one is noticed."""
+    from bot.settings import config_path
+
+    path = config_path(args.config)
+    if path is not None and path.is_file():
+        print(f"sift: settings from {path}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        _say_config(args)
         return handler(args)
     except ConfigError as exc:
         print(f"sift: {exc.user_message}", file=sys.stderr)
