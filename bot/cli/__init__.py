@@ -40,7 +40,7 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """--config before or after the command: `sift sync --config x` works like `sift --config x
     sync`. Below the top, an absent option must not overwrite what the top level parsed."""
     parser.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP,
-                        **({} if top else {"default": argparse.SUPPRESS}))
+                        default=None if top else argparse.SUPPRESS)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
