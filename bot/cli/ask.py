@@ -7,15 +7,22 @@ import asyncio
 import getpass
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag import messages
-from rag.errors import InputError
+from rag.errors import InputError, RetrievalError
 from rag.types import Answer, AnswerStatus, AskContext, Mode, Platform, Question, Turn
 
 if TYPE_CHECKING:  # the heavy modules load when a command runs, not for `sift --help`
     from bot.app import App
     from rag.pipeline import Pipeline
+
+
+EMPTY_INDEX = ("The index is empty, so there is nothing to answer from yet: run `sift sync` "
+               "(it indexes the [[sources]] of sift.toml, or the sample knowledge base).")
+NO_KEY_NOTE = ("Note: --mode accurate needs an Anthropic API key (SIFT_ANTHROPIC_API_KEY), "
+               "so this answer was made in fast mode.")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +71,8 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
     await asyncio.to_thread(app.database.upgrade)
     try:
         async with connected_index(app, announce=announce) as index:
+            if await index.count() == 0:  # not a content gap: nothing was synced yet
+                raise RetrievalError("the index is empty", user_message=EMPTY_INDEX)
             pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
             # The model load is start-up, not the first question's retrieval time.
             await app.embedder.embed_query("warm-up")
@@ -79,16 +88,27 @@ def _ask(args: argparse.Namespace) -> int:
     question = _question(args.question, args)
 
     async def run(app: App, pipeline: Pipeline) -> int:
-        answer = await pipeline.answer(question)
+        note = _mode_note(app, args)
+        answer = await pipeline.answer(replace(question, mode=Mode.FAST) if note else question)
         if args.json:
-            print(json.dumps(answer_to_dict(answer), ensure_ascii=False))
+            data = answer_to_dict(answer)
+            if note:
+                data["note"] = note
+            print(json.dumps(data, ensure_ascii=False))
         else:
+            if note:
+                print(note + "\n")
             print(render_answer(answer))
             if args.explain:
                 print(render_explain(answer))
         return 1 if answer.status is AnswerStatus.ERROR else 0
 
     return asyncio.run(_with_pipeline(args, not args.json, run))
+
+
+def _mode_note(app: App, args: argparse.Namespace) -> str:
+    """Why the answer is not in the mode asked for, or "" when it is."""
+    return NO_KEY_NOTE if args.mode == Mode.ACCURATE.value and app.llm is None else ""
 
 
 def _chat(args: argparse.Namespace) -> int:

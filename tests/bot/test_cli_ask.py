@@ -299,3 +299,33 @@ def test_chat_votes_on_the_last_answer_and_a_new_vote_replaces_the_old(
     assert out.count("(nothing to vote on yet)") == 1
     assert out.count(messages.FEEDBACK_THANKS) == 2
     assert "sift> " in out and "Sources:" in out and VPN_MARKER in out
+
+
+def interactions(data_dir: Path) -> int:
+    database = Database(f"sqlite:///{data_dir / 'sift.db'}")
+    try:
+        with database.read() as session:
+            return len(session.scalars(select(Interaction)).all())
+    finally:
+        database.dispose()
+
+
+def test_asking_an_empty_index_says_how_to_sync_and_records_no_gap(
+        weaviate_server: ManagedWeaviate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with sift_environment(monkeypatch, weaviate_server, unique_collection("Empty"), tmp_path):
+        code = main(["ask", QUESTION])
+    out, err = capsys.readouterr()
+    assert code == 1 and messages.NO_ANSWER not in out
+    assert "The index is empty" in err and "`sift sync`" in err
+    assert interactions(tmp_path / "data") == 0
+
+
+def test_accurate_mode_without_a_key_says_it_answered_in_fast_mode(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ask_json(capsys, "--mode", "accurate", QUESTION)
+    assert data["mode"] == "fast" and data["status"] == "answered"
+    assert "--mode accurate needs an Anthropic API key" in data["note"]
+    assert main(["ask", "--mode", "accurate", QUESTION]) == 0
+    assert "answer was made in fast mode" in capsys.readouterr().out
+    assert "note" not in ask_json(capsys, "--mode", "fast", QUESTION)
