@@ -9,6 +9,7 @@ import signal
 from contextlib import AsyncExitStack
 
 from bot.app import App
+from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.web import Health, HealthCheck, build_web_app, start_site
 from rag.index import WeaviateIndex
@@ -88,6 +89,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # --- end Sync ----------------------------------------------------------------------
         print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
               "(Ctrl-C to stop)", flush=True)
+        await announce(app)  # one line per surface and source: what is on, what is off and why
         if started is not None:
             started.set()
         await stop.wait()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from rag import messages, prompts
 from rag.citations import has_uncited_claims, renumber
+from rag.extractive import by_document, keeps_whole, on_topic
 from rag.ports import LLM, LLMRequest, TextSink
 from rag.preview import NO_ANSWER_TOKEN, AnswerPreview
 from rag.types import Candidate, Citation, Turn, Usage
@@ -91,26 +92,31 @@ def _trim(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 class ExtractiveGenerator:
-    """Without an LLM: the best passages, quoted verbatim with their citations."""
+    """Without an LLM: the selected passages that carry the question's terms, quoted verbatim,
+    grouped under one citation per document; nothing on topic is a no-answer."""
 
-    def __init__(self, passages: int = 3, note: str = messages.EXTRACTIVE_LABEL) -> None:
-        self._passages = passages
+    def __init__(self, documents: int = 3, note: str = messages.EXTRACTIVE_LABEL) -> None:
+        self._documents = documents
         self._note = note
 
     async def generate(self, question: str, selected: Sequence[Candidate],
                        history: Sequence[Turn] = (), preview: TextSink | None = None) -> Draft:
         # Quoting takes no time: there is nothing to preview.
-        chosen = list(selected[: self._passages])
-        if not chosen:
+        groups = by_document(on_topic(question, selected), self._documents)
+        if not groups:
             return Draft("", no_answer=True, extractive=True)
         parts = [self._note]
-        for n, candidate in enumerate(chosen, start=1):
-            c = candidate.chunk
-            where = f"{c.title} — {c.section}" if c.section and c.section != c.title else c.title
-            quoted = "\n".join(f"> {line}" if line else ">" for line in _trim(c.text).splitlines())
-            parts.append(f"**{where}** [{n}]\n{quoted}")
-        citations = tuple(citation_for(n, c) for n, c in enumerate(chosen, start=1))
+        for n, group in enumerate(groups, start=1):
+            parts.append(f"**{group[0].chunk.title}** [{n}]\n" + "\n>\n".join(
+                _quote(c.chunk.title, c.chunk.section, c.chunk.text) for c in group))
+        citations = tuple(citation_for(n, group[0]) for n, group in enumerate(groups, start=1))
         return Draft("\n\n".join(parts), citations, extractive=True)
+
+
+def _quote(title: str, section: str, text: str) -> str:
+    body = text.strip() if keeps_whole(text) else _trim(text)
+    lines = ([f"_{section}_", ""] if section and section != title else []) + body.splitlines()
+    return "\n".join(f"> {line}" if line else ">" for line in lines)
 
 
 def suggestions(candidates: Sequence[Candidate], limit: int = 3) -> tuple[Citation, ...]:

@@ -329,3 +329,18 @@ def test_accurate_mode_without_a_key_says_it_answered_in_fast_mode(
     assert main(["ask", "--mode", "accurate", QUESTION]) == 0
     assert "answer was made in fast mode" in capsys.readouterr().out
     assert "note" not in ask_json(capsys, "--mode", "fast", QUESTION)
+
+
+def test_fast_mode_says_not_covered_when_nothing_selected_is_on_topic(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ask_json(capsys, "--mode", "fast", "who is the CEO?")
+    assert (data["status"], data["text"], data["citations"]) == ("no_answer",
+                                                                 messages.NO_ANSWER, [])
+
+
+def test_fast_mode_quotes_the_runbook_steps_under_one_source(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ask_json(capsys, "--mode", "fast", "How do I rotate the staging database credentials?")
+    docs = [c["doc_id"] for c in data["citations"]]
+    assert docs and docs[0] == "eng-runbook-staging-db-creds" and len(docs) == len(set(docs))
+    assert re.search(r"^> 1\. ", data["text"], re.M) and re.search(r"^> 2\. ", data["text"], re.M)

@@ -1,0 +1,60 @@
+"""What `sift serve` says when it starts: one line per surface (on, or off and why) and source."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.app import App
+
+NOT_CONFIGURED = "not configured"
+
+
+def _slack(settings: Settings, base: str) -> str:
+    if settings.slack_bot_token is None:
+        return "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)"
+    if settings.slack_app_token is not None:
+        return "Slack: on, Socket Mode (SIFT_SLACK_APP_TOKEN is set; no public URL needed)"
+    return f"Slack: on, HTTP events at {base}/slack/events"
+
+
+def _teams(settings: Settings, base: str) -> str:
+    if not settings.teams.enabled:
+        return "Teams: off (SIFT_TEAMS__ENABLED is false)"
+    if settings.teams_app_id:
+        return f"Teams: on at {base}/api/messages (app {settings.teams_app_id})"
+    return (f"Teams: on at {base}/api/messages for local testing only (anonymous: "
+            "SIFT_TEAMS_APP_ID is not set)")
+
+
+def _source(settings: Settings, name: str, last: datetime | None) -> str:
+    if last is not None:
+        when = f"last synced {last:%Y-%m-%d %H:%M} UTC"
+    elif settings.sync.sync_on_start:
+        when = "never synced; a first sync starts now"
+    else:
+        when = "never synced (run `sift sync`)"
+    return f"Source {name}: {when}"
+
+
+def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None]) -> list[str]:
+    """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
+    base = f"http://{settings.host}:{settings.port}"
+    lines = [_slack(settings, base), _teams(settings, base),
+             f"Admin console: {NOT_CONFIGURED}", f"Web chat: {NOT_CONFIGURED}"]
+    lines += [_source(settings, s.name, last_syncs.get(s.name))
+              for s in settings.resolved_sources]
+    return lines
+
+
+async def announce(app: App) -> None:
+    """Print the lines under "Sift is serving on …" (the sync dates come from the database)."""
+    names = [s.name for s in app.settings.resolved_sources]
+    last = {name: await asyncio.to_thread(app.sync_state.last_success, name) for name in names}
+    for line in surface_lines(app.settings, last):
+        print(f"  {line}", flush=True)

@@ -1,0 +1,55 @@
+"""`sift serve`'s start-up lines: each surface on, or off with the setting that is missing."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.settings import Settings, SourceSettings
+from bot.startup import surface_lines
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("SIFT_") or name.upper() == "ANTHROPIC_API_KEY":
+            monkeypatch.delenv(name)
+
+
+def test_nothing_configured_says_what_is_off_and_why() -> None:
+    lines = surface_lines(Settings(port=4000), {})
+    assert lines == [
+        "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
+        "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
+        "SIFT_TEAMS_APP_ID is not set)",
+        "Admin console: not configured",
+        "Web chat: not configured",
+        "Source sample: never synced; a first sync starts now",
+    ]
+
+
+def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
+    settings = Settings(
+        slack_bot_token=SecretStr("xoxb-1"), slack_app_token=SecretStr("xapp-1"),
+        teams_app_id="11111111-2222", teams_tenant_id="t", port=4000,
+        sources=[SourceSettings(name="wiki", kind="folder", path=tmp_path),
+                 SourceSettings(name="kb", kind="folder", path=tmp_path)])
+    lines = surface_lines(settings, {"wiki": datetime(2026, 11, 24, 9, 5, tzinfo=UTC)})
+    assert lines[0].startswith("Slack: on, Socket Mode")
+    assert lines[1] == "Teams: on at http://127.0.0.1:4000/api/messages (app 11111111-2222)"
+    assert lines[4:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
+                         "Source kb: never synced; a first sync starts now"]
+
+
+def test_slack_over_http_and_teams_switched_off() -> None:
+    settings = Settings(slack_bot_token=SecretStr("xoxb-1"),
+                        slack_signing_secret=SecretStr("s"), port=4000,
+                        teams={"enabled": False}, sync={"sync_on_start": False})
+    lines = surface_lines(settings, {})
+    assert lines[0] == "Slack: on, HTTP events at http://127.0.0.1:4000/slack/events"
+    assert lines[1] == "Teams: off (SIFT_TEAMS__ENABLED is false)"
+    assert lines[-1] == "Source sample: never synced (run `sift sync`)"
