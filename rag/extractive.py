@@ -15,7 +15,7 @@ from get gets getting got had has have how i if in into is it its me my need of 
 please should so some tell than that the their them then there these they this those to was
 we were what when where which who whom whose why will with would you your much many long
 know want use using
-""".split())
+""".split())  # noqa: SIM905 (a word list reads best as words)
 _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
 _STEPS = re.compile(r"^\s*\d+[.)]\s+\S", re.M)
 

@@ -14,7 +14,7 @@ LEAVE_TABLE = """| Role in the family | Fully paid leave (company top-up) | When
 |--------------------|-----------------------------------|----------------------|
 | Birth parent | 20 weeks at 100% of base salary | Starting up to 4 weeks before the due date |
 | Non-birth parent | 12 weeks at 100% of base salary | Any time in the first 12 months |
-| Adoptive or surrogacy parents | 20 weeks (primary) / 12 weeks (secondary) | From the placement date, within 12 months |"""
+| Adoptive parents | 20 weeks (primary) / 12 weeks (secondary) | Within 12 months |"""
 STEPS = "\n".join(f"{i}. Step {i} of rotating the staging database credentials: run the "
                   f"rotation script for replica {i}, confirm the new secret in Vault, and "
                   "watch the connection pool drain before going on." for i in range(1, 7))
