@@ -20,16 +20,13 @@ from tests.bot.test_cli_ask import sift_environment
 from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.permissions.canary import (
-    BOTH,
     EMPTY,
-    FIN,
     FIN_EMAIL,
     GROUPS_TOML,
     HR,
     HR_EMAIL,
     PUB,
     QUESTION,
-    SECOPS,
     STRANGER,
     TYPO,
     markers_in,
