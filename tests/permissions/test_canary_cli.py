@@ -165,3 +165,22 @@ async def test_accurate_mode_prompts_grade_cache_and_suggestions_never_leak(
     assert data["status"] == "no_answer" and data["suggestions"]
     assert markers_in(json.dumps(data["suggestions"])) <= visible("finance")
     assert markers_in(out) <= visible("finance") and HR not in out
+
+
+async def test_report_shows_restricted_titles_only_when_asked_to(
+        env: Path, fake_anthropic: FakeAnthropic, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIFT_ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("SIFT_ANTHROPIC_BASE_URL", fake_anthropic.url)
+    fake_anthropic.grade_rule = lambda q, d: (0.1, "Off topic.")  # retrieved, graded low
+    for _ in range(3):
+        code, out = await asyncio.to_thread(run, capsys, "ask", "--json", "--groups", "hr",
+                                            QUESTION)
+        assert code == 0, out
+    code, out = await asyncio.to_thread(run, capsys, "report")
+    assert code == 0, out
+    assert markers_in(out) == {PUB} and "(restricted)" in out
+    code, out = await asyncio.to_thread(run, capsys, "report", "--json")
+    assert markers_in(out) == {PUB}
+    code, out = await asyncio.to_thread(run, capsys, "report", "--include-restricted")
+    assert markers_in(out) == visible("hr")
