@@ -60,12 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _say_config(args: argparse.Namespace) -> None:
-    """Name the settings file a command reads, so a wrong or forgotten one is noticed."""
+    """Name a settings file found in the working directory, so a forgotten one is noticed
+    (a file named by --config or SIFT_CONFIG was chosen on purpose: no need to say it)."""
+    import os
+
     from bot.settings import config_path
 
-    path = config_path(args.config)
-    if path is not None and path.is_file():
-        print(f"sift: settings from {path}", file=sys.stderr)
+    if args.config is not None or os.environ.get("SIFT_CONFIG"):
+        return
+    path = config_path(None)
+    if path is not None:
+        print(f"sift: settings from {path.absolute()}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -83,7 +83,9 @@ def test_the_cli_says_which_settings_file_it_read(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "sift.toml").write_text("log_level = 'WARNING'\n")
     assert main(["db", "upgrade"]) == 0
-    assert "settings from sift.toml" in capsys.readouterr().err
+    assert f"sift: settings from {tmp_path / 'sift.toml'}" in capsys.readouterr().err
+    assert main(["db", "upgrade", "--config", str(tmp_path / "sift.toml")]) == 0
+    assert "settings from" not in capsys.readouterr().err  # named on purpose: not repeated
 
 
 def test_global_options_also_follow_the_command(tmp_path: Path,
