@@ -11,8 +11,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.service import ChatLimits, ChatService, ChatStores
-from bot.settings import Settings, SourceSettings, build_settings
+from bot.chat.access import AccessResolver, PublicOnly
+from bot.chat.flow import ChatFlow, Policies
+from bot.chat.policy import (
+    ChannelPolicy,
+    Known,
+    PolicyDefaults,
+    Respond,
+    StoredPolicies,
+    policy_settings,
+    validate,
+)
+from bot.chat.service import ChatLimits, ChatService, ChatStores
+from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -37,6 +48,7 @@ from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
 from storage.errors import StorageError
@@ -57,7 +69,7 @@ from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
     from bot.slack.app import SlackAdapter
-    from bot.teams.agent import TeamsEndpoint
+    from bot.teams.app import TeamsEndpoint
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
@@ -328,6 +340,38 @@ class App:
 
     # --- Chat platforms (Slack, Teams) -------------------------------------------------------
 
+    @cached_property
+    def channel_policies(self) -> ChannelPolicyRepository:
+        return ChannelPolicyRepository(self.database)
+
+    @cached_property
+    def access_resolver(self) -> AccessResolver:
+        """Which access groups a chat question searches with (public only, for now)."""
+        return PublicOnly()
+
+    def seed_channel_policies(self) -> list[str]:
+        """[[channels]] from sift.toml, for the channels the database has no policy for yet."""
+        policies = [self.settings_policy(c) for c in self.settings.channels]
+        return self.channel_policies.seed(
+            (p.platform, p.channel, p.label, policy_settings(p)) for p in policies)
+
+    def settings_policy(self, channel: ChannelSettings) -> ChannelPolicy:
+        """One [[channels]] table as a checked policy; InputError names the field at fault."""
+        values = channel.model_dump()
+        policy = ChannelPolicy(**{**values, "respond": Respond(values["respond"]),
+                                  **{k: tuple(values[k]) for k in ("sources", "escalate_to",
+                                                                   "audience")}})
+        return validate(policy, self.known_names())
+
+    def known_names(self) -> Known:
+        return Known(sources=[s.name for s in self.settings.resolved_sources])
+
+    def chat_flow(self, service: ChatService) -> ChatFlow:
+        """The one ask flow and vote flow every chat surface runs."""
+        defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
+        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
+                        self.access_resolver)
+
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
         chat, storage = self.settings.chat, self.settings.storage
@@ -339,17 +383,17 @@ class App:
                             history=self.history)
         return ChatService(pipeline, stores, limits)
 
-    def teams(self, service: ChatService) -> TeamsEndpoint:
+    def teams(self, flow: ChatFlow) -> TeamsEndpoint:
         """POST /api/messages; ConfigError if it would accept unauthenticated requests from
         other machines or the credentials are incomplete."""
-        from bot.teams.agent import TeamsEndpoint  # the Agents SDK loads only for serving
+        from bot.teams.app import TeamsEndpoint  # the Agents SDK loads only for serving
         from bot.teams.auth import auth_configuration
 
-        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, service)
+        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, flow)
 
-    def slack(self, service: ChatService) -> SlackAdapter:
+    def slack(self, flow: ChatFlow) -> SlackAdapter:
         """The Slack adapter (HTTP route or Socket Mode); ConfigError naming the missing
         SIFT_SLACK_* setting."""
         from bot.slack.app import build_slack_adapter  # bolt loads only for serving
 
-        return build_slack_adapter(self.settings, service)
+        return build_slack_adapter(self.settings, flow)

@@ -113,6 +113,10 @@ class SlackSettings(_Section):
     assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs
     # the app's Agents & AI Apps feature and the assistant:write scope
     api_retries: int = Field(2, ge=0, le=10)  # Web API retries on 429 and 5xx
+    # The assistant panel's suggested prompts (at most four are shown).
+    suggested_prompts: list[str] = Field(default_factory=lambda: [
+        "How do I request access to a system?", "What is the expense policy for travel?",
+        "How do I rotate the staging database credentials?"], max_length=4)
 
 
 class TeamsSettings(_Section):
@@ -181,6 +185,22 @@ class SyncSettings(_Section):
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
 
 
+class ChannelSettings(_Section):
+    """One [[channels]] table: how Sift behaves in one conversation (see README "Channels")."""
+
+    platform: Literal["slack", "teams"]
+    channel: str = Field(min_length=1)
+    label: str = ""
+    sources: list[str] = Field(default_factory=list)
+    respond: Literal["mention", "questions"] = "mention"
+    only_when_confident: bool = False
+    escalate_to: list[str] = Field(default_factory=list)
+    private_answers: bool = False
+    follow_ups: bool = True
+    enabled: bool = True
+    audience: list[str] = Field(default_factory=list)
+
+
 def sample_source() -> SourceSettings:
     return SourceSettings(name="sample", kind="folder", path=SAMPLE_KNOWLEDGE)
 
@@ -236,6 +256,7 @@ class Settings(BaseSettings):
     ab: ABSettings = Field(default_factory=ABSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    channels: list[ChannelSettings] = Field(default_factory=list)
 
     @classmethod
     def settings_customise_sources(

@@ -135,7 +135,7 @@ class Pipeline:
             return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
                           search_query="", mode=mode)
 
-        filters = SearchFilters(access=question.context.access_groups or None)
+        filters = SearchFilters.for_context(question.context)
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         mark = run.lap("retrieve", mark)
 

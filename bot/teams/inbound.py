@@ -13,6 +13,7 @@ from typing import Any
 
 from microsoft_agents.activity import Activity
 
+from bot.chat.message import ChatMessage, Kind
 from rag.types import AskContext, Platform
 
 THREAD_MARK = ";messageid="
@@ -58,9 +59,22 @@ class IncomingMessage:
     user: str
     text: str
 
+    team: str = ""  # the team a channel belongs to
+
     @property
     def dedupe_key(self) -> str:
         return f"teams:{self.conversation.base}:{self.activity_id}"
+
+    @property
+    def personal(self) -> bool:
+        return self.conversation.kind is ConversationKind.PERSONAL
+
+    def to_message(self) -> ChatMessage:
+        c = self.conversation
+        return ChatMessage(
+            Platform.TEAMS, Kind.DIRECT if self.personal else Kind.MENTION, self.dedupe_key,
+            c.tenant, c.base, c.thread, self.user, self.text, ts=self.activity_id,
+            reply_thread=c.thread, conversation=c.history_key, team=self.team)
 
     def ask_context(self) -> AskContext:
         c = self.conversation
@@ -114,6 +128,13 @@ def _channel_tenant(activity: Activity) -> str:
     return str(tenant.get("id", "")) if isinstance(tenant, Mapping) else ""
 
 
+def team_of(activity: Activity) -> str:
+    """The team a channel message comes from (channelData.team.id), "" elsewhere."""
+    data = activity.channel_data if isinstance(activity.channel_data, Mapping) else {}
+    team = data.get("team")
+    return str(team.get("id", "")) if isinstance(team, Mapping) else ""
+
+
 def user_of(activity: Activity) -> str:
     """The Entra object id when Teams sends it: the same person across bots and chats."""
     sender = activity.from_property
@@ -132,7 +153,8 @@ def parse_message(activity: Activity) -> IncomingMessage | None:
     texts = [m.text or f"<at>{m.mentioned.name}</at>" for m in mentions if m.mentioned]
     # Teams always sends an id; without one, nothing can be a redelivery of this message.
     return IncomingMessage(activity.id or f"no-id-{uuid.uuid4().hex}", conversation,
-                           user_of(activity), question_text(activity.text or "", texts))
+                           user_of(activity), question_text(activity.text or "", texts),
+                           team_of(activity))
 
 
 def _comment(raw: Any) -> str | None:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.service import ChatStores
-from rag.types import Answer
+from bot.chat.service import ChatStores
+from rag.types import Answer, Citation
 
 
 class UnknownInteraction(LookupError):
@@ -59,6 +59,37 @@ class MemoryInteractions:
             raise UnknownInteraction(interaction_id)
         self.rows[interaction_id].channel = channel
         self.rows[interaction_id].message_ref = message_ref
+
+    def recall(self, interaction_id: int) -> Recalled | None:
+        row = self.rows.get(interaction_id)
+        if row is None:
+            return None
+        a, ctx = row.answer, row.answer.question.context
+        return Recalled(str(ctx.platform), ctx.channel, ctx.user, a.question.text, a.text,
+                        str(a.status), a.citations)
+
+    def asked_by(self, platform: str, user: str, limit: int = 5) -> list[Asked]:
+        mine = [r.answer for _, r in sorted(self.rows.items(), reverse=True)
+                if str(r.answer.question.context.platform) == platform
+                and r.answer.question.context.user == user]
+        return [Asked(a.question.text, str(a.status)) for a in mine[:limit]]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    platform: str
+    channel: str
+    user: str
+    question: str
+    text: str
+    status: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True)
+class Asked:
+    question: str
+    status: str
 
 
 @dataclass
