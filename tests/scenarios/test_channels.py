@@ -213,14 +213,14 @@ async def test_assistant_thread_gets_suggested_prompts_and_a_title(
 async def test_a_policy_edit_applies_to_the_next_message(
         make_served: Serve, tmp_path: Path) -> None:
     s = await make_served(**policies(tmp_path))
-    policies = s.sift.app.channel_policies  # the CLI and the console write here
-    await asyncio.to_thread(policies.put, "slack", CHANNEL, "now helpful",
+    stored = s.sift.app.channel_policies  # the CLI and the console write here
+    await asyncio.to_thread(stored.put, "slack", CHANNEL, "now helpful",
                             {"respond": "questions"})
     await post_in(s, CHANNEL, STAGING, "1700006001.000100")
     posted = await s.answer_in(CHANNEL)
     assert posted.args["thread_ts"] == "1700006001.000100"
     await s.rows(Interaction, 1)
-    assert await asyncio.to_thread(policies.remove, "slack", CHANNEL)
+    assert await asyncio.to_thread(stored.remove, "slack", CHANNEL)
     await post_in(s, CHANNEL, STAGING, "1700006002.000100")  # back to mentions only
     await s.driver.settle()
     assert len(s.slack.calls_to("chat.postMessage")) == 1
