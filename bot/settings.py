@@ -113,6 +113,12 @@ class SlackSettings(_Section):
     assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs
     # the app's Agents & AI Apps feature and the assistant:write scope
     api_retries: int = Field(2, ge=0, le=10)  # Web API retries on 429 and 5xx
+    # Features the Slack app is set up with: `sift slack manifest` asks only for their scopes.
+    slash_command: bool = True  # /sift
+    app_home: bool = True  # the Home tab
+    assistant: bool = False  # the AI-app split view; needs the assistant:write scope
+    private_channels: bool = False  # message.groups + groups:history
+    directory: bool = False  # users:read.email + usergroups:read (permissions)
     # The assistant panel's suggested prompts (at most four are shown).
     suggested_prompts: list[str] = Field(default_factory=lambda: [
         "How do I request access to a system?", "What is the expense policy for travel?",
