@@ -135,6 +135,7 @@ class Pipeline:
             return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
                           search_query="", mode=mode)
 
+        # Always filtered: no groups matches nothing (an empty list is never "everything").
         filters = SearchFilters.for_context(question.context)
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         mark = run.lap("retrieve", mark)

@@ -46,7 +46,7 @@ class SearchFilters:
     @classmethod
     def for_context(cls, context: AskContext) -> SearchFilters:
         """What one question may search: the asker's access, and the channel's scope."""
-        return cls(access=context.access_groups or None, sources=context.sources or None,
+        return cls(access=context.access_groups, sources=context.sources or None,
                    doc_types=context.doc_types or None, tags=context.tags or None)
 
 
