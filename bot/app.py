@@ -22,7 +22,7 @@ from bot.chat.policy import (
     validate,
 )
 from bot.chat.service import ChatLimits, ChatService, ChatStores
-from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings
+from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -313,15 +313,12 @@ class App:
     @cached_property
     def pipeline_config(self) -> PipelineConfig:
         s = self.settings
-        retrieval = s.retrieval.model_dump(exclude={"title_boost"})
         default_mode = s.mode or ("accurate" if self.llm is not None else "fast")
         return PipelineConfig(
-            retrieval=RetrievalConfig(**retrieval),
-            grading=GradingConfig(**s.grading.model_dump(exclude={"cache_ttl_days"})),
-            selection=SelectionConfig(**s.selection.model_dump()),
-            models=ModelConfig(fast_model=s.llm.fast_model, answer_model=s.llm.answer_model,
-                               answer_max_tokens=s.llm.answer_max_tokens,
-                               cache_min_tokens=s.llm.cache_min_tokens),
+            retrieval=to_config(s.retrieval, RetrievalConfig),
+            grading=to_config(s.grading, GradingConfig),
+            selection=to_config(s.selection, SelectionConfig),
+            models=to_config(s.llm, ModelConfig),
             default_mode=default_mode,
             fast_share=s.ab.fast_share,
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -242,6 +243,17 @@ class PermissionSettings(_Section):
     cache_ttl_s: float = Field(300.0, ge=0)
     graph_url: str = "https://graph.microsoft.com/v1.0"
     login_url: str = "https://login.microsoftonline.com"
+
+
+Config = TypeVar("Config")
+
+
+def to_config(section: BaseModel, config: type[Config], **overrides: Any) -> Config:
+    """A settings section as the plain config rag/ and sync/ take: the fields they share by
+    name, plus `overrides`. The one conversion, so the two sets of defaults cannot drift
+    apart unnoticed (tests/bot/test_config_bridge.py holds them equal)."""
+    names = {f.name for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+    return config(**{**section.model_dump(include=names), **overrides})
 
 
 def sample_source() -> SourceSettings:

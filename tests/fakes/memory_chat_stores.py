@@ -9,10 +9,7 @@ from dataclasses import dataclass, field
 
 from bot.chat.service import ChatStores
 from rag.types import Answer, Citation
-
-
-class UnknownInteraction(LookupError):
-    pass
+from storage.errors import StorageError, UnknownInteraction
 
 
 class MemoryDedupe:
@@ -110,6 +107,8 @@ class MemoryFeedback:
 
     def vote(self, interaction_id: int, user: str, vote: int, channel: str,
              comment: str | None = None) -> None:
+        if vote not in (1, -1):  # as the repository: nothing else is a vote
+            raise StorageError(f"A vote is +1 or -1, not {vote!r}; nothing was written.")
         self._known(interaction_id)
         old = self.votes.get((interaction_id, user))
         kept = comment if comment is not None else (old.comment if old else None)
