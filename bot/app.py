@@ -70,7 +70,9 @@ if TYPE_CHECKING:
     from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
+    from bot.webchat.app import WebChat
 
+log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
 
@@ -387,6 +389,19 @@ class App:
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
                             history=self.history)
         return ChatService(pipeline, stores, limits)
+
+    def web_chat(self, flow: ChatFlow) -> WebChat | None:
+        """The chat page at /, or None (and why, in the log) when it must stay off."""
+        from bot.teams.auth import is_loopback
+        from bot.webchat.app import WebChat
+
+        if not self.settings.web_chat.enabled:
+            return None
+        if not is_loopback(self.settings.host):
+            log.warning("web chat: off, because SIFT_HOST %s is reachable from other machines "
+                        "and the page has no sign-in of its own", self.settings.host)
+            return None
+        return WebChat(flow, max_chars=self.settings.chat.max_message_chars)
 
     def teams(self, flow: ChatFlow) -> TeamsEndpoint:
         """POST /api/messages; ConfigError if it would accept unauthenticated requests from
