@@ -138,7 +138,7 @@ async def test_a_token_is_bound_to_its_visitor(served: tuple[Browser, MemoryChat
 
 
 async def test_bad_input_gets_one_sentence(served: tuple[Browser, MemoryChatStores]) -> None:
-    browser, stores = served
+    browser, _ = served
     await browser.open()
     status, events = await browser.ask("x" * 300)
     assert status == 200 and events[0] == ("notice", {
