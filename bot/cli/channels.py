@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.app import App, load_settings
 from bot.chat.policy import (
     DIRECT_CHANNEL,
     ChannelPolicy,
@@ -27,6 +26,10 @@ examples:
   sift channels show slack C0123ABCD --json
 A change applies to the next message; no restart is needed.
 """
+
+
+if TYPE_CHECKING:  # the app loads when a command runs, not for `sift --help`
+    from bot.app import App
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -95,6 +98,8 @@ def _fields(parser: argparse.ArgumentParser) -> None:
 
 
 def _app(args: argparse.Namespace) -> App:
+    from bot.app import App, load_settings
+
     app = App(load_settings(args.config))
     app.database.upgrade()
     return app

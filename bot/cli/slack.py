@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from bot.app import load_settings
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("slack", help="Slack helpers (the app manifest)")
@@ -22,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _manifest(args: argparse.Namespace) -> int:
+    from bot.app import load_settings
     from bot.slack.manifest import Features, manifest, to_yaml
 
     s = load_settings(args.config).slack
