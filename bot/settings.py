@@ -181,6 +181,20 @@ class SyncSettings(_Section):
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
 
 
+class AdminSettings(_Section):
+    """The web console under /admin: off unless a password is set (kept only as a hash)."""
+
+    password: SecretStr | None = None  # role "admin"
+    viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
+    secure_cookie: bool = False  # True behind TLS: the session cookie is sent over HTTPS only
+    session_minutes: float = Field(480.0, gt=0)  # idle time before signing in again
+    login_attempts: int = Field(5, ge=1)  # failed sign-ins per address per window
+    login_window_s: float = Field(300.0, gt=0)
+    # Estimated cost: USD per million input and output tokens, by model-name prefix.
+    prices: dict[str, tuple[float, float]] = Field(default_factory=lambda: {
+        "claude-haiku": (1.0, 5.0), "claude-sonnet": (3.0, 15.0), "claude-opus": (15.0, 75.0)})
+
+
 def sample_source() -> SourceSettings:
     return SourceSettings(name="sample", kind="folder", path=SAMPLE_KNOWLEDGE)
 
@@ -236,6 +250,7 @@ class Settings(BaseSettings):
     ab: ABSettings = Field(default_factory=ABSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    admin: AdminSettings = Field(default_factory=AdminSettings)
 
     @classmethod
     def settings_customise_sources(
