@@ -117,7 +117,8 @@ def _sample(session: Session, since: datetime) -> list[InteractionRow]:
         for interaction_id, vote, count in session.execute(tally):
             votes.setdefault(interaction_id, [0, 0])[0 if vote == 1 else 1] += int(count)
     return [InteractionRow(r.id, r.question, r.status, r.mode, r.timings_ms or {},
-                           r.created_at, *votes.get(r.id, [0, 0]), ab_arm=r.ab_arm or "")
+                           r.created_at, up=votes.get(r.id, [0, 0])[0],
+                           down=votes.get(r.id, [0, 0])[1], ab_arm=r.ab_arm or "")
             for r in rows]
 
 

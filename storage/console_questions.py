@@ -103,7 +103,7 @@ def _votes(session: Session, ids: list[int]) -> dict[int, tuple[int, int]]:
 def list_questions(db: Database, f: QuestionFilter, *, before: int | None = None,
                    limit: int = 50) -> QuestionPage:
     """Newest first; `before` (an id) continues where the previous page stopped."""
-    query = select(Interaction.id, Interaction.created_at, Interaction.platform,
+    query: Any = select(Interaction.id, Interaction.created_at, Interaction.platform,
                    Interaction.channel, Interaction.question, Interaction.status,
                    Interaction.mode, Interaction.timings_ms)
     query = _filtered(query, f)

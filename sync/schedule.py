@@ -115,9 +115,10 @@ class SyncScheduler:
 
     def next_run(self, name: str) -> datetime | None:
         """When the next scheduled pass of this source starts; None when nothing is due."""
-        times = [getattr(job, "next_run_time", None) for job in self.scheduler.get_jobs()
-                 if job.args and job.args[0] == name]  # a job not yet started has none
-        times = [t for t in times if t is not None]
+        found: list[datetime | None] = [
+            getattr(job, "next_run_time", None) for job in self.scheduler.get_jobs()
+            if job.args and job.args[0] == name]  # a job added before start() has none
+        times = [t for t in found if t is not None]
         return min(times, default=None)
 
     async def stop(self, timeout_s: float = 15.0) -> None:

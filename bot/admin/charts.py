@@ -63,7 +63,7 @@ def stacked_bars(title: str, labels: Sequence[str], series: Sequence[Series]) ->
     plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
     slot = (WIDTH - PAD_LEFT) / max(1, len(labels))
     for i, label in enumerate(labels):
-        base = PAD_TOP + plot_h
+        base = float(PAD_TOP + plot_h)
         for k, s in enumerate(series):
             h = plot_h * s.values[i] / top
             if h <= 0:

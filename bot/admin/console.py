@@ -63,6 +63,7 @@ class Console:
 
 
 KEY = web.AppKey("console", Console)
+SESSION = web.RequestKey("session", Session)
 
 
 def templates() -> jinja2.Environment:
@@ -84,7 +85,7 @@ def web_link(url: str | None) -> str:
 
 def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
     console = request.app[KEY]
-    session: Session | None = request.get("session")
+    session: Session | None = request.get(SESSION)
     html = console.templates.get_template(name).render(
         session=session, path=request.path, is_admin=session is not None and
         session.role == ADMIN, **context)
@@ -117,7 +118,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     if session is None:
         wanted = request.path_qs if request.method == "GET" else PREFIX + "/"
         raise web.HTTPSeeOther(f"{PREFIX}/login?next={quote(wanted, safe='')}")
-    request["session"] = session
+    request[SESSION] = session
     if request.method == "POST":
         form = await request.post()
         if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
@@ -128,7 +129,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
 
 
 def require_admin(request: web.Request) -> None:
-    session: Session = request["session"]
+    session: Session = request[SESSION]
     if session.role != ADMIN:
         raise web.HTTPForbidden(text="Only an admin may do this; you are signed in as a viewer.")
 

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from bot.admin.console import KEY, render
 from storage.console_docs import DOC_VIEWS, documents
+from storage.console_overview import STATUSES
 from storage.console_questions import (
     VOTES,
     QuestionFilter,
@@ -16,7 +17,6 @@ from storage.console_questions import (
     list_questions,
     question_detail,
 )
-from storage.console_overview import STATUSES
 
 PAGE = 50
 

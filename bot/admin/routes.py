@@ -62,16 +62,16 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
 
 
 def mount(web_app: web.Application, db: Database, settings: Settings, embedder: Embedder,
-          sync: SyncControl | None) -> bool:
-    """Add /admin to `sift serve`'s web app when configured; True if it was."""
+          sync: SyncControl | None) -> web.Application | None:
+    """Add /admin to `sift serve`'s web app when configured; the console's app if it was."""
     sub = console_app(db, settings, embedder, sync)
     if sub is None:
         log.info("admin console off (set SIFT_ADMIN__PASSWORD to turn it on)")
-        return False
+        return None
     web_app.router.add_get(PREFIX, _to_console)  # before the sub-app, which would claim it
     web_app.add_subapp(PREFIX, sub)
     log.info("admin console at %s/", PREFIX)
-    return True
+    return sub
 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:

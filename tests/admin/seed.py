@@ -18,17 +18,17 @@ from storage.models import (
     SyncRun,
 )
 
-NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+NOW = datetime.now(UTC).replace(microsecond=0)  # recent: the pages look back from now
 SCRIPT = "<script>alert(1)</script>"
 STATUSES = ("answered", "answered", "answered", "no_answer", "degraded", "error")
 TOPICS = ("reset my password", "expense report deadline", "vpn on linux", "parental leave",
           "printer on floor 3", "laptop refresh", "travel booking", "holiday calendar")
 
 
-def _interaction(i: int, rng: random.Random, now: datetime, days: int) -> dict[str, Any]:
+def _interaction(i: int, created_at: datetime) -> dict[str, Any]:
     topic = TOPICS[i % len(TOPICS)]
     return {
-        "id": i, "created_at": now - timedelta(seconds=rng.randrange(days * 86400)),
+        "id": i, "created_at": created_at,
         "platform": ("slack", "teams")[i % 2], "workspace": "T1",
         "channel": f"#team-{i % 12}", "thread": "", "user_id": f"U{i % 300}",
         "correlation_id": f"c{i}", "question": f"How do I handle {topic}? ({i})",
@@ -54,13 +54,13 @@ def seed(db: Database, count: int, *, days: int = 30, docs: int = 300, now: date
          batch: int = 5000) -> None:
     """`count` interactions over `days`, four candidates each, a vote on every third."""
     rng = random.Random(7)
+    step = days * 86400 / count
     with db.write() as session:
         for start in range(1, count + 1, batch):
             ids = range(start, min(count + 1, start + batch))
-            rows = [_interaction(i, rng, now, days) for i in ids]
-            rows.sort(key=lambda r: r["created_at"])  # ids grow with time, as in production
-            for i, row in zip(ids, rows, strict=True):
-                row["id"] = i
+            # Spread over the window, oldest first, so ids grow with time as in production.
+            rows = [_interaction(i, now - timedelta(seconds=(count - i + rng.random()) * step))
+                    for i in ids]
             session.execute(insert(Interaction), rows)
             session.execute(insert(InteractionSource),
                             [s for i in ids for s in _sources(i, docs)])
