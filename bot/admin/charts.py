@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -18,9 +19,18 @@ class Series:
     values: Sequence[float]
 
 
+def nice_top(value: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 times a power of ten, times four, that holds `value`:
+    axis ticks at round numbers."""
+    if value <= 0:
+        return 1.0
+    quarter = value / 4
+    power = 10 ** math.floor(math.log10(quarter))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= quarter)
+    return step * 4
+
+
 def _ticks(top: float) -> list[float]:
-    if top <= 0:
-        return [0.0]
     return [top * i / 4 for i in range(5)]
 
 
@@ -58,7 +68,7 @@ def _legend(series: Sequence[Series]) -> str:
 def stacked_bars(title: str, labels: Sequence[str], series: Sequence[Series]) -> Markup:
     """One bar per label, the series stacked bottom-up in palette order."""
     totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
-    top = max(totals, default=0.0) or 1.0
+    top = nice_top(max(totals, default=0.0))
     parts = _frame(title, labels, top)
     plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
     slot = (WIDTH - PAD_LEFT) / max(1, len(labels))
@@ -81,7 +91,7 @@ def lines(title: str, labels: Sequence[str], series: Sequence[Series], *,
           top: float | None = None) -> Markup:
     """One polyline per series; a point per label."""
     highest = max((v for s in series for v in s.values), default=0.0)
-    top = top or highest or 1.0
+    top = top or nice_top(highest)
     parts = _frame(title, labels, top)
     plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
     slot = (WIDTH - PAD_LEFT) / max(1, len(labels))
