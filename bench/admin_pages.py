@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import text
 
 from bot.admin.routes import mount
 from bot.settings import Settings
@@ -89,7 +90,7 @@ def main() -> None:
         started = time.perf_counter()
         seed(db, args.interactions, days=args.days, docs=2000)
         with db.write() as session:
-            session.exec_driver_sql("ANALYZE")
+            session.execute(text("ANALYZE"))
         db.dispose()
         print(f"seeded {args.interactions:,} interactions over {args.days} days in "
               f"{time.perf_counter() - started:.0f}s")

@@ -14,6 +14,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.admin.conftest import ADMIN_PW, Console
 
@@ -54,7 +57,8 @@ async def site(console: Console) -> AsyncIterator[str]:
 
 
 async def run(call: Callable[..., T], *args: Any) -> T:
-    """Selenium blocks; the server shares this event loop, so the browser waits in a thread."""
+    """Every WebDriver call blocks until the browser answers, and the server shares this
+    event loop: so each call waits in a thread, never on the loop."""
     return await asyncio.to_thread(call, *args)
 
 
@@ -62,63 +66,74 @@ async def shot(driver: WebDriver, name: str) -> None:
     await run(driver.save_screenshot, str(ARTIFACTS / f"{name}.png"))
 
 
-async def sign_in(driver: WebDriver, base: str, path: str) -> None:
+async def wait_for(driver: WebDriver, css: str) -> list[WebElement]:
+    """The elements once the page that has them has loaded (60 s on a busy machine)."""
+    wait = WebDriverWait(driver, 60)
+    await run(wait.until, EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+    return await run(driver.find_elements, By.CSS_SELECTOR, css)
+
+
+async def open_page(driver: WebDriver, url: str, css: str) -> list[WebElement]:
+    await run(driver.get, url)
+    return await wait_for(driver, css)
+
+
+async def sign_in(driver: WebDriver, base: str, path: str, css: str) -> list[WebElement]:
+    """Ask for a page, meet the sign-in form, sign in, land on the page: its `css` elements."""
     await run(driver.delete_all_cookies)
-    await run(driver.get, base + path)
-    assert "/admin/login" in driver.current_url
-    field = await run(driver.find_element, By.ID, "password")
+    (field,) = await open_page(driver, base + path, "#password")
     await run(field.send_keys, ADMIN_PW)
-    await run((await run(driver.find_element, By.CSS_SELECTOR, "form button")).click)
+    (button,) = await wait_for(driver, ".login button")
+    await run(button.click)
+    found = await wait_for(driver, css)
+    assert (await run(lambda: driver.current_url)).endswith(path)
+    return found
 
 
 async def test_sign_in_and_open_a_question(browser: WebDriver, site: str) -> None:
-    await sign_in(browser, site, "/admin/questions/21")
-    assert browser.current_url.endswith("/admin/questions/21")
-    rows = await run(browser.find_elements, By.CSS_SELECTOR, "#candidates tbody tr")
+    rows = await sign_in(browser, site, "/admin/questions/21", "#candidates tbody tr")
     assert len(rows) == 4
-    reasons = [r.text for r in await run(browser.find_elements, By.CSS_SELECTOR, "td.reason")]
+    cells = await wait_for(browser, "td.reason")
+    reasons = [await run(lambda c=c: c.text) for c in cells]
     assert reasons == [f"covers part {n}" for n in range(4)]
     assert "cited" in (await run(rows[0].get_attribute, "class") or "")
     await shot(browser, "question")
-    await run(browser.get, site + "/admin/questions")
+    await open_page(browser, site + "/admin/questions", "table.list tbody tr")
     await shot(browser, "questions")
 
 
 async def test_the_overview_chart_renders(browser: WebDriver, site: str) -> None:
-    await sign_in(browser, site, "/admin/?window=90d")
-    chart = await run(browser.find_element, By.CSS_SELECTOR, "#chart-questions svg")
-    size = chart.size
+    (chart,) = await sign_in(browser, site, "/admin/?window=90d", "#chart-questions svg")
+    size = await run(lambda: chart.size)
     assert size["width"] > 300 and size["height"] > 80
     bars = await run(chart.find_elements, By.TAG_NAME, "rect")
     assert len(bars) > 20
-    assert all(b.rect["height"] >= 0 for b in bars[:5])
+    heights = [await run(lambda b=b: b.rect["height"]) for b in bars[:5]]
+    assert all(h > 0 for h in heights)
     await shot(browser, "overview")
 
 
 async def test_sync_now(browser: WebDriver, site: str) -> None:
-    await sign_in(browser, site, "/admin/sources")
-    button = await run(browser.find_element, By.XPATH, "//button[text()='Sync now']")
+    await sign_in(browser, site, "/admin/sources", ".source")
+    (button,) = await run(browser.find_elements, By.XPATH, "//button[text()='Sync now']")
     await run(button.click)
-    notice = await run(browser.find_element, By.CSS_SELECTOR, "p.notice")
-    assert notice.text.startswith("Sync of handbook started")
+    (notice,) = await wait_for(browser, "p.notice")
+    assert (await run(lambda: notice.text)).startswith("Sync of handbook started")
+    text = ""
     for _ in range(100):
-        await run(browser.get, site + "/admin/sources")
-        first = await run(browser.find_element, By.CSS_SELECTOR, ".source tbody tr")
-        if "incremental ok" in first.text:  # the seeded newest run is "partial"
+        first = (await open_page(browser, site + "/admin/sources", ".source tbody tr"))[0]
+        text = await run(lambda f=first: f.text)
+        if "incremental ok" in text:  # the seeded newest run is "partial"
             break
         await asyncio.sleep(0.2)
-    assert "incremental ok" in first.text
+    assert "incremental ok" in text
     await shot(browser, "sources")
 
 
 async def test_the_other_pages_render(browser: WebDriver, site: str) -> None:
-    await sign_in(browser, site, "/admin/gaps?window=90d")
-    groups = await run(browser.find_elements, By.CSS_SELECTOR, "section.gap")
-    assert groups
+    assert await sign_in(browser, site, "/admin/gaps?window=90d", "section.gap")
     await shot(browser, "gaps")
     for name, path, selector in (("documents", "/admin/documents", "table.list tbody tr"),
                                  ("evaluation", "/admin/evaluation", "section.eval svg")):
-        await run(browser.get, site + path)
-        assert await run(browser.find_elements, By.CSS_SELECTOR, selector)
+        assert await open_page(browser, site + path, selector)
         await shot(browser, name)
-
