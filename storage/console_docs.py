@@ -33,6 +33,7 @@ class DocHealth:
     up: int
     down: int
     source: str = ""
+    restricted: bool = False  # not public: a viewer sees neither its title nor its link
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class NearDocument:
 def _health(d: DocumentStats) -> DocHealth:
     return DocHealth(d.doc_id, d.title, d.url, d.retrieved, d.graded,
                      d.grade_score_sum / d.graded if d.graded else None, d.cited,
-                     d.thumbs_up, d.thumbs_down)
+                     d.thumbs_up, d.thumbs_down, restricted=d.restricted)
 
 
 def documents(db: Database, view: str, *, threshold: float, min_retrieved: int = 3,
@@ -133,6 +134,16 @@ def failed_documents(db: Database, source: str, limit: int = 50) -> list[FailedD
              .order_by(SourceDocument.doc_id).limit(limit))
     with db.read() as session:
         return [FailedDocument(d.doc_id, d.error, d.last_synced) for d in session.scalars(query)]
+
+
+def restricted_ids(db: Database, doc_ids: list[str]) -> set[str]:
+    """Which of these documents the public may not read (from their statistics)."""
+    if not doc_ids:
+        return set()
+    query = select(DocumentStats.doc_id).where(DocumentStats.doc_id.in_(set(doc_ids)),
+                                               DocumentStats.restricted)
+    with db.read() as session:
+        return set(session.scalars(query))
 
 
 def gap_questions(db: Database, since: datetime, limit: int = 400) -> list[GapQuestion]:

@@ -128,6 +128,11 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     return await handler(request)
 
 
+def sees_restricted(request: web.Request) -> bool:
+    """Admins see every document; a viewer sees restricted ones as "(restricted)"."""
+    return bool(request[SESSION].role == ADMIN)
+
+
 def require_admin(request: web.Request) -> None:
     session: Session = request[SESSION]
     if session.role != ADMIN:

@@ -11,10 +11,16 @@ from datetime import timedelta
 import numpy as np
 from aiohttp import web
 
-from bot.admin.console import KEY, render
+from bot.admin.console import KEY, render, sees_restricted
 from rag.ports import Embedder
 from storage.columns import utc_now
-from storage.console_docs import GapQuestion, NearDocument, gap_questions, nearest_documents
+from storage.console_docs import (
+    GapQuestion,
+    NearDocument,
+    gap_questions,
+    nearest_documents,
+    restricted_ids,
+)
 
 SIMILAR = 0.72  # cosine at which two questions ask the same thing (all-MiniLM-L6-v2)
 WINDOWS = {"7d": 7, "30d": 30, "90d": 90}
@@ -86,5 +92,11 @@ async def gaps_page(request: web.Request) -> web.StreamResponse:
     for group in groups:
         ids = [q.id for q in group.questions]
         group.documents = await asyncio.to_thread(nearest_documents, console.db, ids)
+    if not sees_restricted(request):
+        found = [d.doc_id for g in groups for d in g.documents]
+        hidden = await asyncio.to_thread(restricted_ids, console.db, found)
+        for group in groups:
+            group.documents = [NearDocument("", "(restricted)", "", d.score)
+                               if d.doc_id in hidden else d for d in group.documents]
     return render(request, "gaps.html", groups=groups, considered=len(questions),
                   window=window, windows=list(WINDOWS))

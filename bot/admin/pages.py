@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 
-from bot.admin.console import KEY, render
-from storage.console_docs import DOC_VIEWS, documents
+from bot.admin.console import KEY, render, sees_restricted
+from storage.console_docs import DOC_VIEWS, DocHealth, documents, restricted_ids
 from storage.console_overview import STATUSES
 from storage.console_questions import (
     VOTES,
@@ -19,6 +20,7 @@ from storage.console_questions import (
 )
 
 PAGE = 50
+RESTRICTED = "(restricted)"
 
 
 def _day(value: str, field: str, errors: dict[str, str]) -> datetime | None:
@@ -75,7 +77,9 @@ async def question_page(request: web.Request) -> web.StreamResponse:
     if detail is None:
         return render(request, "message.html", 404, title="Not found",
                       message="There is no question with that number.")
-    return render(request, "question.html", d=detail, i=detail.interaction)
+    hidden = set() if sees_restricted(request) else await asyncio.to_thread(
+        restricted_ids, console.db, [s.doc_id for s in detail.sources])
+    return render(request, "question.html", d=detail, i=detail.interaction, hidden=hidden)
 
 
 async def documents_page(request: web.Request) -> web.StreamResponse:
@@ -88,6 +92,12 @@ async def documents_page(request: web.Request) -> web.StreamResponse:
     rows = await asyncio.to_thread(
         documents, console.db, view, threshold=console.settings.storage.relevant_threshold,
         text=text, offset=offset, limit=PAGE + 1)
+    if not sees_restricted(request):
+        rows = [_masked(d) if d.restricted else d for d in rows]
     return render(request, "documents.html", view=view, views=DOC_VIEWS, rows=rows[:PAGE],
                   more=len(rows) > PAGE, offset=offset, page=PAGE, q=text,
                   threshold=console.settings.storage.relevant_threshold)
+
+
+def _masked(d: DocHealth) -> DocHealth:
+    return replace(d, doc_id=RESTRICTED, title=RESTRICTED, url="")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 
 from bot.admin.routes import mount
 from bot.settings import Settings
@@ -27,6 +27,7 @@ from tests.fakes.memory_index import MemoryIndex
 
 ADMIN_PW, VIEWER_PW = "correct horse battery staple", "viewer only please"
 SCRIPT_ID = 10_000
+SECRET_DOC = "d22"  # a candidate of question 21
 
 
 def seed_hostile(db: Database) -> None:
@@ -50,6 +51,9 @@ def seed_hostile(db: Database) -> None:
             "retrieved": 99, "graded": 99, "graded_relevant": 0, "grade_score_sum": 1.0,
             "selected": 0, "cited": 9, "thumbs_up": 0, "thumbs_down": 5, "first_seen": NOW,
             "last_seen": NOW}])
+    with db.write() as session:  # one document only some people may read
+        session.execute(update(DocumentStats).where(DocumentStats.doc_id == SECRET_DOC)
+                        .values(restricted=True, title="Layoff plan 2027"))
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from bot.admin.routes import mount
 from bot.settings import Settings
 from rag.embed import LocalEmbedder
 from storage.db import Database
-from tests.admin.conftest import ADMIN_PW, VIEWER_PW, Console, csrf_of
+from tests.admin.conftest import ADMIN_PW, SECRET_DOC, VIEWER_PW, Console, csrf_of
 
 PAGES = ["/admin/", "/admin/questions", "/admin/questions/1", "/admin/gaps",
          "/admin/documents", "/admin/sources", "/admin/evaluation", "/admin/channels",
@@ -163,3 +163,15 @@ def test_the_passwords_are_kept_only_as_hashes(seeded: Database,
     assert console.credentials.role_for(ADMIN_PW) == "admin"
     assert console.credentials.role_for(VIEWER_PW) == "viewer"
     assert console.credentials.role_for(ADMIN_PW + " ") is None
+
+
+async def test_a_viewer_sees_restricted_documents_only_as_restricted(console: Console) -> None:
+    await console.sign_in(VIEWER_PW)
+    for path in ("/admin/questions/21", "/admin/documents?view=all", "/admin/gaps?window=90d"):
+        html = await (await console.client.get(path)).text()
+        assert "Layoff plan" not in html and "(restricted)" in html, path
+        assert f"kb.example/{SECRET_DOC[1:]}\"" not in html, path
+    await console.client.post("/admin/logout", data={"csrf": await console.csrf()})
+    await console.sign_in(ADMIN_PW)
+    html = await (await console.client.get("/admin/documents?view=all")).text()
+    assert "Layoff plan 2027" in html
