@@ -42,7 +42,6 @@ class GroupCount:
 
 @dataclass(frozen=True)
 class Overview:
-    days: list[Day]
     platforms: list[GroupCount]
     channels: list[GroupCount]
     sample: list[InteractionRow]  # newest SAMPLE interactions of the window, with votes
@@ -59,36 +58,47 @@ def _as_date(value: Any) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
-def _days(session: Session, since: datetime, dialect: str) -> dict[date, Day]:
-    day = day_of(Interaction.created_at, dialect)
+def daily(db: Database, since: datetime, until: datetime | None = None) -> dict[date, Day]:
+    """Outcomes, votes and tokens per UTC day of the questions asked in [since, until)."""
+    day = day_of(Interaction.created_at, db.dialect)
+    window = [Interaction.created_at >= since]
+    if until is not None:
+        window.append(Interaction.created_at < until)
     days: dict[date, Day] = {}
-    query = (select(day.label("day"), Interaction.status, func.count())
-             .where(Interaction.created_at >= since).group_by(day, Interaction.status))
-    for raw, status, count in session.execute(query):
-        days.setdefault(_as_date(raw), Day(_as_date(raw))).statuses[status] = int(count)
-    votes = (select(day.label("day"), func.sum(case((Feedback.vote == 1, 1), else_=0)),
-                    func.sum(case((Feedback.vote == -1, 1), else_=0)))
-             .join(Interaction, Interaction.id == Feedback.interaction_id)
-             .where(Interaction.created_at >= since).group_by(day))
-    for raw, up, down in session.execute(votes):
-        entry = days.setdefault(_as_date(raw), Day(_as_date(raw)))
-        entry.up, entry.down = int(up or 0), int(down or 0)
-    for stage in LLM_STAGES:
-        _stage_tokens(session, since, day, stage, days)
+
+    def entry(raw: Any) -> Day:
+        return days.setdefault(_as_date(raw), Day(_as_date(raw)))
+
+    with db.read() as session:
+        query = (select(day, Interaction.status, func.count()).where(*window)
+                 .group_by(day, Interaction.status))
+        for raw, status, count in session.execute(query):
+            entry(raw).statuses[status] = int(count)
+        votes = (select(day, func.sum(case((Feedback.vote == 1, 1), else_=0)),
+                        func.sum(case((Feedback.vote == -1, 1), else_=0)))
+                 .join(Interaction, Interaction.id == Feedback.interaction_id)
+                 .where(*window).group_by(day))
+        for raw, up, down in session.execute(votes):
+            entry(raw).up, entry(raw).down = int(up or 0), int(down or 0)
+        for raw, tokens in _tokens(session, day, window):
+            entry(raw).tokens.extend(tokens)
     return days
 
 
-def _stage_tokens(session: Session, since: datetime, day: ColumnElement[Any], stage: str,
-                  days: dict[date, Day]) -> None:
-    model = Interaction.models[stage].as_string()
-    tokens_in = func.sum(Interaction.usage[(stage, "input_tokens")].as_float())
-    tokens_out = func.sum(Interaction.usage[(stage, "output_tokens")].as_float())
-    query = (select(day, model, tokens_in, tokens_out)
-             .where(Interaction.created_at >= since, model.is_not(None)).group_by(day, model))
-    for raw, name, used_in, used_out in session.execute(query):
-        if used_in or used_out:
-            days.setdefault(_as_date(raw), Day(_as_date(raw))).tokens.append(
-                (str(name), int(used_in or 0), int(used_out or 0)))
+def _tokens(session: Session, day: ColumnElement[Any],
+            window: list[Any]) -> list[tuple[Any, list[tuple[str, int, int]]]]:
+    """One pass over the window: per day and model of each LLM stage, the tokens used."""
+    models = [Interaction.models[s].as_string() for s in LLM_STAGES]
+    sums = [func.sum(Interaction.usage[(s, kind)].as_float()) for s in LLM_STAGES
+            for kind in ("input_tokens", "output_tokens")]
+    query = select(day, *models, *sums).where(*window).group_by(day, *models)
+    found = []
+    for row in session.execute(query):
+        raw, names, used = row[0], row[1:1 + len(models)], row[1 + len(models):]
+        found.append((raw, [(str(name), int(used[2 * i] or 0), int(used[2 * i + 1] or 0))
+                            for i, name in enumerate(names)
+                            if name is not None and (used[2 * i] or used[2 * i + 1])]))
+    return found
 
 
 def _groups(session: Session, since: datetime, column: Any, limit: int) -> list[GroupCount]:
@@ -103,16 +113,16 @@ def _groups(session: Session, since: datetime, column: Any, limit: int) -> list[
 
 
 def _sample(session: Session, since: datetime) -> list[InteractionRow]:
+    # Newest by the indexed timestamp: the index gives the top rows without a sort.
     query = (select(Interaction.id, Interaction.question, Interaction.status, Interaction.mode,
                     Interaction.timings_ms, Interaction.created_at, Interaction.ab_arm)
-             .where(Interaction.created_at >= since).order_by(Interaction.id.desc())
-             .limit(SAMPLE))
+             .where(Interaction.created_at >= since)
+             .order_by(Interaction.created_at.desc()).limit(SAMPLE))
     rows = list(session.execute(query))
     votes: dict[int, list[int]] = {}
     if rows:
-        low = rows[-1].id  # the sample is a contiguous range of ids: one indexed range scan
         tally = (select(Feedback.interaction_id, Feedback.vote, func.count())
-                 .where(Feedback.interaction_id >= low)
+                 .where(Feedback.interaction_id.in_([r.id for r in rows]))
                  .group_by(Feedback.interaction_id, Feedback.vote))
         for interaction_id, vote, count in session.execute(tally):
             votes.setdefault(interaction_id, [0, 0])[0 if vote == 1 else 1] += int(count)
@@ -124,8 +134,6 @@ def _sample(session: Session, since: datetime) -> list[InteractionRow]:
 
 def overview(db: Database, since: datetime, *, channels: int = 15) -> Overview:
     with db.read() as session:
-        days = _days(session, since, db.dialect)
-        return Overview(days=[days[d] for d in sorted(days)],
-                        platforms=_groups(session, since, Interaction.platform, 10),
+        return Overview(platforms=_groups(session, since, Interaction.platform, 10),
                         channels=_groups(session, since, Interaction.channel, channels),
                         sample=_sample(session, since))

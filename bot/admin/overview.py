@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from datetime import timedelta
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -12,10 +13,42 @@ from aiohttp import web
 from bot.admin.charts import Series, hbars, lines, stacked_bars
 from bot.admin.console import KEY, render
 from storage.columns import utc_now
-from storage.console_overview import STATUSES, Day, overview
+from storage.console_overview import STATUSES, Day, daily, overview
+from storage.db import Database
 from storage.stats import feedback_summary, mode_stats, stage_latencies, status_counts
 
 WINDOWS = {"7d": 7, "30d": 30, "90d": 90}
+CLOSED_TTL_S = 600.0
+
+
+class DailyCache:
+    """Past days change only by late votes: they are read once and kept for ten minutes, so
+    a view re-reads today's questions only (the window's days counted whole, in UTC)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._closed: dict[date, Day] = {}
+        self._since = 0.0
+
+    def days(self, db: Database, since: datetime, now: datetime) -> list[Day]:
+        if self._clock() - self._since > CLOSED_TTL_S:
+            self._closed, self._since = {}, self._clock()
+        today = now.date()
+        wanted = [since.date() + timedelta(days=n) for n in range((today - since.date()).days)]
+        missing = [d for d in wanted if d not in self._closed]
+        if missing:
+            found = daily(db, _midnight(missing[0]), _midnight(today))
+            for d in wanted[wanted.index(missing[0]):]:
+                self._closed[d] = found.get(d, Day(d))
+        current = daily(db, _midnight(today)).get(today, Day(today))
+        return [self._closed[d] for d in wanted] + [current]
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+
+
+DAILY = web.AppKey("daily", DailyCache)
 
 
 def price_of(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
@@ -55,18 +88,20 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
     console = request.app[KEY]
     window = request.query.get("window", "30d")
     days = WINDOWS.get(window, 30)
-    since = utc_now() - timedelta(days=days)
+    now = utc_now()
+    since = now - timedelta(days=days)
     data = await asyncio.to_thread(overview, console.db, since)
+    day_rows = await asyncio.to_thread(request.app[DAILY].days, console.db, since, now)
     sample = data.sample
     modes = mode_stats(sample)
     ab = len(modes) > 1 or any(r.ab_arm for r in sample)
-    charts = _charts(data.days, console.admin.prices)
+    charts = _charts(day_rows, console.admin.prices)
     arm_chart = hbars("Thumbs-up rate by arm (%)", [(m.mode, (m.thumbs_up_rate or 0) * 100)
                                                     for m in modes]) if ab else None
     return render(request, "overview.html", window=window, windows=list(WINDOWS),
-                  statuses=status_counts(sample), total=sum(d.total for d in data.days),
+                  statuses=status_counts(sample), total=sum(d.total for d in day_rows),
                   latencies=stage_latencies(sample), feedback=feedback_summary(sample),
                   sample=len(sample), modes=modes, ab=ab, arm_chart=arm_chart,
                   platforms=data.platforms, channels=data.channels, charts=charts,
-                  days=data.days)
+                  days=day_rows)
 

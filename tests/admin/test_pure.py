@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from bot.admin.charts import Series, hbars, nice_top, stacked_bars
 from bot.admin.console import safe_next, web_link
 from bot.admin.gaps import group_questions
-from bot.admin.overview import day_cost, price_of
+from bot.admin.overview import DailyCache, day_cost, price_of
 from storage.console_docs import GapQuestion
 from storage.console_overview import Day
+from storage.db import Database
+from storage.models import Interaction
+from tests.admin.seed import seed
 
 
 @pytest.mark.parametrize(("value", "top"), [(31, 40), (7, 8), (0.3, 0.4), (1234, 2000),
@@ -67,3 +71,26 @@ def test_safe_next(target: str | None, expected: str) -> None:
     ("data:text/html,x", "#"), ("", "#")])
 def test_links_are_http_only(url: str, expected: str) -> None:
     assert web_link(url) == expected
+
+
+def test_closed_days_are_read_once_per_ten_minutes(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'sift.db'}")
+    db.upgrade()
+    now = datetime(2026, 3, 10, 12, tzinfo=UTC)
+    seed(db, 30, days=3, docs=5, now=now)  # 10 a day over Mar 7 12:00 .. Mar 10 12:00
+    ticks = [0.0]
+    cache = DailyCache(clock=lambda: ticks[0])
+    since = now - timedelta(days=3)
+    first = cache.days(db, since, now)
+    assert [d.day.day for d in first] == [7, 8, 9, 10]
+    assert sum(d.total for d in first) == 30
+    with db.write() as session:  # a late row in a past day, and one today
+        for i, day in ((900, 8), (901, 10)):
+            session.add(Interaction(id=i, created_at=datetime(2026, 3, day, 1, tzinfo=UTC),
+                                    platform="slack", question="q", answer="a",
+                                    status="answered", mode="fast"))
+    cached = cache.days(db, since, now)
+    assert sum(d.total for d in cached) == 31  # today is always read again
+    ticks[0] = 601.0
+    assert sum(d.total for d in cache.days(db, since, now)) == 32
+    db.dispose()
