@@ -15,7 +15,7 @@ from storage.stats import InteractionRow
 
 LLM_STAGES = ("understand", "grade", "generate")
 STATUSES = ("answered", "no_answer", "degraded", "error")
-SAMPLE = 5000  # latency percentiles and the A/B comparison use the window's newest questions
+SAMPLE = 2000  # latency percentiles and the A/B comparison use the window's newest questions
 
 
 @dataclass
@@ -26,6 +26,8 @@ class Day:
     down: int = 0
     # (model, input tokens, output tokens) per LLM stage and model used that day
     tokens: list[tuple[str, int, int]] = field(default_factory=list)
+    # (platform, channel, status) -> questions that day
+    places: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -38,13 +40,6 @@ class GroupCount:
     total: int
     answered: int
     no_answer: int
-
-
-@dataclass(frozen=True)
-class Overview:
-    platforms: list[GroupCount]
-    channels: list[GroupCount]
-    sample: list[InteractionRow]  # newest SAMPLE interactions of the window, with votes
 
 
 def day_of(column: Any, dialect: str) -> ColumnElement[Any]:
@@ -74,6 +69,11 @@ def daily(db: Database, since: datetime, until: datetime | None = None) -> dict[
                  .group_by(day, Interaction.status))
         for raw, status, count in session.execute(query):
             entry(raw).statuses[status] = int(count)
+        query = (select(day, Interaction.platform, Interaction.channel, Interaction.status,
+                        func.count()).where(*window)
+                 .group_by(day, Interaction.platform, Interaction.channel, Interaction.status))
+        for raw, platform, channel, status, count in session.execute(query):
+            entry(raw).places[(platform or "-", channel or "-", status)] = int(count)
         votes = (select(day, func.sum(case((Feedback.vote == 1, 1), else_=0)),
                         func.sum(case((Feedback.vote == -1, 1), else_=0)))
                  .join(Interaction, Interaction.id == Feedback.interaction_id)
@@ -101,20 +101,22 @@ def _tokens(session: Session, day: ColumnElement[Any],
     return found
 
 
-def _groups(session: Session, since: datetime, column: Any, limit: int) -> list[GroupCount]:
-    total = func.count()
-    query = (select(column, total, func.sum(case((Interaction.status == "answered", 1),
-                                                 else_=0)),
-                    func.sum(case((Interaction.status == "no_answer", 1), else_=0)))
-             .where(Interaction.created_at >= since).group_by(column)
-             .order_by(total.desc(), column).limit(limit))
-    return [GroupCount(str(name or "-"), int(n), int(a or 0), int(na or 0))
-            for name, n, a, na in session.execute(query)]
+def groups(days: list[Day], by_channel: bool, limit: int) -> list[GroupCount]:
+    """Questions per platform (or channel) over these days, most first."""
+    found: dict[str, list[int]] = {}
+    for day in days:
+        for (platform, channel, status), count in day.places.items():
+            entry = found.setdefault(channel if by_channel else platform, [0, 0, 0])
+            entry[0] += count
+            entry[1] += count if status == "answered" else 0
+            entry[2] += count if status == "no_answer" else 0
+    ranked = sorted(found.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
+    return [GroupCount(name, *counts) for name, counts in ranked]
 
 
 def _sample(session: Session, since: datetime) -> list[InteractionRow]:
     # Newest by the indexed timestamp: the index gives the top rows without a sort.
-    query = (select(Interaction.id, Interaction.question, Interaction.status, Interaction.mode,
+    query = (select(Interaction.id, Interaction.status, Interaction.mode,
                     Interaction.timings_ms, Interaction.created_at, Interaction.ab_arm)
              .where(Interaction.created_at >= since)
              .order_by(Interaction.created_at.desc()).limit(SAMPLE))
@@ -126,14 +128,13 @@ def _sample(session: Session, since: datetime) -> list[InteractionRow]:
                  .group_by(Feedback.interaction_id, Feedback.vote))
         for interaction_id, vote, count in session.execute(tally):
             votes.setdefault(interaction_id, [0, 0])[0 if vote == 1 else 1] += int(count)
-    return [InteractionRow(r.id, r.question, r.status, r.mode, r.timings_ms or {},
+    return [InteractionRow(r.id, "", r.status, r.mode, r.timings_ms or {},
                            r.created_at, up=votes.get(r.id, [0, 0])[0],
                            down=votes.get(r.id, [0, 0])[1], ab_arm=r.ab_arm or "")
             for r in rows]
 
 
-def overview(db: Database, since: datetime, *, channels: int = 15) -> Overview:
+def sample(db: Database, since: datetime) -> list[InteractionRow]:
+    """The window's newest SAMPLE questions with their votes (question text left out)."""
     with db.read() as session:
-        return Overview(platforms=_groups(session, since, Interaction.platform, 10),
-                        channels=_groups(session, since, Interaction.channel, channels),
-                        sample=_sample(session, since))
+        return _sample(session, since)

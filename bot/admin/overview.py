@@ -13,7 +13,7 @@ from aiohttp import web
 from bot.admin.charts import Series, hbars, lines, stacked_bars
 from bot.admin.console import KEY, render
 from storage.columns import utc_now
-from storage.console_overview import STATUSES, Day, daily, overview
+from storage.console_overview import STATUSES, Day, daily, groups, sample
 from storage.db import Database
 from storage.stats import feedback_summary, mode_stats, stage_latencies, status_counts
 
@@ -90,18 +90,18 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
     days = WINDOWS.get(window, 30)
     now = utc_now()
     since = now - timedelta(days=days)
-    data = await asyncio.to_thread(overview, console.db, since)
+    rows = await asyncio.to_thread(sample, console.db, since)
     day_rows = await asyncio.to_thread(request.app[DAILY].days, console.db, since, now)
-    sample = data.sample
-    modes = mode_stats(sample)
-    ab = len(modes) > 1 or any(r.ab_arm for r in sample)
+    modes = mode_stats(rows)
+    ab = len(modes) > 1 or any(r.ab_arm for r in rows)
     charts = _charts(day_rows, console.admin.prices)
     arm_chart = hbars("Thumbs-up rate by arm (%)", [(m.mode, (m.thumbs_up_rate or 0) * 100)
                                                     for m in modes]) if ab else None
     return render(request, "overview.html", window=window, windows=list(WINDOWS),
-                  statuses=status_counts(sample), total=sum(d.total for d in day_rows),
-                  latencies=stage_latencies(sample), feedback=feedback_summary(sample),
-                  sample=len(sample), modes=modes, ab=ab, arm_chart=arm_chart,
-                  platforms=data.platforms, channels=data.channels, charts=charts,
+                  statuses=status_counts(rows), total=sum(d.total for d in day_rows),
+                  latencies=stage_latencies(rows), feedback=feedback_summary(rows),
+                  sample=len(rows), modes=modes, ab=ab, arm_chart=arm_chart,
+                  platforms=groups(day_rows, False, 10), channels=groups(day_rows, True, 15),
+                  charts=charts,
                   days=day_rows)
 
