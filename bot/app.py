@@ -56,6 +56,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.leases import Lease, LeaseTaken
+from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
@@ -412,7 +413,7 @@ class App:
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                            history=self.history)
+                            history=self.history, quota=QuotaRepository(self.database))
         return ChatService(pipeline, stores, limits)
 
     def web_chat(self, flow: ChatFlow) -> WebChat | None:
