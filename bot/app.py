@@ -45,6 +45,7 @@ from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
 from storage.channel_policies import ChannelPolicyRepository
@@ -366,7 +367,7 @@ class App:
                                      models.cache_min_tokens, self.settings.llm.timeout_s)
         stages = Stages(
             understander=Understander(llm, models.fast_model),
-            retriever=Retriever(index, self.embedder, config.retrieval),
+            retriever=Retriever(index, QueryVectorCache(self.embedder), config.retrieval),
             fast_grader=HeuristicGrader(),
             accurate_grader=accurate,
             generator=generator,
