@@ -45,6 +45,7 @@ from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
 from storage.channel_policies import ChannelPolicyRepository
@@ -55,6 +56,8 @@ from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
+from storage.leases import Lease, LeaseTaken
+from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
@@ -62,6 +65,7 @@ from sync.connectors.base import Connector
 from sync.connectors.folder import FolderConnector
 from sync.connectors.http import HttpConfig, HttpConnector
 from sync.job import JobConfig
+from sync.lock import SyncBusy
 from sync.ports import ChunkIndex
 from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
@@ -111,6 +115,24 @@ def load_settings(config: Path | None = None) -> Settings:
     settings = build_settings(config)
     configure_logging(settings.log_level)
     return settings
+
+
+class SyncLease:
+    """The sync runner's shared lock over a database lease; a taken lease is SyncBusy."""
+
+    def __init__(self, lease: Lease, source: str) -> None:
+        self._lease = lease
+        self._source = source
+
+    def acquire(self) -> None:
+        try:
+            self._lease.acquire()
+        except LeaseTaken as exc:
+            raise SyncBusy(str(exc), user_message=f"Another Sift replica is syncing "
+                           f"'{self._source}'; this one skips the run.") from exc
+
+    def release(self) -> None:
+        self._lease.release()
 
 
 class App:
@@ -273,8 +295,13 @@ class App:
     def sync_runner(self, index: ChunkIndex) -> SyncRunner:
         """Every configured source (the sample knowledge base when none is) over one index."""
         sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
+        shared = self.sync_lease if self.database.dialect == "postgresql" else None
         return SyncRunner(sources, index, self.embedder, self.sync_state,
-                          self.data_dir / "locks", self.sync_config)
+                          self.data_dir / "locks", self.sync_config, shared_lock=shared)
+
+    def sync_lease(self, source: str) -> SyncLease:
+        """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
+        return SyncLease(Lease(self.database, f"sync:{source}"), source)
 
     def sync_scheduler(self, runner: SyncRunner) -> SyncScheduler:
         """`sift serve`'s schedule: incremental and full passes per source, one at start-up."""
@@ -340,7 +367,7 @@ class App:
                                      models.cache_min_tokens, self.settings.llm.timeout_s)
         stages = Stages(
             understander=Understander(llm, models.fast_model),
-            retriever=Retriever(index, self.embedder, config.retrieval),
+            retriever=Retriever(index, QueryVectorCache(self.embedder), config.retrieval),
             fast_grader=HeuristicGrader(),
             accurate_grader=accurate,
             generator=generator,
@@ -387,7 +414,7 @@ class App:
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                            history=self.history)
+                            history=self.history, quota=QuotaRepository(self.database))
         return ChatService(pipeline, stores, limits)
 
     def web_chat(self, flow: ChatFlow) -> WebChat | None:

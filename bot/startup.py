@@ -32,6 +32,12 @@ def _teams(settings: Settings, base: str) -> str:
             "SIFT_TEAMS_APP_ID is not set)")
 
 
+def _admin(on: bool, base: str) -> str:
+    # Told, not read from the settings: the console drops the passwords once it has hashed them.
+    return f"Admin console: on at {base}/admin/" if on else (
+        "Admin console: off (SIFT_ADMIN__PASSWORD is not set)")
+
+
 def _source(settings: Settings, name: str, last: datetime | None) -> str:
     if last is not None:
         when = f"last synced {last:%Y-%m-%d %H:%M} UTC"
@@ -42,19 +48,20 @@ def _source(settings: Settings, name: str, last: datetime | None) -> str:
     return f"Source {name}: {when}"
 
 
-def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None]) -> list[str]:
+def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None], *,
+                  admin: bool = False) -> list[str]:
     """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
     base = f"http://{settings.host}:{settings.port}"
     lines = [_slack(settings, base), _teams(settings, base),
-             f"Admin console: {NOT_CONFIGURED}", f"Web chat: {NOT_CONFIGURED}"]
+             _admin(admin, base), f"Web chat: {NOT_CONFIGURED}"]
     lines += [_source(settings, s.name, last_syncs.get(s.name))
               for s in settings.resolved_sources]
     return lines
 
 
-async def announce(app: App) -> None:
+async def announce(app: App, *, admin: bool = False) -> None:
     """Print the lines under "Sift is serving on …" (the sync dates come from the database)."""
     names = [s.name for s in app.settings.resolved_sources]
     last = {name: await asyncio.to_thread(app.sync_state.last_success, name) for name in names}
-    for line in surface_lines(app.settings, last):
+    for line in surface_lines(app.settings, last, admin=admin):
         print(f"  {line}", flush=True)

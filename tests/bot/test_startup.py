@@ -26,7 +26,7 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
         "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
         "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
         "SIFT_TEAMS_APP_ID is not set)",
-        "Admin console: not configured",
+        "Admin console: off (SIFT_ADMIN__PASSWORD is not set)",
         "Web chat: not configured",
         "Source sample: never synced; a first sync starts now",
     ]
@@ -38,9 +38,11 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
         teams_app_id="11111111-2222", teams_tenant_id="t", port=4000,
         sources=[SourceSettings(name="wiki", kind="folder", path=tmp_path),
                  SourceSettings(name="kb", kind="folder", path=tmp_path)])
-    lines = surface_lines(settings, {"wiki": datetime(2026, 11, 24, 9, 5, tzinfo=UTC)})
+    lines = surface_lines(settings, {"wiki": datetime(2026, 11, 24, 9, 5, tzinfo=UTC)},
+                          admin=True)
     assert lines[0].startswith("Slack: on, Socket Mode")
     assert lines[1] == "Teams: on at http://127.0.0.1:4000/api/messages (app 11111111-2222)"
+    assert lines[2] == "Admin console: on at http://127.0.0.1:4000/admin/"
     assert lines[4:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
                          "Source kb: never synced; a first sync starts now"]
 
