@@ -100,7 +100,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # --- end Sync ----------------------------------------------------------------------
         print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
               "(Ctrl-C to stop)", flush=True)
-        await announce(app, admin=console is not None)  # one line per surface and source: what is on, what is off and why
+        await announce(app, admin=console is not None)  # a line per surface: on, or off and why
         if started is not None:
             started.set()
         await stop.wait()
