@@ -14,6 +14,7 @@ from aiohttp import web
 from bot.admin.charts import hbars
 from bot.admin.console import KEY, PREFIX, render, require_admin
 from rag.errors import SyncError
+from storage.channel_policies import ChannelPolicyRepository
 from storage.console_docs import failed_documents, last_runs, source_counts
 
 log = logging.getLogger(__name__)
@@ -121,4 +122,6 @@ async def eval_chart(request: web.Request) -> web.StreamResponse:
 
 
 async def channels_page(request: web.Request) -> web.StreamResponse:
-    return render(request, "channels.html")
+    """The stored channel policies, read-only for now (`sift channels` edits them)."""
+    repository = ChannelPolicyRepository(request.app[KEY].db)
+    return render(request, "channels.html", policies=await asyncio.to_thread(repository.all))

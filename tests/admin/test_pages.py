@@ -8,6 +8,7 @@ import re
 import pytest
 from sqlalchemy import select
 
+from storage.channel_policies import ChannelPolicyRepository
 from storage.models import SyncRun
 from tests.admin.conftest import SCRIPT, SCRIPT_ID, Console
 
@@ -151,5 +152,9 @@ async def test_evaluation_reports_and_their_charts(admin: Console) -> None:
         assert (await admin.client.get(f"/admin/evaluation/{bad}/chart.png")).status == 404
 
 
-async def test_channels_is_a_marked_placeholder(admin: Console) -> None:
-    assert 'id="channels-pending"' in await _html(admin, "/admin/channels")
+async def test_channels_lists_the_stored_policies(admin: Console) -> None:
+    ChannelPolicyRepository(admin.db).put("slack", "C42", f"Support {SCRIPT}",
+                                          {"mode": "fast", "answer_in_thread": True})
+    html = await _html(admin, "/admin/channels")
+    assert "<td>C42</td>" in html and f"Support {ESCAPED}" in html and SCRIPT not in html
+    assert "<code>mode = fast</code>" in html and 'id="channels-pending"' in html
