@@ -132,7 +132,7 @@ class SyncJob:
             if run.pending_chunks >= self.config.embed_batch:
                 await self._flush(run)
         await self._flush(run)
-        if run.full:
+        if run.full or self.connector.cheap_ids:  # else pruning waits for the next full pass
             await self._prune(run)
 
     async def _consider(self, run: _Run, doc: SourceDocument) -> None:

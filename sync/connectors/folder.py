@@ -10,8 +10,14 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from rag.errors import SyncError
-from sync.connectors.base import DocumentFailure, Fetched
+from rag.errors import ConfigError, SyncError
+from sync.connectors.base import (
+    ConnectorSettings,
+    ConnectorSpec,
+    DocumentFailure,
+    Fetched,
+    SourceConfig,
+)
 from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
@@ -32,6 +38,8 @@ _HTML_DOC_ID = re.compile(r"<meta\s+name=[\"']doc_id[\"']\s+content=[\"']([^\"']
 
 class FolderConnector:
     """Every supported file under `root` is a document; its relative path is the default id."""
+
+    cheap_ids = True  # a directory walk: every run prunes deleted files
 
     def __init__(self, root: Path, *, url_base: str = "") -> None:
         self.root = root
@@ -122,3 +130,18 @@ def _title_from_name(path: Path) -> str:
     words = re.sub(r"[-_]+", " ", path.stem).strip()
     return words[:1].upper() + words[1:]
 
+
+
+class FolderSettings(ConnectorSettings):
+    """A folder has no settings of its own: `path` (and `url`) sit on the source itself."""
+
+
+def build(source: SourceConfig, _: FolderSettings) -> FolderConnector:
+    if source.path is None:
+        raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
+                          f"'{source.name}' is a folder but has no `path`.")
+    return FolderConnector(source.path, url_base=source.url)
+
+
+SPEC = ConnectorSpec("folder", FolderSettings, build, "a directory of Markdown, HTML, text "
+                     "and PDF files")
