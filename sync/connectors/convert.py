@@ -61,9 +61,19 @@ def html_to_markdown(html: str) -> Parsed:
             meta.setdefault(name.strip().lower(), content.strip())
     for tag in soup.find_all(_NOISE_TAGS):
         tag.decompose()
-    converter = MarkdownConverter(heading_style="ATX", bullets="-", code_language="")
+    converter = MarkdownConverter(heading_style="ATX", bullets="-", code_language="",
+                                  code_language_callback=_code_language)
     body = converter.convert_soup(soup)
     return Parsed(re.sub(r"\n{3,}", "\n\n", body).strip() + "\n", meta)
+
+
+def _code_language(pre: Any) -> str:
+    """`<pre><code class="language-x">` (Confluence, most site generators) fences as x."""
+    code = pre.find("code")
+    for name in (code.get("class") or []) if code is not None else []:
+        if str(name).startswith("language-"):
+            return str(name)[len("language-"):]
+    return ""
 
 
 def pdf_to_markdown(data: bytes) -> Parsed:
