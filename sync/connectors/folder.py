@@ -1,4 +1,4 @@
-"""The folder connector: a directory tree of Markdown, HTML, plain text and PDF files."""
+"""The folder connector: a directory tree of Markdown, HTML, text, PDF and Office files."""
 
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
     build_document,
+    file_to_markdown,
     html_to_markdown,
-    pdf_to_markdown,
     split_front_matter,
 )
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-         ".txt": "text", ".pdf": "pdf"}
+         ".txt": "text", ".pdf": "file", ".docx": "file", ".pptx": "file", ".xlsx": "file"}
 # Salvages the id of a file whose front matter no longer parses, so that a typo in the YAML
 # is reported without the document's existing chunks being pruned under its real id.
 _DOC_ID_LINE = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?doc_id:[ \t]*['\"]?([^'\"\r\n#]+?)"
@@ -106,8 +106,8 @@ class FolderConnector:
     def _parse(self, path: Path) -> Parsed:
         kind = KINDS[path.suffix.lower()]
         data = path.read_bytes()
-        if kind == "pdf":
-            return pdf_to_markdown(data)
+        if kind == "file":
+            return file_to_markdown(data, path.name)
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
