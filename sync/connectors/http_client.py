@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -33,7 +34,7 @@ class JsonClient:
     def __init__(self, client: httpx.AsyncClient, *, max_retries: int = 5,
                  backoff_s: float = 0.5, max_wait_s: float = 60.0,
                  sleep: Sleep = asyncio.sleep, label: str = "The knowledge platform",
-                 auth_hint: str = "the source's token") -> None:
+                 auth_hint: str = "the source's token", per_second: float = 0.0) -> None:
         self._client = client
         self._max_retries = max_retries
         self._backoff_s = backoff_s
@@ -41,6 +42,9 @@ class JsonClient:
         self._sleep = sleep
         self._label = label
         self._auth_hint = auth_hint
+        # A platform's documented request rate (Notion: 3/s): requests start this far apart.
+        self._spacing = 1.0 / per_second if per_second > 0 else 0.0
+        self._next_start = 0.0
 
     async def get(self, url: str, params: Mapping[str, Any] | None = None, *,
                   headers: Mapping[str, str] | None = None,
@@ -52,6 +56,7 @@ class JsonClient:
                       accept: frozenset[int] = frozenset()) -> httpx.Response:
         attempt = 0
         while True:
+            await self._pace()
             try:
                 # An empty params dict would make httpx drop the query of a next link.
                 response = await self._client.request(method, url, params=params or None,
@@ -70,6 +75,15 @@ class JsonClient:
             log.info("%s %s: %s; retrying in %.1fs", method, url, problem, wait)
             await self._sleep(wait)
             attempt += 1
+
+    async def _pace(self) -> None:
+        if not self._spacing:
+            return
+        now = time.monotonic()
+        wait = self._next_start - now
+        self._next_start = max(now, self._next_start) + self._spacing
+        if wait > 0:
+            await self._sleep(wait)
 
     def _judge(self, response: httpx.Response, accept: frozenset[int],
                attempt: int) -> httpx.Response | tuple[float, str]:

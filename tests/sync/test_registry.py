@@ -9,9 +9,12 @@ import pytest
 from bot.app import App
 from bot.settings import build_settings
 from rag.errors import ConfigError
+from sync.connectors.confluence import ConfluenceConnector
 from sync.connectors.folder import FolderConnector
 from sync.connectors.http import HttpConnector
+from sync.connectors.notion import NotionConnector
 from sync.connectors.registry import SPECS
+from sync.connectors.web import WebConnector
 
 
 def load(tmp_path: Path, text: str) -> tuple[Path, str]:
@@ -72,3 +75,31 @@ def test_a_missing_required_setting_names_the_source(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         app.connector(app.settings.sources[0])
     assert "'wiki'" in caught.value.user_message and "`url`" in caught.value.user_message
+
+
+def test_platform_tables_build_their_connectors(tmp_path: Path) -> None:
+    path = tmp_path / "sift.toml"
+    path.write_text(
+        '[[sources]]\nname = "wiki"\nkind = "confluence"\nurl = "https://acme.atlassian.net/'
+        'wiki"\ntoken = "t"\n[sources.confluence]\nemail = "ana@acme.com"\nspaces = ["ENG"]\n\n'
+        '[[sources]]\nname = "notes"\nkind = "notion"\ntoken = "ntn_x"\n\n'
+        '[[sources]]\nname = "docs"\nkind = "web"\nurl = "https://docs.acme.com/sitemap.xml"\n'
+        '[sources.web]\nprefix = "https://docs.acme.com/guide/"\nmax_pages = 50\n',
+        encoding="utf-8")
+    app = App(build_settings(path))
+    wiki, notes, docs = (app.connector(s) for s in app.settings.sources)
+    assert isinstance(wiki, ConfluenceConnector) and wiki.settings.spaces == ["ENG"]
+    assert isinstance(notes, NotionConnector) and notes.base == "https://api.notion.com/v1/"
+    assert isinstance(docs, WebConnector) and docs.cheap_ids
+    assert (docs.prefix, docs.settings.max_pages) == ("https://docs.acme.com/guide/", 50)
+
+
+def test_a_platform_without_its_token_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sift.toml"
+    path.write_text('[[sources]]\nname = "wiki"\nkind = "confluence"\n'
+                    'url = "https://acme.atlassian.net/wiki"\n', encoding="utf-8")
+    app = App(build_settings(path))
+    with pytest.raises(ConfigError) as caught:
+        app.connector(app.settings.sources[0])
+    assert caught.value.user_message == ("Source 'wiki' is confluence but has no `token` (an "
+                                         "API token or PAT).")
