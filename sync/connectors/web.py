@@ -161,7 +161,7 @@ class WebConnector:
         """GET with validators, following redirects only while they stay under the prefix."""
         headers = {}
         seen = self._seen.get(url)
-        if seen is not None and seen.etag:
+        if since is not None and seen is not None and seen.etag:  # a full pass reads all
             headers["If-None-Match"] = seen.etag
         if since is not None and (seen is not None or self.sitemap):
             headers["If-Modified-Since"] = format_datetime(since.astimezone(UTC), usegmt=True)
