@@ -24,6 +24,22 @@ def backoff(attempt: int, base_s: float, cap_s: float) -> float:
     return random.uniform(0, min(cap_s, base_s * 2 ** attempt))
 
 
+class Pacer:
+    """A platform's documented request rate (Notion: 3/s): requests start this far apart.
+    One per connector, shared by all its sessions, since the platform counts per token."""
+
+    def __init__(self, per_second: float) -> None:
+        self._spacing = 1.0 / per_second
+        self._next_start = 0.0
+
+    async def wait(self, sleep: Sleep) -> None:
+        now = time.monotonic()
+        wait = self._next_start - now
+        self._next_start = max(now, self._next_start) + self._spacing
+        if wait > 0:
+            await sleep(wait)
+
+
 class JsonClient:
     """One platform's HTTP API. The token only ever goes into headers, never into a message.
 
@@ -34,7 +50,7 @@ class JsonClient:
     def __init__(self, client: httpx.AsyncClient, *, max_retries: int = 5,
                  backoff_s: float = 0.5, max_wait_s: float = 60.0,
                  sleep: Sleep = asyncio.sleep, label: str = "The knowledge platform",
-                 auth_hint: str = "the source's token", per_second: float = 0.0) -> None:
+                 auth_hint: str = "the source's token", pacer: Pacer | None = None) -> None:
         self._client = client
         self._max_retries = max_retries
         self._backoff_s = backoff_s
@@ -42,9 +58,7 @@ class JsonClient:
         self._sleep = sleep
         self._label = label
         self._auth_hint = auth_hint
-        # A platform's documented request rate (Notion: 3/s): requests start this far apart.
-        self._spacing = 1.0 / per_second if per_second > 0 else 0.0
-        self._next_start = 0.0
+        self._pacer = pacer
 
     async def get(self, url: str, params: Mapping[str, Any] | None = None, *,
                   headers: Mapping[str, str] | None = None,
@@ -56,7 +70,8 @@ class JsonClient:
                       accept: frozenset[int] = frozenset()) -> httpx.Response:
         attempt = 0
         while True:
-            await self._pace()
+            if self._pacer is not None:
+                await self._pacer.wait(self._sleep)
             try:
                 # An empty params dict would make httpx drop the query of a next link.
                 response = await self._client.request(method, url, params=params or None,
@@ -75,15 +90,6 @@ class JsonClient:
             log.info("%s %s: %s; retrying in %.1fs", method, url, problem, wait)
             await self._sleep(wait)
             attempt += 1
-
-    async def _pace(self) -> None:
-        if not self._spacing:
-            return
-        now = time.monotonic()
-        wait = self._next_start - now
-        self._next_start = max(now, self._next_start) + self._spacing
-        if wait > 0:
-            await self._sleep(wait)
 
     def _judge(self, response: httpx.Response, accept: frozenset[int],
                attempt: int) -> httpx.Response | tuple[float, str]:

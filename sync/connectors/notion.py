@@ -20,7 +20,7 @@ from sync.connectors.base import (
     SourceDocument,
 )
 from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.http_client import JsonClient, Pacer, decode_json
 from sync.connectors.notion_blocks import Block, blocks_to_markdown, rich_text
 
 API_VERSION = "2022-06-28"
@@ -46,6 +46,7 @@ class NotionConnector:
     def __init__(self, source: SourceConfig, settings: NotionSettings) -> None:
         self.source, self.settings = source, settings
         self.base = (source.url or "https://api.notion.com").rstrip("/") + "/v1/"
+        self._pacer = Pacer(settings.requests_per_second)
 
     @asynccontextmanager
     async def _api(self) -> AsyncIterator[JsonClient]:
@@ -55,7 +56,7 @@ class NotionConnector:
         async with httpx.AsyncClient(base_url=self.base, headers=headers,
                                      timeout=s.timeout_s) as http:
             yield JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                             max_wait_s=s.max_wait_s, per_second=s.requests_per_second,
+                             max_wait_s=s.max_wait_s, pacer=self._pacer,
                              label=f"Source '{self.source.name}' (Notion)",
                              auth_hint="the source's `token` (the integration secret) and "
                              "that the pages are shared with the integration")

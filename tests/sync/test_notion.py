@@ -134,8 +134,9 @@ async def test_429_and_three_requests_a_second(notion: FakeNotion) -> None:
     summary = await Source(notion, rate=3).sync()
     assert summary.counts.added == 5
     times = notion.times
-    assert len(times) >= 10 and (len(times) - 1) / (times[-1] - times[0]) <= 3.05
-    # Requests leave a third of a second apart; arrival may bunch up by connection set-up.
+    # Requests leave a third of a second apart, across the listing and the id listing; on
+    # arrival a late first one (connection set-up) can shorten the run by a fraction.
+    assert len(times) >= 10 and (len(times) - 1) / (times[-1] - times[0]) <= 3.3
     assert min(b - a for a, b in zip(times, times[3:], strict=False)) >= 0.7
 
 
