@@ -55,6 +55,7 @@ from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
+    from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.agent import TeamsEndpoint
 
@@ -238,8 +239,9 @@ class App:
             target_tokens=target,
             overlap_tokens=default if s.overlap_tokens is None else s.overlap_tokens,
             min_tokens=default if s.min_tokens is None else s.min_tokens)
+        known = frozenset(["public", *(g.name for g in self.settings.groups)])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
-                         checkpoint_overlap_s=s.checkpoint_overlap_s)
+                         checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known)
 
     def sync_runner(self, index: ChunkIndex) -> SyncRunner:
         """Every configured source (the sample knowledge base when none is) over one index."""
@@ -263,6 +265,15 @@ class App:
         """Release network clients opened for this App (the LLM's connection pool)."""
         if "llm" in self.__dict__ and self.llm is not None:
             await self.llm.close()
+        if "access_resolver" in self.__dict__:
+            await self.access_resolver.aclose()
+
+    @cached_property
+    def access_resolver(self) -> GroupResolver:
+        """Which access groups a question searches with: bot/permissions states the rule."""
+        from bot.permissions.build import build_resolver  # slack_sdk loads only when asked
+
+        return build_resolver(self.settings)
 
     @cached_property
     def llm(self) -> AnthropicLLM | None:

@@ -15,6 +15,7 @@ from pydantic import (
     SecretStr,
     SerializeAsAny,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -156,6 +157,9 @@ class SourceSettings(_Section):
     interval_minutes: float | None = Field(15.0, gt=0)
     cron: str = ""  # when set, replaces interval_minutes
     full_cron: str = "0 3 * * *"  # the slower pass that also prunes deleted documents
+    # Access groups of a document that declares none (an empty or misspelt `access` is not
+    # "none": such a document is restricted to nobody until fixed).
+    default_access: list[str] = Field(default_factory=lambda: ["public"], min_length=1)
     options: SerializeAsAny[ConnectorSettings] = Field(default_factory=ConnectorSettings)
 
     @model_validator(mode="before")
@@ -185,7 +189,8 @@ class SourceSettings(_Section):
 
     def connector_config(self) -> SourceConfig:
         secret = self.token.get_secret_value() if self.token else None
-        return SourceConfig(self.name, url=self.url, token=secret, path=self.path)
+        return SourceConfig(self.name, url=self.url, token=secret, path=self.path,
+                            default_access=tuple(self.default_access))
 
 
 class SyncSettings(_Section):
@@ -204,6 +209,32 @@ class SyncSettings(_Section):
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
+
+
+class GroupSettings(_Section):
+    """One Sift access group (`[[groups]]`): who belongs, by any of these rules."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    emails: list[str] = Field(default_factory=list)
+    domains: list[str] = Field(default_factory=list)  # "example.com": every address there
+    slack_usergroups: list[str] = Field(default_factory=list)  # handles, without the "@"
+    entra_groups: list[str] = Field(default_factory=list)  # Microsoft Entra group object ids
+    entra_members: list[str] = Field(default_factory=list)  # AAD object ids, without Graph
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name.lower() == "public":
+            raise ValueError("'public' is everyone already; it cannot be declared")
+        return name
+
+
+class PermissionSettings(_Section):
+    """How Sift learns who someone is (identity lookups are cached this long)."""
+
+    cache_ttl_s: float = Field(300.0, ge=0)
+    graph_url: str = "https://graph.microsoft.com/v1.0"
+    login_url: str = "https://login.microsoftonline.com"
 
 
 def sample_source() -> SourceSettings:
@@ -261,6 +292,17 @@ class Settings(BaseSettings):
     ab: ABSettings = Field(default_factory=ABSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    groups: list[GroupSettings] = Field(default_factory=list)
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+
+    @field_validator("groups")
+    @classmethod
+    def _unique_groups(cls, groups: list[GroupSettings]) -> list[GroupSettings]:
+        names = [g.name for g in groups]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"group {twice[0]!r} is declared more than once")
+        return groups
 
     @classmethod
     def settings_customise_sources(

@@ -27,7 +27,8 @@ class SourceDocument:
     language: str = ""
     published_at: datetime | None = None
     updated_at: datetime | None = None
-    access: tuple[str, ...] = ("public",)
+    access: tuple[str, ...] = ("public",)  # () restricts the document to nobody
+    warnings: tuple[str, ...] = ()  # indexed, but the sync reports these (a bad `access`)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class SourceConfig:
     url: str = ""
     token: str | None = None
     path: Path | None = None
+    default_access: tuple[str, ...] = ("public",)  # for documents that declare none
 
 
 @dataclass(frozen=True)

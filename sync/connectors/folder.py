@@ -41,9 +41,11 @@ class FolderConnector:
 
     cheap_ids = True  # a directory walk: every run prunes deleted files
 
-    def __init__(self, root: Path, *, url_base: str = "") -> None:
+    def __init__(self, root: Path, *, url_base: str = "",
+                 default_access: tuple[str, ...] = ("public",)) -> None:
         self.root = root
         self.url_base = url_base.rstrip("/")
+        self.default_access = default_access
 
     def _files(self) -> Iterator[tuple[Path, str]]:
         if not self.root.is_dir():
@@ -97,7 +99,8 @@ class FolderConnector:
         try:
             parsed = self._parse(path)
             url = f"{self.url_base}/{rel}" if self.url_base else ""
-            return build_document(rel, parsed, title=_title_from_name(path), url=url)
+            return build_document(rel, parsed, title=_title_from_name(path), url=url,
+                                  default_access=self.default_access)
         except DocumentParseError as exc:
             return DocumentFailure(self._declared_id(path) or rel, f"{rel}: {exc}")
         except OSError as exc:
@@ -140,7 +143,8 @@ def build(source: SourceConfig, _: FolderSettings) -> FolderConnector:
     if source.path is None:
         raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
                           f"'{source.name}' is a folder but has no `path`.")
-    return FolderConnector(source.path, url_base=source.url)
+    return FolderConnector(source.path, url_base=source.url,
+                           default_access=source.default_access)
 
 
 SPEC = ConnectorSpec("folder", FolderSettings, build, "a directory of Markdown, HTML, text "

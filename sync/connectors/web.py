@@ -185,7 +185,7 @@ class WebConnector:
             return DocumentFailure(url, f"{url}: {exc}")
         return SourceDocument(doc_id=url, title=page.title or url, body=page.body, url=url,
                               tags=page.tags, authors=page.authors, doc_type="web page",
-                              updated_at=updated, access=("public",))
+                              updated_at=updated, access=self.source.default_access)
 
 
 def _http_date(value: str) -> datetime | None:
