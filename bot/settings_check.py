@@ -73,6 +73,18 @@ def unknown_env(environ: Mapping[str, str], model: type[BaseModel]) -> str | Non
     return None
 
 
+def unknown_source_key(data: Mapping[str, Any], model: type[BaseModel]) -> tuple[int, str] | None:
+    """(index, key) of the first [[sources]] key the model does not have: checked before
+    validation, whose "unknown kind" for a misspelt `kind` would hide the typo."""
+    sources = data.get("sources")
+    for i, source in enumerate(sources if isinstance(sources, list) else []):
+        if isinstance(source, dict):
+            extra = [k for k in source if k not in model.model_fields]
+            if extra:
+                return i, str(extra[0])
+    return None
+
+
 def log_level_problem(level: str) -> str | None:
     if level.upper() in LOG_LEVELS:
         return None
