@@ -79,7 +79,9 @@ def unknown_source_key(data: Mapping[str, Any], model: type[BaseModel]) -> tuple
     sources = data.get("sources")
     for i, source in enumerate(sources if isinstance(sources, list) else []):
         if isinstance(source, dict):
-            extra = [k for k in source if k not in model.model_fields]
+            # A table is a kind's own settings ([sources.http]): validation names its keys.
+            extra = [k for k in source
+                     if k not in model.model_fields and not isinstance(source[k], dict)]
             if extra:
                 return i, str(extra[0])
     return None
