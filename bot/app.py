@@ -35,6 +35,7 @@ from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.prior import DocumentPriors, PriorConfig
 from rag.retrieve import Retriever
 from rag.understand import Understander
 from storage.db import Database
@@ -44,6 +45,7 @@ from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
+from storage.overrides import HistoryOfDocuments, OverrideRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
@@ -193,6 +195,21 @@ class App:
         return GradeCacheRepository(self.database, ttl=ttl)
 
     @cached_property
+    def overrides(self) -> OverrideRepository:
+        return OverrideRepository(self.database)
+
+    @cached_property
+    def document_priors(self) -> DocumentPriors:
+        from bot.priors import StoredPriors
+
+        s = self.settings
+        history = HistoryOfDocuments(self.database,
+                                     relevant_threshold=s.storage.relevant_threshold)
+        config = PriorConfig(low=s.prior.low, high=s.prior.high,
+                             half_life_days=s.prior.half_life_days)
+        return StoredPriors(self.overrides, history, config, learn=s.prior.learn)
+
+    @cached_property
     def sync_state(self) -> SyncStateRepository:
         return SyncStateRepository(self.database)
 
@@ -303,7 +320,8 @@ class App:
         )
 
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
-                 cache: GradeCache | None = None) -> Pipeline:
+                 cache: GradeCache | None = None,
+                 priors: DocumentPriors | None = None) -> Pipeline:
         config, llm = self.pipeline_config, self.llm
         models = config.models
         accurate: Grader | None = None
@@ -323,6 +341,7 @@ class App:
             generator=generator,
             extractive=ExtractiveGenerator(),
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
+            priors=priors,
         )
         return Pipeline(stages, config, recorder)
 

@@ -60,7 +60,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(index.close)
         checks = {"weaviate": _index_check(index), **app.health_checks()}
         web_app = build_web_app(checks)
-        pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
+        pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
+                                priors=app.document_priors)
         service = app.chat_service(pipeline)  # shared by the chat adapters
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
         if app.settings.teams.enabled:

@@ -17,6 +17,7 @@ from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.ports import InteractionRecorder, TextSink
+from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
 from rag.types import (
@@ -65,6 +66,7 @@ class Stages:
     generator: Generator | None  # None: no LLM configured
     extractive: ExtractiveGenerator
     fallback_extractive: ExtractiveGenerator  # when the answer model fails mid-question
+    priors: DocumentPriors | None = None  # admin overrides and the learned document prior
 
 
 class Pipeline:
@@ -135,8 +137,10 @@ class Pipeline:
             return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
                           search_query="", mode=mode)
 
-        filters = SearchFilters(access=question.context.access_groups or None)
+        filters = SearchFilters(access=question.context.access_groups or None,
+                                exclude_docs=await hidden_documents(s.priors))
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
+        candidates = await adjusted(s.priors, candidates)
         mark = run.lap("retrieve", mark)
 
         grader = s.accurate_grader if mode is Mode.ACCURATE and s.accurate_grader else s.fast_grader

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from rag.types import Candidate
+
+log = logging.getLogger(__name__)
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -157,6 +162,43 @@ def rerank(candidates: Sequence[Candidate],
                 -c.retrieval_score * adjustment.multiplier, c.rank)
 
     ordered = sorted(candidates, key=key)
-    return [replace(c, rank=i, retrieval_score=round(
-        c.retrieval_score * adjustments.get(c.chunk.doc_id, none).multiplier, 6))
-        for i, c in enumerate(ordered, start=1)]
+    result = []
+    for i, c in enumerate(ordered, start=1):
+        adjustment = adjustments.get(c.chunk.doc_id, none)
+        result.append(replace(c, rank=i, pinned=adjustment.pinned, retrieval_score=round(
+            c.retrieval_score * adjustment.multiplier, 6)))
+    return result
+
+
+class DocumentPriors(Protocol):
+    """Where the overrides and the learned multipliers come from (blocking: storage)."""
+
+    def hidden(self) -> Sequence[str]: ...
+
+    def adjustments(self, doc_ids: Sequence[str]) -> Mapping[str, Adjustment]: ...
+
+
+async def hidden_documents(priors: DocumentPriors | None) -> tuple[str, ...]:
+    """The hidden documents, to exclude inside the index query. If storage fails the question
+    is still answered (hiding curates, it does not grant access); the log says so."""
+    if priors is None:
+        return ()
+    try:
+        return tuple(await asyncio.to_thread(priors.hidden))
+    except Exception:
+        log.exception("could not read the hidden documents; searching without that filter")
+        return ()
+
+
+async def adjusted(priors: DocumentPriors | None,
+                   candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates reranked by their documents' priors (unchanged when storage fails)."""
+    if priors is None or not candidates:
+        return list(candidates)
+    doc_ids = sorted({c.chunk.doc_id for c in candidates})
+    try:
+        found = await asyncio.to_thread(priors.adjustments, doc_ids)
+    except Exception:
+        log.exception("could not read the document priors; ranking without them")
+        return list(candidates)
+    return rerank(candidates, found)

@@ -41,6 +41,7 @@ class SearchFilters:
     access: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     doc_types: tuple[str, ...] | None = None
+    exclude_docs: tuple[str, ...] = ()  # documents an admin hid: never returned
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,8 @@ class Candidate:
     grade: Grade | None = None
     selected: bool = False
     cited: bool = False
+    pinned: bool = False  # an admin pinned its document: first, and always selected
+    position: int = 0  # selected: its place in what the answer model sees (1 = first)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ def _allowed(chunk: Chunk, filters: SearchFilters | None) -> bool:
         return True
     if filters.access is not None and not set(chunk.access) & set(filters.access):
         return False
+    if chunk.doc_id in filters.exclude_docs:
+        return False
     if filters.sources and chunk.source not in filters.sources:
         return False
     return not (filters.doc_types and chunk.doc_type not in filters.doc_types)
