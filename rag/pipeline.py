@@ -137,7 +137,8 @@ class Pipeline:
             return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
                           search_query="", mode=mode)
 
-        filters = SearchFilters(access=question.context.access_groups or None,
+        # Always filtered: no groups matches nothing (an empty list is never "everything").
+        filters = SearchFilters(access=question.context.access_groups,
                                 exclude_docs=await hidden_documents(s.priors))
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         candidates = await adjusted(s.priors, candidates)
