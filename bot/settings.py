@@ -94,11 +94,11 @@ class GradingSettings(_Section):
 class SelectionSettings(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     max_chunks: int = Field(10, ge=1, le=100)
-    per_document: int = Field(3, ge=1, le=100)
+    per_document: int = Field(2, ge=1, le=100)
     floor: int = Field(5, ge=0, le=100)
     floor_min: float = Field(0.4, ge=0.0, le=1.0)
     relative: float = Field(0.8, ge=0.0, le=1.0)
-    retrieval_weight: float = Field(0.5, ge=0.0, le=1.0)
+    retrieval_weight: float = Field(0.0, ge=0.0, le=1.0)
 
 
 class PriorSettings(_Section):

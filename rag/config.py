@@ -34,11 +34,12 @@ class SelectionConfig:
 
     threshold: float = 0.5  # a grade this high makes a question answerable
     max_chunks: int = 10
-    per_document: int = 3
+    per_document: int = 2
     floor: int = 5  # the first N documents in retrieval order are kept ...
     floor_min: float = 0.4  # ... unless graded below this (a verdict of off-topic)
     relative: float = 0.8  # beyond the floor: a grade at least this share of the best
-    retrieval_weight: float = 0.5  # order: grade vs retrieval rank
+    # Order: 0 is by grade alone (the heuristic grade already holds the retrieval score).
+    retrieval_weight: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ The rules, in order:
    least `threshold`.
 5. Order: pinned first, then by a blend of the document's grade and its retrieval rank
    (`retrieval_weight`), both relative to the best; unchecked candidates keep retrieval order.
-6. At most `per_document` chunks of one document (its best-graded first), `max_chunks` in all.
+6. A kept document passes its best chunk; its other chunks only when their own grade reaches
+   `threshold`. At most `per_document` chunks of one document, `max_chunks` in all.
 """
 
 from __future__ import annotations
@@ -89,12 +90,18 @@ def ranked_documents(candidates: Sequence[Candidate], config: SelectionConfig) -
     return sorted(kept, key=lambda d: _priority(d, best, config))
 
 
+def _chunk_passes(candidate: Candidate, config: SelectionConfig) -> bool:
+    score = _checked(candidate)
+    return score is None or score >= config.threshold
+
+
 def select(candidates: Sequence[Candidate], config: SelectionConfig) -> list[Candidate]:
     """Return every candidate (in rank order); the chosen ones have `selected` set and their
     `position` in the order the answer model sees them (1 = first)."""
     chosen: list[str] = []
     for doc in ranked_documents(candidates, config):
-        for candidate in doc.chunks[:config.per_document]:
+        passing = [doc.chunks[0], *(c for c in doc.chunks[1:] if _chunk_passes(c, config))]
+        for candidate in passing[:config.per_document]:
             if len(chosen) < config.max_chunks:
                 chosen.append(candidate.chunk.chunk_id)
     position = {chunk_id: n for n, chunk_id in enumerate(chosen, start=1)}
