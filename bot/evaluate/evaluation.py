@@ -17,8 +17,10 @@ from bot.evaluate.indexing import EvalIndex, IndexInfo, collection_name, fingerp
 from bot.evaluate.judge import Judge
 from bot.evaluate.runner import MODES, Plan, QueryResult, Runner
 from bot.evaluate.summary import Results, summarise
+from rag.heuristic import heuristic_score
 from rag.index import WeaviateIndex
 from rag.retrieve import Retriever
+from rag.types import Candidate, Grade, GradeSource
 from sync.report import NoProgress, Progress
 
 log = logging.getLogger(__name__)
@@ -169,11 +171,18 @@ def _simulations(app: App, results: list[QueryResult],
     """The feedback replay over the graded mode's candidates, once per kind of voter."""
     if not options.simulate_feedback:
         return ()
-    questions = [SimQuestion(r.query.relevant, r.answer.candidates) for r in results
-                 if r.answer is not None and r.query.relevant]
+    questions = [SimQuestion(r.query.relevant, r.answer.candidates, r.query.text)
+                 for r in results if r.answer is not None and r.query.relevant]
     selection = app.pipeline_config.selection
     threshold = app.settings.storage.relevant_threshold
+    regrade = None if app.llm is not None else heuristic_grade
     return tuple(simulate(questions, SimOptions(options.simulate_feedback,
                                                 options.feedback_noise, voters,
-                                                relevant_threshold=threshold), selection)
+                                                relevant_threshold=threshold),
+                          selection, regrade=regrade)
                  for voters in VOTERS)
+
+
+def heuristic_grade(question: str, candidate: Candidate) -> Grade:
+    score, reason = heuristic_score(question, candidate)
+    return Grade(score, reason, GradeSource.HEURISTIC)

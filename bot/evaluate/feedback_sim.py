@@ -4,8 +4,8 @@ measure what the learned document prior does to nDCG@10, for honest and adversar
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from bot.evaluate.metrics import mean, ndcg_at_k, strict
@@ -20,7 +20,11 @@ from rag.prior import (
     rerank,
 )
 from rag.select import select, selected_in_order
-from rag.types import Candidate
+from rag.types import Candidate, Grade
+
+# Grades again after the prior moved retrieval scores (the heuristic grade depends on them;
+# an LLM's does not, and then there is no regrading).
+Regrade = Callable[[str, Candidate], Grade]
 
 VOTERS = ("honest", "random", "inverted", "one-account")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # simulated time: one day per round
@@ -30,6 +34,7 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)  # simulated time: one day per round
 class SimQuestion:
     relevant: Mapping[str, float]
     candidates: tuple[Candidate, ...]  # as retrieved and graded, without any prior
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,9 +75,16 @@ class _History:
                                          config, base)) for d in docs}
 
 
-def _shown(question: SimQuestion, adjust: Mapping[str, Adjustment],
-           selection: SelectionConfig) -> list[str]:
-    chosen = selected_in_order(select(rerank(question.candidates, adjust), selection))
+def _graded(question: SimQuestion, adjust: Mapping[str, Adjustment],
+            regrade: Regrade | None) -> list[Candidate]:
+    candidates = rerank(question.candidates, adjust)
+    if regrade is None:
+        return candidates
+    return [replace(c, grade=regrade(question.text, c)) for c in candidates]
+
+
+def _shown(candidates: Sequence[Candidate], selection: SelectionConfig) -> list[str]:
+    chosen = selected_in_order(select(candidates, selection))
     return [d[0] for d in strict(c.chunk.doc_id for c in chosen)]
 
 
@@ -90,10 +102,11 @@ def _votes(options: SimOptions, good: bool, rng: random.Random,
     return [honest]
 
 
-def _record(history: _History, question: SimQuestion, shown: Sequence[str],
-            options: SimOptions, rng: random.Random, at: datetime) -> int:
+def _record(history: _History, question: SimQuestion, candidates: Sequence[Candidate],
+            shown: Sequence[str], options: SimOptions, rng: random.Random,
+            at: datetime) -> int:
     best: dict[str, float] = {}
-    for c in question.candidates:
+    for c in candidates:
         if c.grade is not None and c.grade.score is not None:
             best[c.chunk.doc_id] = max(best.get(c.chunk.doc_id, 0.0), c.grade.score)
     for doc, score in best.items():
@@ -112,22 +125,24 @@ def _record(history: _History, question: SimQuestion, shown: Sequence[str],
 
 
 def _ndcg(questions: Sequence[SimQuestion], adjust: Mapping[str, Adjustment],
-          selection: SelectionConfig) -> float:
-    return mean(ndcg_at_k([[d] for d in _shown(q, adjust, selection)], q.relevant, 10)
-                for q in questions) or 0.0
+          selection: SelectionConfig, regrade: Regrade | None) -> float:
+    return mean(ndcg_at_k([[d] for d in _shown(_graded(q, adjust, regrade), selection)],
+                          q.relevant, 10) for q in questions) or 0.0
 
 
 def simulate(questions: Sequence[SimQuestion], options: SimOptions,
-             selection: SelectionConfig, prior: PriorConfig | None = None) -> SimResult:
+             selection: SelectionConfig, prior: PriorConfig | None = None,
+             regrade: Regrade | None = None) -> SimResult:
     """Replay the questions `rounds` times; each answer gets one vote (two with the liar)."""
     prior = prior or PriorConfig()
     rng, history, votes = random.Random(options.seed), _History(), 0
-    curve = [_ndcg(questions, {}, selection)]
+    curve = [_ndcg(questions, {}, selection, regrade)]
     for number in range(options.rounds):
         at = NOW + timedelta(days=number)
         adjust = history.adjustments(prior, at)
         for question in rng.sample(list(questions), len(questions)):
-            votes += _record(history, question, _shown(question, adjust, selection), options,
-                             rng, at)
-        curve.append(_ndcg(questions, history.adjustments(prior, at), selection))
+            candidates = _graded(question, adjust, regrade)
+            votes += _record(history, question, candidates, _shown(candidates, selection),
+                             options, rng, at)
+        curve.append(_ndcg(questions, history.adjustments(prior, at), selection, regrade))
     return SimResult(options.voters, options.noise, curve, votes)
