@@ -8,6 +8,7 @@ import logging
 import signal
 from contextlib import AsyncExitStack
 
+from bot.admin import routes as admin_console
 from bot.app import App
 from bot.teams.auth import check_exposure
 from bot.web import Health, HealthCheck, build_web_app, start_site
@@ -62,28 +63,37 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         web_app = build_web_app(checks)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                 priors=app.document_priors)
-        service = app.chat_service(pipeline)  # shared by the chat adapters
+        service = app.chat_service(pipeline)
+        seeded = await asyncio.to_thread(app.seed_channel_policies)
+        if seeded:
+            log.info("channel policies added from the settings: %s", ", ".join(seeded))
+        flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
+        # --- Web chat: the page at / (loopback only) ------------------------------------
+        chat_page = app.web_chat(flow)
+        if chat_page is not None:
+            chat_page.mount(web_app)
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
         if app.settings.teams.enabled:
-            teams = app.teams(service)
+            teams = app.teams(flow)
             teams.mount(web_app)
             stack.push_async_callback(teams.close)  # after the site stops: drain answers
         # --- end Teams ---------------------------------------------------------------------
         # --- Slack: POST /slack/events (signed), or Socket Mode with SIFT_SLACK_APP_TOKEN ----
         if app.settings.slack_bot_token is not None:
-            slack = app.slack(service)
+            slack = app.slack(flow)
             if slack.socket_mode:
                 await slack.start_socket_mode()
             else:
                 slack.mount(web_app)
             stack.push_async_callback(slack.close)  # after the site stops: drain answers
         # --- end Slack ---------------------------------------------------------------------
+        syncs = app.sync_scheduler(app.sync_runner(index))  # started below, after the site
+        admin_console.mount(web_app, app.database, app.settings, app.embedder, syncs)  # /admin
         # Load the embedding model before the first question, whose timings would else hold it.
         await app.embedder.embed_query("warm-up")
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
         # --- Sync: scheduled passes per source; a first full pass starts in the background --
-        syncs = app.sync_scheduler(app.sync_runner(index))
         syncs.start()
         stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs
         # --- end Sync ----------------------------------------------------------------------

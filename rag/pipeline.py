@@ -138,8 +138,8 @@ class Pipeline:
                           search_query="", mode=mode)
 
         # Always filtered: no groups matches nothing (an empty list is never "everything").
-        filters = SearchFilters(access=question.context.access_groups,
-                                exclude_docs=await hidden_documents(s.priors))
+        filters = replace(SearchFilters.for_context(question.context),
+                          exclude_docs=await hidden_documents(s.priors))
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         candidates = await adjusted(s.priors, candidates)
         mark = run.lap("retrieve", mark)

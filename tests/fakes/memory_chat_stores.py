@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.service import ChatStores
-from rag.types import Answer
-
-
-class UnknownInteraction(LookupError):
-    pass
+from bot.chat.service import ChatStores
+from rag.types import Answer, Citation
+from storage.errors import StorageError, UnknownInteraction
 
 
 class MemoryDedupe:
@@ -60,6 +58,37 @@ class MemoryInteractions:
         self.rows[interaction_id].channel = channel
         self.rows[interaction_id].message_ref = message_ref
 
+    def recall(self, interaction_id: int) -> Recalled | None:
+        row = self.rows.get(interaction_id)
+        if row is None:
+            return None
+        a, ctx = row.answer, row.answer.question.context
+        return Recalled(str(ctx.platform), ctx.channel, ctx.user, a.question.text, a.text,
+                        str(a.status), a.citations)
+
+    def asked_by(self, platform: str, user: str, limit: int = 5) -> list[Asked]:
+        mine = [r.answer for _, r in sorted(self.rows.items(), reverse=True)
+                if str(r.answer.question.context.platform) == platform
+                and r.answer.question.context.user == user]
+        return [Asked(a.question.text, str(a.status)) for a in mine[:limit]]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    platform: str
+    channel: str
+    user: str
+    question: str
+    text: str
+    status: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True)
+class Asked:
+    question: str
+    status: str
+
 
 @dataclass
 class Vote:
@@ -79,6 +108,8 @@ class MemoryFeedback:
 
     def vote(self, interaction_id: int, user: str, vote: int, channel: str,
              comment: str | None = None) -> None:
+        if vote not in (1, -1):  # as the repository: nothing else is a vote
+            raise StorageError(f"A vote is +1 or -1, not {vote!r}; nothing was written.")
         self._known(interaction_id)
         old = self.votes.get((interaction_id, user))
         kept = comment if comment is not None else (old.comment if old else None)
@@ -102,6 +133,24 @@ class MemoryFeedback:
             self.votes[(interaction_id, user)].comment = comment
 
 
+class MemoryQuota:
+    """A sliding window per person, in memory (the repository keeps it in the database)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._seen: dict[str, deque[float]] = {}
+
+    def allow(self, who: str, limit: int, window_s: float) -> bool:
+        now = self._clock()
+        times = self._seen.setdefault(who, deque())
+        while times and now - times[0] >= window_s:
+            times.popleft()
+        if len(times) >= limit:
+            return False
+        times.append(now)
+        return True
+
+
 class MemoryHistory:
     def __init__(self) -> None:
         self.turns: dict[str, list[tuple[str, str]]] = {}
@@ -122,6 +171,7 @@ class MemoryChatStores:
     interactions: MemoryInteractions = field(default_factory=MemoryInteractions)
     dedupe: MemoryDedupe = field(default_factory=MemoryDedupe)
     history: MemoryHistory = field(default_factory=MemoryHistory)
+    quota: MemoryQuota = field(default_factory=MemoryQuota)
     feedback: MemoryFeedback = field(init=False)
 
     def __post_init__(self) -> None:
@@ -129,4 +179,4 @@ class MemoryChatStores:
 
     def chat_stores(self) -> ChatStores:
         return ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                          history=self.history)
+                          history=self.history, quota=self.quota)

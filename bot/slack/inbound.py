@@ -1,0 +1,245 @@
+"""Slack payloads to small typed values; the cheap "is this reply for the bot?" check."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.chat.addressing import reads_like_question
+from bot.chat.message import ChatMessage, Kind, Thread
+from bot.slack.render import FEEDBACK_ACTION, VOTE_DOWN, VOTE_UP
+from rag.types import Platform, Turn
+
+Payload = Mapping[str, Any]  # Slack's JSON as bolt hands it over; read only in this module
+
+UP_REACTIONS = frozenset({"+1", "thumbsup", "white_check_mark"})
+DOWN_REACTIONS = frozenset({"-1", "thumbsdown"})
+_MENTION = re.compile(r"<@(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>")
+_BROADCAST = re.compile(r"<!(?:here|channel|everyone|subteam\^)[^>]*>")
+_LINK = re.compile(r"<(?:[^>|]*\|)?(?P<label>[^>]*)>")
+@dataclass(frozen=True)
+class Me:
+    """The bot's identity in the workspace, from auth.test (bolt's context)."""
+
+    user_id: str
+    bot_id: str = ""
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A message that may be a question for Sift."""
+
+    kind: Kind
+    event_id: str
+    team: str
+    channel: str
+    user: str
+    text: str  # the bot's own mention removed
+    ts: str
+    thread_ts: str = ""  # the thread it sits in; "" at top level
+
+    def answer_thread(self, *, threaded: bool) -> str:
+        """Where the answer goes: channels always answer in a thread, DMs only when asked to."""
+        if self.kind is Kind.DIRECT and not threaded:
+            return self.thread_ts
+        return self.thread_ts or self.ts
+
+    def to_message(self, me: Me, *, threaded: bool) -> ChatMessage:
+        """The chat core's view. A DM's top level keeps its history in Sift's store; threads
+        carry theirs on Slack."""
+        remembered = self.kind is Kind.DIRECT and not self.thread_ts
+        return ChatMessage(
+            Platform.SLACK, self.kind, f"slack:{self.event_id}", self.team, self.channel,
+            self.thread_ts, self.user, self.text, ts=self.ts,
+            reply_thread=self.answer_thread(threaded=threaded),
+            conversation=f"slack:{self.team}:{self.channel}" if remembered else "",
+            mentions_others=mentions_others(self.text, me))
+
+
+@dataclass(frozen=True)
+class Reaction:
+    event_id: str
+    user: str
+    channel: str
+    message_ts: str
+    vote: int
+    added: bool
+
+
+@dataclass(frozen=True)
+class FeedbackClick:
+    user: str
+    channel: str
+    message_ts: str
+    thread_ts: str
+    vote: int
+
+
+@dataclass(frozen=True)
+class ThreadMessage:
+    ts: str
+    user: str
+    bot_id: str
+    text: str
+
+
+def strip_mentions(text: str, me: Me) -> str:
+    return " ".join(re.sub(rf"<@{re.escape(me.user_id)}(?:\|[^>]*)?>", " ", text).split())
+
+
+def plain(text: str) -> str:
+    """mrkdwn to plain text for history: links become their labels, entities characters."""
+    return html.unescape(_LINK.sub(lambda m: m["label"], text)).strip()
+
+
+def _s(payload: Payload, key: str) -> str:
+    """A string field; missing or null (or, defensively, any other type) reads as ""."""
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _envelope(body: Payload) -> tuple[Payload, str]:
+    return body.get("event") or {}, _s(body, "event_id")
+
+
+def parse_mention(body: Payload, me: Me) -> Incoming | None:
+    event, event_id = _envelope(body)
+    channel, user = _s(event, "channel"), _s(event, "user")
+    if event.get("bot_id") or not user or user == me.user_id or channel.startswith("D"):
+        return None  # other bots, ourselves; mentions in DMs arrive as message.im
+    return Incoming(Kind.MENTION, event_id, _s(body, "team_id"), channel, user,
+                    strip_mentions(_s(event, "text"), me), _s(event, "ts"),
+                    _s(event, "thread_ts"))
+
+
+def parse_message(body: Payload, me: Me) -> Incoming | None:
+    """A DM, or a thread reply that does not mention the bot; None for everything else."""
+    event, event_id = _envelope(body)
+    user, text = _s(event, "user"), _s(event, "text")
+    if event.get("subtype") or event.get("bot_id") or not user or user == me.user_id:
+        return None  # edits, joins, bot messages, our own messages
+    ts, thread_ts = _s(event, "ts"), _s(event, "thread_ts")
+    team, channel = _s(body, "team_id"), _s(event, "channel")
+    if event.get("channel_type") == "im":
+        return Incoming(Kind.DIRECT, event_id, team, channel, user, strip_mentions(text, me),
+                        ts, thread_ts)
+    if f"<@{me.user_id}" in text or (thread_ts and thread_ts == ts):
+        return None  # a mention (app_mention answers it), or a thread's parent
+    kind = Kind.THREAD_REPLY if thread_ts else Kind.CHANNEL  # CHANNEL: auto-answer may take it
+    return Incoming(kind, event_id, team, channel, user, text, ts, thread_ts)
+
+
+def _vote_for(reaction: str) -> int:
+    name = reaction.split("::", 1)[0]  # "+1::skin-tone-3"
+    return 1 if name in UP_REACTIONS else -1 if name in DOWN_REACTIONS else 0
+
+
+def parse_reaction(body: Payload, me: Me, *, added: bool) -> Reaction | None:
+    event, event_id = _envelope(body)
+    item = event.get("item") or {}
+    vote = _vote_for(_s(event, "reaction"))
+    user = _s(event, "user")
+    if item.get("type") != "message" or not vote or not user or user == me.user_id:
+        return None
+    return Reaction(event_id, user, _s(item, "channel"), _s(item, "ts"), vote, added)
+
+
+def parse_feedback(body: Payload) -> FeedbackClick | None:
+    actions = body.get("actions") or []
+    action = actions[0] if actions and isinstance(actions[0], dict) else {}
+    votes = {VOTE_UP: 1, VOTE_DOWN: -1}
+    if action.get("action_id") != FEEDBACK_ACTION or action.get("value") not in votes:
+        return None
+    container, message = body.get("container") or {}, body.get("message") or {}
+    channel = _s(container, "channel_id") or _s(body.get("channel") or {}, "id")
+    return FeedbackClick(
+        _s(body.get("user") or {}, "id"), channel,
+        _s(container, "message_ts") or _s(message, "ts"),
+        _s(container, "thread_ts") or _s(message, "thread_ts"), votes[action["value"]])
+
+
+def mentions_others(text: str, me: Me) -> bool:
+    """It @mentions someone other than the bot, or broadcasts: a message among people."""
+    return bool(_BROADCAST.search(text)) or any(m["id"] != me.user_id
+                                                for m in _MENTION.finditer(text))
+
+
+@dataclass(frozen=True)
+class ButtonClick:
+    """A click on one of Sift's own buttons (share, help)."""
+
+    user: str
+    channel: str
+    message_ts: str
+    thread_ts: str
+    value: str
+
+
+def parse_button(body: Payload) -> ButtonClick | None:
+    actions = body.get("actions") or []
+    action = actions[0] if actions and isinstance(actions[0], dict) else {}
+    container, message = body.get("container") or {}, body.get("message") or {}
+    channel = _s(container, "channel_id") or _s(body.get("channel") or {}, "id")
+    user = _s(body.get("user") or {}, "id")
+    if not channel or not user:
+        return None
+    return ButtonClick(user, channel, _s(container, "message_ts") or _s(message, "ts"),
+                       _s(container, "thread_ts") or _s(message, "thread_ts"),
+                       _s(action, "value"))
+
+
+def parse_command(body: Payload) -> Incoming | None:
+    """/sift <question> (a slash command's form fields); the answer is private."""
+    channel, user = _s(body, "channel_id"), _s(body, "user_id")
+    if not channel or not user:
+        return None
+    # Slash commands carry no event id; the trigger id is unique per invocation.
+    return Incoming(Kind.COMMAND, f"cmd-{_s(body, 'trigger_id')}", _s(body, "team_id"),
+                    channel, user, " ".join(_s(body, "text").split()), "", "")
+
+
+def looks_addressed(text: str, me: Me) -> bool:
+    """Cheap, before any API call: a reply is for the bot when it mentions nobody else and
+    reads like a question or a request."""
+    return not mentions_others(text, me) and reads_like_question(plain(strip_mentions(text, me)))
+
+
+def thread_view(thread: Iterable[ThreadMessage], before_ts: str, me: Me, keep: int) -> Thread:
+    listed = list(thread)
+    return Thread(answered_by_me(listed, me), thread_turns(listed, before_ts, me, keep))
+
+
+def thread_messages(raw: Iterable[Payload]) -> list[ThreadMessage]:
+    return [ThreadMessage(_s(m, "ts"), _s(m, "user"), _s(m, "bot_id"),
+                          _s(m, "text")) for m in raw]
+
+
+def _ts_key(ts: str) -> tuple[int, int]:
+    seconds, _, micros = ts.partition(".")
+    return int(seconds or 0), int(micros.ljust(6, "0")[:6])
+
+
+def _from_me(message: ThreadMessage, me: Me) -> bool:
+    return message.user == me.user_id or bool(me.bot_id and message.bot_id == me.bot_id)
+
+
+def answered_by_me(thread: Iterable[ThreadMessage], me: Me) -> bool:
+    return any(_from_me(m, me) for m in thread)
+
+
+def thread_turns(thread: Iterable[ThreadMessage], before_ts: str, me: Me,
+                 keep: int) -> tuple[Turn, ...]:
+    """The thread's earlier messages as conversation turns; other bots are left out."""
+    turns = []
+    for m in sorted(thread, key=lambda m: _ts_key(m.ts)):
+        if _ts_key(m.ts) >= _ts_key(before_ts):
+            break
+        if _from_me(m, me):
+            turns.append(Turn("assistant", plain(m.text)))
+        elif not m.bot_id and m.user:
+            turns.append(Turn("user", plain(strip_mentions(m.text, me))))
+    turns = [t for t in turns if t.text]
+    return tuple(turns[-keep:]) if keep else ()

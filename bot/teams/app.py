@@ -1,0 +1,82 @@
+"""POST /api/messages: the Agents SDK adapter and agent application, routed to Sift's handlers."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from microsoft_agents.activity import ActivityTypes
+from microsoft_agents.authentication.msal import MsalConnectionManager
+from microsoft_agents.hosting.aiohttp import (
+    CloudAdapter,
+    jwt_authorization_decorator,
+    start_agent_process,
+)
+from microsoft_agents.hosting.core import AgentApplication, MemoryStorage, TurnState
+from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration
+
+from bot.chat.flow import ChatFlow
+from bot.chat.tasks import Background
+from bot.settings import TeamsSettings
+from bot.teams.connector import RetryingClientFactory, RetryPolicy
+from bot.teams.handlers import TeamsHandlers
+from bot.teams.surface import TeamsOptions
+
+ROUTE = "/api/messages"
+FEEDBACK_INVOKE = "message/submitAction"
+
+
+def build_agent(connections: MsalConnectionManager,
+                handlers: TeamsHandlers) -> AgentApplication[TurnState]:
+    agent = AgentApplication[TurnState](
+        storage=MemoryStorage(), connection_manager=connections,
+        # Sift sends its own typing indicator in the proactive turn, strips mentions itself,
+        # and keeps conversation history in its database: no SDK conversation/user state.
+        start_typing_timer=False, remove_recipient_mention=False, turn_state_factory=TurnState)
+    agent.activity(ActivityTypes.message)(handlers.on_message)
+    agent.invoke(FEEDBACK_INVOKE)(handlers.on_feedback)
+    agent.activity(ActivityTypes.message_reaction)(handlers.on_reaction)
+    agent.error(handlers.on_error)
+    return agent
+
+
+class TeamsEndpoint:
+    """Everything Teams needs inside `sift serve`; `mount` adds the route, `close` drains."""
+
+    def __init__(self, auth: AgentAuthConfiguration, settings: TeamsSettings,
+                 flow: ChatFlow, *, stream_interval_s: float | None = None) -> None:
+        self.auth = auth
+        connections = MsalConnectionManager(connections_configurations={
+            "SERVICE_CONNECTION": auth})
+        policy = RetryPolicy(settings.send_retries, max_wait_s=settings.retry_max_wait_s)
+        self.adapter = CloudAdapter(
+            channel_service_client_factory=RetryingClientFactory(connections, policy))
+        self.tasks = Background("Teams")
+        options = TeamsOptions(settings.streaming, settings.citation_entities,
+                               settings.typing_interval_s, settings.stream_interval_s
+                               if stream_interval_s is None else stream_interval_s)
+        self.handlers = TeamsHandlers(flow, self.adapter, options, self.tasks)
+        self.agent = build_agent(connections, self.handlers)
+        self.adapter.on_turn_error = self.handlers.on_error
+
+    def handler(self) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        @jwt_authorization_decorator
+        async def messages(request: web.Request) -> web.StreamResponse:
+            response = await start_agent_process(request, self.agent, self.adapter)
+            return response if response is not None else web.Response(status=202)
+
+        return messages
+
+    def mount(self, web_app: web.Application) -> None:
+        # The SDK's JWT check keeps its state under plain string keys (app and request), which
+        # aiohttp warns about on every use; the keys are the SDK's, so are the warnings.
+        warnings.filterwarnings("ignore", category=web.NotAppKeyWarning,
+                                module=r"microsoft_agents\.")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", web.NotAppKeyWarning)
+            web_app["agent_configuration"] = self.auth
+        web_app.router.add_post(ROUTE, self.handler())
+
+    async def close(self, timeout_s: float = 30.0) -> None:
+        await self.tasks.drain(timeout_s)

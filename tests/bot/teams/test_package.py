@@ -1,0 +1,86 @@
+"""The Teams app package: manifest limits, icon sizes and colours, the zip that gets uploaded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+from types import ModuleType
+
+from bot.settings import PROJECT_ROOT
+
+DEPLOY = PROJECT_ROOT / "deploy" / "teams"
+APP_ID = "b1f4c6a2-7d0e-4c55-9a3e-2f6d8e1c0a77"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"teams_{name}", DEPLOY / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rgba_pixels(png: bytes) -> tuple[int, int, list[tuple[int, int, int, int]]]:
+    """Decodes the 8-bit RGBA, unfiltered PNGs icons.py writes."""
+    width, height, depth, colour = struct.unpack(">IIBB", png[16:26])
+    assert (depth, colour) == (8, 6)
+    data, pos = b"", 8
+    while pos < len(png):
+        (length,), kind = struct.unpack(">I", png[pos:pos + 4]), png[pos + 4:pos + 8]
+        if kind == b"IDAT":
+            data += png[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    raw = zlib.decompress(data)
+    stride = width * 4 + 1
+    pixels = []
+    for y in range(height):
+        row = raw[y * stride:(y + 1) * stride]
+        assert row[0] == 0
+        pixels += [tuple(row[1 + x * 4:5 + x * 4]) for x in range(width)]
+    return width, height, pixels  # type: ignore[return-value]
+
+
+def test_manifest_within_teams_limits() -> None:
+    manifest = json.loads((DEPLOY / "manifest.json").read_text())
+    assert manifest["manifestVersion"] == "1.22"
+    assert len(manifest["name"]["short"]) <= 30 and len(manifest["name"]["full"]) <= 100
+    assert len(manifest["description"]["short"]) <= 80
+    assert len(manifest["description"]["full"]) <= 4000
+    [bot] = manifest["bots"]
+    assert set(bot["scopes"]) == {"personal", "team", "groupChat"}
+    # auto-answer channels: messages without @Sift reach it only through these consents
+    assert {p["name"] for p in manifest["authorization"]["permissions"]["resourceSpecific"]} \
+        == {"ChannelMessage.Read.Group", "ChatMessage.Read.Chat"}
+    assert all(manifest["developer"][k].startswith("https://")
+               for k in ("websiteUrl", "privacyUrl", "termsOfUseUrl"))
+
+
+def test_icons() -> None:
+    width, height, pixels = rgba_pixels((DEPLOY / "color.png").read_bytes())
+    assert (width, height) == (192, 192)
+    assert pixels[96 * 192 + 96][3] == 255  # opaque in the middle
+    width, height, pixels = rgba_pixels((DEPLOY / "outline.png").read_bytes())
+    assert (width, height) == (32, 32)
+    assert all(p[:3] == (255, 255, 255) for p in pixels)  # white, only alpha varies
+    assert pixels[0][3] == 0 and any(p[3] == 255 for p in pixels)
+
+
+def test_icons_are_reproducible(tmp_path: Path) -> None:
+    icons = load("icons")
+    assert icons.png(32, icons._pixel_outline) == (DEPLOY / "outline.png").read_bytes()
+
+
+def test_package(tmp_path: Path) -> None:
+    out = load("package").build(APP_ID.upper(), tmp_path / "sift.zip", "https://kb.example.org/",
+                                "1.0.3")
+    with zipfile.ZipFile(out) as package:
+        assert sorted(package.namelist()) == ["color.png", "manifest.json", "outline.png"]
+        manifest = json.loads(package.read("manifest.json"))
+    assert manifest["id"] == APP_ID and manifest["bots"][0]["botId"] == APP_ID
+    assert manifest["webApplicationInfo"]["id"] == APP_ID
+    assert manifest["developer"]["privacyUrl"] == "https://kb.example.org/privacy"
+    assert manifest["version"] == "1.0.3"
