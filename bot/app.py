@@ -33,6 +33,7 @@ from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
 from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
+from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
 from rag.retrieve import Retriever
@@ -324,7 +325,15 @@ class App:
             extractive=ExtractiveGenerator(),
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
         )
-        return Pipeline(stages, config, recorder)
+        return Pipeline(stages, config, recorder, self.output_policy)
+
+    @cached_property
+    def output_policy(self) -> OutputPolicy:
+        """Links allowed in answers: SIFT_OUTPUT__ALLOWED_HOSTS, else the sources' hosts."""
+        hosts = self.settings.output.allowed_hosts
+        if hosts is None:
+            hosts = list(hosts_of(s.url for s in self.settings.resolved_sources if s.url))
+        return OutputPolicy(hosts)
 
     # --- Chat platforms (Slack, Teams) -------------------------------------------------------
 

@@ -7,7 +7,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag.errors import ConfigError
@@ -181,6 +189,12 @@ class SyncSettings(_Section):
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
 
 
+class OutputSettings(_Section):
+    """What an answer may link to; every other link is shown as inert text (README, Security)."""
+
+    allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
+
+
 def sample_source() -> SourceSettings:
     return SourceSettings(name="sample", kind="folder", path=SAMPLE_KNOWLEDGE)
 
@@ -236,6 +250,19 @@ class Settings(BaseSettings):
     ab: ABSettings = Field(default_factory=ABSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    output: OutputSettings = Field(default_factory=OutputSettings)
+
+    @field_validator("sources")
+    @classmethod
+    def _distinct_names(cls, sources: list[SourceSettings]) -> list[SourceSettings]:
+        # A second source of the same name would replace the first, and a full pass would
+        # then delete the first one's documents from the index.
+        names = [s.name for s in sources]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"two [[sources]] share the name '{twice[0]}'; give each a "
+                             "different name")
+        return sources
 
     @classmethod
     def settings_customise_sources(
@@ -306,7 +333,7 @@ def _explain(error: ValidationError, data: dict[str, Any], toml_path: Path | Non
         return f"Unknown setting '{key}'{where}; check its spelling against the README."
     value = first.get("input")
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
-    message = str(first.get("msg", "invalid value")).rstrip(".")
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ").rstrip(".")
     return f"Setting '{key}' {_origin(loc, data, toml_path)} is invalid{shown}: {message}."
 
 

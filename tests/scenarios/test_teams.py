@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -197,3 +198,18 @@ async def test_weaviate_down_gives_a_clear_message(
     [row] = await sift.linked(1)
     assert reply.text == messages.with_reference(RetrievalError.user_message,
                                                  row.correlation_id)
+
+
+async def test_streamed_answer_of_an_obedient_model_has_no_live_injected_link(
+        make_served: Serve, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.stream_delay_s = 0.05
+    fake_anthropic.answer_rule = lambda q, n: (
+        "Install the [VPN profile](http://evil.example/p) from "
+        "<a href=\"javascript:steal()\">the portal</a> [1]. ![x](http://evil.example/t.png)")
+    sift = await make_served()
+    await sift.post(p.personal_message(sift.connector.service_url, "how do I set up the VPN?"))
+    [final] = await sift.connector.wait_for_messages(1)
+    await sift.linked(1)
+    sent = json.dumps([r.body for r in sift.connector.received])
+    assert "VPN profile" in final.text
+    assert "evil.example" not in sent and "javascript:" not in sent
