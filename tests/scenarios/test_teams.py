@@ -4,6 +4,7 @@ Teams' side is played by Activity JSON posts and a fake Bot Connector, Claude by
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import time
@@ -213,3 +214,23 @@ async def test_streamed_answer_of_an_obedient_model_has_no_live_injected_link(
     sent = json.dumps([r.body for r in sift.connector.received])
     assert "VPN profile" in final.text
     assert "evil.example" not in sent and "javascript:" not in sent
+
+
+def _unsigned_token(header: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    claims = {"aud": p.BOT_APP_ID, "iss": "https://api.botframework.com", "exp": 4102444800}
+    return f"{part(header)}.{part(claims)}.c2lnbmF0dXJl"
+
+
+@pytest.mark.parametrize("header", [{"alg": "RS256", "typ": "JWT"}, {"alg": "none"},
+                                    {"alg": "RS256", "kid": 7}])
+async def test_token_without_a_usable_key_id_is_401_not_500(make_served: Serve,
+                                                            header: dict[str, Any]) -> None:
+    sift = await make_served(teams_app_id=p.BOT_APP_ID, teams_tenant_id=p.TENANT,
+                             teams_app_password=SecretStr("not-a-real-secret"))
+    payload = p.channel_mention(sift.connector.service_url, "how do I set up the VPN?")
+    token = _unsigned_token(header)
+    assert await sift.post(payload, {"Authorization": f"Bearer {token}"}) == 401
+    assert sift.connector.received == [] and sift.rows(Interaction) == []
