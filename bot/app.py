@@ -85,12 +85,19 @@ def configure_logging(level: str) -> None:
     root.handlers[:] = [h for h in root.handlers if not isinstance(h, _StderrHandler)]
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # Client libraries log every request at INFO; keep the log about Sift.
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "apscheduler",
-                  "alembic"):
+    # Client libraries log every request at INFO; keep the log about Sift. The Anthropic
+    # SDK's HTTP stack is quieted by what it is when the client is built (quiet_http_stack).
+    for noisy in ("urllib3", "sentence_transformers", "apscheduler", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
     logging.getLogger("microsoft_agents").setLevel(logging.ERROR)
+
+
+def quiet_http_stack(client_class: type) -> None:
+    """Quiet the packages an SDK's HTTP client class is built from (found from its MRO, so a
+    renamed HTTP library, as httpx -> httpx2 once was, cannot log every call at INFO)."""
+    for package in {k.__module__.split(".")[0] for k in client_class.__mro__} - {"builtins"}:
+        logging.getLogger(package).setLevel(logging.WARNING)
 
 
 def load_settings(config: Path | None = None) -> Settings:
@@ -283,9 +290,11 @@ class App:
         s = self.settings
         if s.anthropic_api_key is None:
             return None
-        return AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
-                            base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
-                            timeout_s=s.llm.timeout_s)
+        llm = AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
+                           base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
+                           timeout_s=s.llm.timeout_s)
+        quiet_http_stack(llm.http_client_class)
+        return llm
 
     @cached_property
     def pipeline_config(self) -> PipelineConfig:
