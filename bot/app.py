@@ -17,6 +17,7 @@ from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
 from rag import messages
+from rag.circuit import CircuitBreaker
 from rag.config import (
     GradingConfig,
     ModelConfig,
@@ -312,9 +313,16 @@ class App:
             fast_share=s.ab.fast_share,
         )
 
+    @cached_property
+    def llm_circuit(self) -> CircuitBreaker | None:
+        """Claude behind the circuit breaker every pipeline of this App shares."""
+        if self.llm is None:
+            return None
+        return CircuitBreaker(self.llm, self.settings.llm.circuit_cooldown_s)
+
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
                  cache: GradeCache | None = None) -> Pipeline:
-        config, llm = self.pipeline_config, self.llm
+        config, llm = self.pipeline_config, self.llm_circuit
         models = config.models
         accurate: Grader | None = None
         generator = None
@@ -333,6 +341,7 @@ class App:
             generator=generator,
             extractive=ExtractiveGenerator(),
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
+            circuit=llm,
         )
         return Pipeline(stages, config, recorder, self.output_policy)
 

@@ -67,6 +67,8 @@ class LLMSettings(_Section):
     answer_max_tokens: int = Field(1200, ge=64)
     # The model's minimum cacheable prompt; shorter system prompts are sent without caching.
     cache_min_tokens: int = Field(1024, ge=0)
+    # After an authentication or spend-limit error: answer from excerpts this long, then probe.
+    circuit_cooldown_s: float = Field(300.0, gt=0)
 
 
 class RetrievalSettings(_Section):

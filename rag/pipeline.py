@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rag import messages
+from rag.circuit import CircuitBreaker
 from rag.config import PipelineConfig
 from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
@@ -67,6 +68,7 @@ class Stages:
     extractive: ExtractiveGenerator
     fallback_extractive: ExtractiveGenerator  # when the answer model fails mid-question
     # when the answer repeated the prompts (rag/output_policy.py)
+    circuit: CircuitBreaker | None = None  # open: the LLM is skipped (rag/circuit.py)
     withheld_extractive: ExtractiveGenerator = field(
         default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
 
@@ -115,9 +117,12 @@ class Pipeline:
 
     async def _answer(self, question: Question, preview: TextSink | None) -> Answer:
         mode, arm = self._route(question)
+        offline = self._s.circuit is not None and not self._s.circuit.allows_calls()
+        if offline:  # a dead key or spent budget: no call could succeed for now
+            mode, arm = Mode.FAST, ""
         run = _Run(time.perf_counter(), {}, {}, {})
         try:
-            answer = await self._stages(question, mode, run, preview)
+            answer = await self._stages(question, mode, run, preview, offline)
         except SiftError as exc:
             log.error("question failed: %s", exc)
             answer = Answer(exc.user_message, AnswerStatus.ERROR, question, mode=mode)
@@ -130,9 +135,9 @@ class Pipeline:
                        ab_arm=arm)
 
     async def _stages(self, question: Question, mode: Mode, run: _Run,
-                      preview: TextSink | None) -> Answer:
+                      preview: TextSink | None, offline: bool = False) -> Answer:
         s = self._s
-        use_llm = mode is Mode.ACCURATE or bool(question.history)
+        use_llm = not offline and (mode is Mode.ACCURATE or bool(question.history))
         mark = time.perf_counter()
         understood, usage = await s.understander.understand(question, use_llm)
         mark = run.lap("understand", mark)
@@ -163,8 +168,11 @@ class Pipeline:
         if not chosen:
             return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
 
-        draft, generation_failed = await self._generate(understood.standalone, chosen, question,
-                                                        preview)
+        if offline:
+            draft, generation_failed = await s.fallback_extractive.generate("", chosen), True
+        else:
+            draft, generation_failed = await self._generate(understood.standalone, chosen,
+                                                            question, preview)
         run.lap("generate", mark)
         if draft.usage.calls:
             run.usage["generate"] = draft.usage
