@@ -52,6 +52,7 @@ from sync.chunk import ChunkingConfig
 from sync.connectors.base import Connector
 from sync.connectors.folder import FolderConnector
 from sync.connectors.http import HttpConfig, HttpConnector
+from sync.interrupt import StopRequest
 from sync.job import JobConfig
 from sync.ports import ChunkIndex
 from sync.runner import SyncRunner, SyncSource
@@ -260,13 +261,14 @@ class App:
             overlap_tokens=default if s.overlap_tokens is None else s.overlap_tokens,
             min_tokens=default if s.min_tokens is None else s.min_tokens)
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
-                         checkpoint_overlap_s=s.checkpoint_overlap_s)
+                         checkpoint_overlap_s=s.checkpoint_overlap_s,
+                         max_file_bytes=int(s.max_file_mb * 2**20))
 
-    def sync_runner(self, index: ChunkIndex) -> SyncRunner:
+    def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:
         """Every configured source (the sample knowledge base when none is) over one index."""
         sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
         return SyncRunner(sources, index, self.embedder, self.sync_state,
-                          self.data_dir / "locks", self.sync_config)
+                          self.data_dir / "locks", self.sync_config, stop)
 
     def sync_scheduler(self, runner: SyncRunner) -> SyncScheduler:
         """`sift serve`'s schedule: incremental and full passes per source, one at start-up."""
