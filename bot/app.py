@@ -59,6 +59,7 @@ from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
+    from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.agent import TeamsEndpoint
 
@@ -238,7 +239,8 @@ class App:
             if source.path is None:
                 raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
                                   f"'{source.name}' is a folder but has no `path`.")
-            return FolderConnector(source.path, url_base=source.url)
+            return FolderConnector(source.path, url_base=source.url,
+                                   default_access=tuple(source.default_access))
         if not source.url:
             raise ConfigError(f"source {source.name} has no url", user_message=f"Source "
                               f"'{source.name}' is http but has no `url` (the API's base URL).")
@@ -246,6 +248,7 @@ class App:
         options = h.model_dump(exclude={"fields"})
         return HttpConnector(HttpConfig(
             base_url=source.url, fields=dict(h.fields), **options,
+            default_access=tuple(source.default_access),
             token=source.token.get_secret_value() if source.token else None))
 
     @cached_property
@@ -260,8 +263,9 @@ class App:
             target_tokens=target,
             overlap_tokens=default if s.overlap_tokens is None else s.overlap_tokens,
             min_tokens=default if s.min_tokens is None else s.min_tokens)
+        known = frozenset(["public", *(g.name for g in self.settings.groups)])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
-                         checkpoint_overlap_s=s.checkpoint_overlap_s,
+                         checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
                          max_file_bytes=int(s.max_file_mb * 2**20))
 
     def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:
@@ -286,6 +290,15 @@ class App:
         """Release network clients opened for this App (the LLM's connection pool)."""
         if "llm" in self.__dict__ and self.llm is not None:
             await self.llm.close()
+        if "access_resolver" in self.__dict__:
+            await self.access_resolver.aclose()
+
+    @cached_property
+    def access_resolver(self) -> GroupResolver:
+        """Which access groups a question searches with: bot/permissions states the rule."""
+        from bot.permissions.build import build_resolver  # slack_sdk loads only when asked
+
+        return build_resolver(self.settings)
 
     @cached_property
     def llm(self) -> AnthropicLLM | None:

@@ -171,6 +171,9 @@ class SourceSettings(_Section):
     cron: str = ""  # when set, replaces interval_minutes
     full_cron: str = "0 3 * * *"  # the slower pass that also prunes deleted documents
     http: HttpSourceSettings = Field(default_factory=HttpSourceSettings)
+    # Access groups of a document that declares none (an empty or misspelt `access` is not
+    # "none": such a document is restricted to nobody until fixed).
+    default_access: list[str] = Field(default_factory=lambda: ["public"], min_length=1)
 
 
 class SyncSettings(_Section):
@@ -196,6 +199,32 @@ class OutputSettings(_Section):
     """What an answer may link to; every other link is shown as inert text (README, Security)."""
 
     allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
+
+
+class GroupSettings(_Section):
+    """One Sift access group (`[[groups]]`): who belongs, by any of these rules."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    emails: list[str] = Field(default_factory=list)
+    domains: list[str] = Field(default_factory=list)  # "example.com": every address there
+    slack_usergroups: list[str] = Field(default_factory=list)  # handles, without the "@"
+    entra_groups: list[str] = Field(default_factory=list)  # Microsoft Entra group object ids
+    entra_members: list[str] = Field(default_factory=list)  # AAD object ids, without Graph
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name.lower() == "public":
+            raise ValueError("'public' is everyone already; it cannot be declared")
+        return name
+
+
+class PermissionSettings(_Section):
+    """How Sift learns who someone is (identity lookups are cached this long)."""
+
+    cache_ttl_s: float = Field(300.0, ge=0)
+    graph_url: str = "https://graph.microsoft.com/v1.0"
+    login_url: str = "https://login.microsoftonline.com"
 
 
 def sample_source() -> SourceSettings:
@@ -266,6 +295,17 @@ class Settings(BaseSettings):
             raise ValueError(f"two [[sources]] share the name '{twice[0]}'; give each a "
                              "different name")
         return sources
+    groups: list[GroupSettings] = Field(default_factory=list)
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+
+    @field_validator("groups")
+    @classmethod
+    def _unique_groups(cls, groups: list[GroupSettings]) -> list[GroupSettings]:
+        names = [g.name for g in groups]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"group {twice[0]!r} is declared more than once")
+        return groups
 
     @classmethod
     def settings_customise_sources(

@@ -109,7 +109,7 @@ def to_properties(chunk: Chunk) -> dict[str, Any]:
         "tags": list(chunk.tags), "authors": list(chunk.authors),
         "channels": list(chunk.channels), "doc_type": chunk.doc_type,
         "subtype": chunk.subtype, "language": chunk.language,
-        "access": list(chunk.access) or ["public"], "content_hash": chunk.content_hash,
+        "access": list(chunk.access), "content_hash": chunk.content_hash,
         "chunk_index": chunk.chunk_index, "tokens": chunk.tokens,
     }
     for name in ("published_at", "updated_at"):
@@ -140,7 +140,7 @@ def from_properties(props: dict[str, Any]) -> Chunk:
         language=str(props.get("language") or ""),
         published_at=props.get("published_at"),
         updated_at=props.get("updated_at"),
-        access=_tuple(props.get("access")) or ("public",),
+        access=_tuple(props.get("access")),  # none stored: nobody
         content_hash=str(props.get("content_hash") or ""),
         chunk_index=int(props.get("chunk_index") or 0),
         tokens=int(props.get("tokens") or 0),

@@ -148,7 +148,8 @@ class Pipeline:
             return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
                           search_query="", mode=mode)
 
-        filters = SearchFilters(access=question.context.access_groups or None)
+        # Always filtered: no groups matches nothing (an empty list is never "everything").
+        filters = SearchFilters(access=question.context.access_groups)
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         mark = run.lap("retrieve", mark)
 

@@ -22,6 +22,7 @@ class DocDelta:
     best_score: float  # 0.0 when no chunk of the document has a score
     selected: bool
     cited: bool
+    restricted: bool = False  # not public: its title shows only with --include-restricted
 
 
 def is_cited(candidate: CandidateLike, cited_chunks: set[str]) -> bool:
@@ -51,6 +52,7 @@ def _delta(doc_id: str, group: list[CandidateLike], cited_chunks: set[str],
         best_score=best if scores else 0.0,
         selected=any(c.selected for c in group),
         cited=any(is_cited(c, cited_chunks) for c in group),
+        restricted="public" not in first.chunk.access,
     )
 
 
@@ -60,10 +62,11 @@ def stats_rows(deltas: Iterable[DocDelta], now: datetime) -> list[dict[str, Any]
         {"doc_id": d.doc_id, "title": d.title, "url": d.url, "retrieved": 1,
          "graded": int(d.graded), "graded_relevant": int(d.relevant),
          "grade_score_sum": d.best_score, "selected": int(d.selected), "cited": int(d.cited),
-         "thumbs_up": 0, "thumbs_down": 0, "first_seen": now, "last_seen": now}
+         "thumbs_up": 0, "thumbs_down": 0, "first_seen": now, "last_seen": now,
+         "restricted": d.restricted}
         for d in deltas
     ]
 
 
 COUNTERS = ("retrieved", "graded", "graded_relevant", "grade_score_sum", "selected", "cited")
-LATEST = ("title", "url", "last_seen")
+LATEST = ("title", "url", "last_seen", "restricted")

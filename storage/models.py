@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -141,6 +142,8 @@ class DocumentStats(Base):
     thumbs_down: Mapped[int] = mapped_column(Integer, default=0)
     first_seen: Mapped[datetime]
     last_seen: Mapped[datetime]
+    # Not readable by everyone: `sift report` hides its title unless --include-restricted.
+    restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class GradeCacheEntry(Base):

@@ -28,6 +28,8 @@ from storage.stats import (
     status_counts,
 )
 
+RESTRICTED = "(restricted)"
+
 
 @dataclass(frozen=True)
 class DocumentFinding:
@@ -41,6 +43,7 @@ class DocumentFinding:
     average_grade: float
     cited: int
     thumbs_down: int
+    restricted: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class ReportOptions:
     relevant_threshold: float = 0.5
     limit: int = 10  # rows per list section
     min_retrieved: int = 3  # "retrieved often"
+    include_restricted: bool = False  # show titles of documents the public may not read
 
 
 def _interaction_rows(session: Session, since: datetime) -> list[InteractionRow]:
@@ -97,8 +101,11 @@ def _low_grade(session: Session, options: ReportOptions) -> list[DocumentFinding
                              s.grade_score_sum < options.relevant_threshold * s.graded)
              .order_by(s.retrieved.desc(), (s.grade_score_sum / s.graded).asc(), s.doc_id)
              .limit(options.limit))
-    return [DocumentFinding(d.doc_id, d.title, d.retrieved, d.graded, d.graded_relevant,
-                            d.grade_score_sum / d.graded, d.cited, d.thumbs_down)
+    hide = not options.include_restricted
+    return [DocumentFinding(RESTRICTED if d.restricted and hide else d.doc_id,
+                            RESTRICTED if d.restricted and hide else d.title, d.retrieved,
+                            d.graded, d.graded_relevant, d.grade_score_sum / d.graded, d.cited,
+                            d.thumbs_down, d.restricted)
             for d in session.scalars(query)]
 
 

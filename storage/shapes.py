@@ -47,6 +47,9 @@ class ChunkLike(Protocol):
     @property
     def url(self) -> str: ...
 
+    @property
+    def access(self) -> tuple[str, ...]: ...
+
 
 class GradeLike(Protocol):
     @property

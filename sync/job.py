@@ -41,6 +41,8 @@ class JobConfig:
     # and of this machine disagree a little, and re-reading an unchanged one costs a hash.
     checkpoint_overlap_s: float = 300.0
     max_file_bytes: int = 20 * 1024 * 1024  # larger documents are skipped, by name
+    # Declared access groups ("public" included); None: do not check documents against them.
+    known_groups: frozenset[str] | None = None
 
 
 @dataclass
@@ -64,6 +66,8 @@ class _Run:
     seen: set[str] = field(default_factory=set)
     pending: list[_Pending] = field(default_factory=list)
     embedded: int = 0
+    warnings: list[str] = field(default_factory=list)
+    unknown_groups: dict[str, list[str]] = field(default_factory=dict)  # group -> doc ids
 
     @property
     def pending_chunks(self) -> int:
@@ -138,6 +142,24 @@ class SyncJob:
         await self._flush(run)
         if run.full:
             await self._prune(run)
+        for group, docs in sorted(run.unknown_groups.items()):
+            more = f" and {len(docs) - 1} more" if len(docs) > 1 else ""
+            warning = (f"access group {group!r} (used by {docs[0]}{more}) is not declared in "
+                       "[[groups]]: what it restricts is visible to nobody until it is")
+            log.warning("sync %s: %s", self.source, warning)
+            run.warnings.append(warning)
+
+    def _check_access(self, run: _Run, doc: SourceDocument) -> None:
+        """A bad `access` is indexed restricted (never public) and reported, not skipped."""
+        for warning in doc.warnings:
+            log.warning("sync %s: %s: %s", self.source, doc.doc_id, warning)
+            run.warnings.append(f"{doc.doc_id}: {warning}")
+        known = self.config.known_groups
+        if known is None:
+            return
+        for group in doc.access:
+            if group not in known:
+                run.unknown_groups.setdefault(group, []).append(doc.doc_id)
 
     async def _consider(self, run: _Run, doc: SourceDocument) -> None:
         size = len(doc.body.encode("utf-8"))
@@ -147,6 +169,7 @@ class SyncJob:
                 f"{doc.doc_id} is {size / 2**20:.1f} MB, over the {limit:g} MB limit "
                 "(SIFT_SYNC__MAX_FILE_MB): skipped")))
             return
+        self._check_access(run, doc)
         with self.timers.phase("chunk"):
             digest = content_hash(doc, self.config.chunking)
             old = run.known.get(doc.doc_id)
@@ -267,7 +290,8 @@ class SyncJob:
     def _summary(self, run: _Run, seconds: float) -> SyncSummary:
         return SyncSummary(self.source, run.tally.freeze(), seconds, full=run.full,
                            dry_run=run.dry_run, errors=tuple(run.errors),
-                           phases=dict(self.timers.seconds), chunks_embedded=run.embedded)
+                           phases=dict(self.timers.seconds), chunks_embedded=run.embedded,
+                           warnings=tuple(run.warnings))
 
 
 def _aware(value: datetime) -> datetime:

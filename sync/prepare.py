@@ -46,7 +46,7 @@ def to_chunks(source: str, doc: SourceDocument, digest: str,
               tags=doc.tags, authors=doc.authors, channels=doc.channels,
               doc_type=doc.doc_type, subtype=doc.subtype, language=doc.language,
               published_at=doc.published_at, updated_at=doc.updated_at,
-              access=doc.access or ("public",), content_hash=digest,
+              access=doc.access, content_hash=digest,
               chunk_index=piece.index, tokens=piece.tokens)
         for piece in chunk_markdown(normalise(doc.body), config, title)
     ]

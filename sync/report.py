@@ -83,6 +83,7 @@ class SyncSummary:
     errors: tuple[str, ...] = ()
     phases: dict[str, float] = field(default_factory=dict)
     chunks_embedded: int = 0
+    warnings: tuple[str, ...] = ()  # indexed but needing a fix (a bad or unknown `access`)
 
     def as_json(self) -> dict[str, Any]:
         """The `sift sync --json` line: exactly these keys, in this order."""

@@ -9,6 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 from bot.app import App, load_settings
+from bot.chat.access import PUBLIC, Asker, Audience, Visibility
 from bot.render.json import answer_to_dict
 from bot.render.terminal import render_answer, render_explain
 from bot.runtime import connected_index
@@ -42,14 +43,44 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=[m.value for m in Mode],
                         help="accurate: Claude grades every candidate; fast: heuristic grading "
                         "(default: accurate when an API key is set)")
-    parser.add_argument("--groups", metavar="G1,G2",
-                        help="answer as a member of these access groups (default: all content)")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--as", dest="as_email", metavar="EMAIL",
+                     help="answer as this person would see it in a DM: public documents and "
+                     "those of the [[groups]] their email belongs to (default: as the public)")
+    who.add_argument("--groups", metavar="G1,G2",
+                     help="answer as a member of exactly these access groups, plus public "
+                     "(default: public documents only)")
 
 
-def _question(text: str, args: argparse.Namespace, history: tuple[Turn, ...] = ()) -> Question:
+def _check_who(args: argparse.Namespace) -> None:
+    """An empty --as or --groups is refused, never read as "no restriction": an unset shell
+    variable must not open hr-only content."""
+    if args.groups is not None and not _listed(args.groups):
+        raise InputError("empty --groups", user_message="--groups is empty; name at least one "
+                         "access group (e.g. --groups hr), or leave it out to ask as the public.")
+    if args.as_email is not None and "@" not in args.as_email:
+        raise InputError("bad --as", user_message=f"--as needs an email address (got "
+                         f"{args.as_email!r}); leave it out to ask as the public.")
+
+
+def _listed(value: str) -> tuple[str, ...]:
+    return tuple(g.strip() for g in value.split(",") if g.strip())
+
+
+async def _access_groups(app: App, args: argparse.Namespace) -> tuple[str, ...]:
+    """Plain `sift ask` answers as the public; --as as that person would see it privately."""
+    if args.groups is not None:
+        return tuple(dict.fromkeys((PUBLIC, *_listed(args.groups))))
+    if args.as_email is not None:
+        asker = Asker(Platform.TERMINAL, getpass.getuser(), email=args.as_email.strip())
+        return await app.access_resolver.groups_for(asker, Audience(Visibility.PRIVATE))
+    return (PUBLIC,)
+
+
+def _question(text: str, args: argparse.Namespace, groups: tuple[str, ...],
+              history: tuple[Turn, ...] = ()) -> Question:
     if not text.strip():
         raise InputError("empty question", user_message=messages.EMPTY_QUESTION)
-    groups = tuple(g.strip() for g in (args.groups or "").split(",") if g.strip())
     context = AskContext(platform=Platform.TERMINAL, user=getpass.getuser(),
                          access_groups=groups)
     return Question(text.strip(), context, history, Mode(args.mode) if args.mode else None)
@@ -70,10 +101,12 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
 
 
 def _ask(args: argparse.Namespace) -> int:
-    question = _question(args.question, args)
+    _check_who(args)  # bad input fails before Weaviate starts
+    _question(args.question, args, ())
 
     async def run(app: App, pipeline: Pipeline) -> int:
-        answer = await pipeline.answer(question)
+        groups = await _access_groups(app, args)
+        answer = await pipeline.answer(_question(args.question, args, groups))
         if args.json:
             print(json.dumps(answer_to_dict(answer), ensure_ascii=False))
         else:
@@ -86,7 +119,10 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    _check_who(args)
+
     async def run(app: App, pipeline: Pipeline) -> int:
+        groups = await _access_groups(app, args)
         print("Ask a question (+ / - to vote on the last answer, 'exit' to leave).")
         history: list[Turn] = []
         last: Answer | None = None
@@ -103,7 +139,7 @@ def _chat(args: argparse.Namespace) -> int:
                 continue
             if not line:
                 continue
-            last = await pipeline.answer(_question(line, args, tuple(history[-10:])))
+            last = await pipeline.answer(_question(line, args, groups, tuple(history[-10:])))
             print("sift> " + render_answer(last).replace("\n", "\n      ") + "\n")
             history += [Turn("user", line), Turn("assistant", last.text)]
 

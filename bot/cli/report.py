@@ -29,13 +29,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", type=int, default=10, metavar="N",
                         help="rows per list (default: 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--include-restricted", action="store_true",
+                        help="show the titles of documents the public may not read (for "
+                        "operators; default: shown as '(restricted)')")
     parser.set_defaults(handler=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
     app = App(load_settings(args.config))
     options = ReportOptions(window=args.since, limit=max(args.limit, 1),
-                            relevant_threshold=app.settings.storage.relevant_threshold)
+                            relevant_threshold=app.settings.storage.relevant_threshold,
+                            include_restricted=args.include_restricted)
     with storage_errors():
         app.database.require_current()
         report = build_report(app.database, options)

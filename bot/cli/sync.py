@@ -179,6 +179,9 @@ def _print_table(summaries: list[SyncSummary], console: Console) -> None:
         if summary.chunks_embedded:
             console.print(f"{summary.source}: time " + ", ".join(
                 f"{k} {v:.0%}" for k, v in shares.items()), highlight=False)
+        for warning in summary.warnings[:20]:
+            console.print(f"{summary.source}: warning {warning}", style="yellow",
+                          highlight=False)
         for error in summary.errors[:20]:
             console.print(f"{summary.source}: skipped {error}", style="yellow",
                           highlight=False)

@@ -229,8 +229,8 @@ class ManagedWeaviate:
                 umask=0o077,  # its files hold restricted chunks: readable by this user only
             )
         with os.fdopen(os.open(self.pid_file, os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o600),
-                       "w") as pid:
-            pid.write(str(self._process.pid))
+                       "w") as handle:
+            handle.write(str(self._process.pid))
         self._wait_ready(timeout_s)
         return self._process.pid
 

@@ -24,7 +24,8 @@ class SourceDocument:
     language: str = ""
     published_at: datetime | None = None
     updated_at: datetime | None = None
-    access: tuple[str, ...] = ("public",)
+    access: tuple[str, ...] = ("public",)  # () restricts the document to nobody
+    warnings: tuple[str, ...] = ()  # indexed, but the sync reports these (a bad `access`)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from collections.abc import Mapping
@@ -120,11 +121,39 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _near_access(key: str) -> bool:
+    """`Access`, `acess`, `accesss`, `access_groups`: someone meant `access` and must be told."""
+    folded = key.strip().casefold().replace("-", "_")
+    return key != "access" and (folded.startswith("access") or
+                                difflib.SequenceMatcher(None, folded, "access").ratio() >= 0.8)
+
+
+def read_access(meta: Mapping[str, Any], default: tuple[str, ...],
+                where: str = "front matter") -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A document's access groups and what is wrong with them; fails closed.
+
+    A missing `access` means `default`. An empty or null one, or a key that looks like a
+    misspelt `access`, restricts the document to nobody (`()`) until fixed, and says why.
+    """
+    near = sorted(str(k) for k in meta if _near_access(str(k)))
+    if near:
+        return (), (f"{where} has {', '.join(repr(k) for k in near)}: did you mean 'access'? "
+                    "The document is visible to nobody until fixed",)
+    if "access" not in meta:
+        return default, ()
+    groups = as_tuple(meta["access"])
+    if not groups:
+        return (), (f"{where} has an empty 'access' ({meta['access']!r}): the document is "
+                    "visible to nobody until it names its groups (or 'public')",)
+    return groups, ()
+
+
 def build_document(doc_id: str, parsed: Parsed, *, title: str = "", url: str = "",
-                   updated_at: datetime | None = None) -> SourceDocument:
+                   updated_at: datetime | None = None,
+                   default_access: tuple[str, ...] = ("public",)) -> SourceDocument:
     """A SourceDocument from a body and its metadata; arguments are fallbacks for missing keys."""
     meta = parsed.meta
-    access = as_tuple(meta.get("access")) or ("public",)
+    access, warnings = read_access(meta, default_access)
     return SourceDocument(
         doc_id=_text(meta.get("doc_id")) or doc_id,
         title=_text(meta.get("title")) or first_heading(parsed.body) or title or doc_id,
@@ -139,4 +168,5 @@ def build_document(doc_id: str, parsed: Parsed, *, title: str = "", url: str = "
         published_at=as_datetime(meta.get("published_at"), "published_at"),
         updated_at=as_datetime(meta.get("updated_at"), "updated_at") or updated_at,
         access=access,
+        warnings=warnings,
     )

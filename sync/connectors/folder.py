@@ -33,9 +33,11 @@ _HTML_DOC_ID = re.compile(r"<meta\s+name=[\"']doc_id[\"']\s+content=[\"']([^\"']
 class FolderConnector:
     """Every supported file under `root` is a document; its relative path is the default id."""
 
-    def __init__(self, root: Path, *, url_base: str = "") -> None:
+    def __init__(self, root: Path, *, url_base: str = "",
+                 default_access: tuple[str, ...] = ("public",)) -> None:
         self.root = root
         self.url_base = url_base.rstrip("/")
+        self.default_access = default_access
 
     def _files(self) -> Iterator[tuple[Path, str]]:
         if not self.root.is_dir():
@@ -89,7 +91,8 @@ class FolderConnector:
         try:
             parsed = self._parse(path)
             url = f"{self.url_base}/{rel}" if self.url_base else ""
-            return build_document(rel, parsed, title=_title_from_name(path), url=url)
+            return build_document(rel, parsed, title=_title_from_name(path), url=url,
+                                  default_access=self.default_access)
         except DocumentParseError as exc:
             return DocumentFailure(self._declared_id(path) or rel, f"{rel}: {exc}")
         except OSError as exc:

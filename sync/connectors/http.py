@@ -19,6 +19,7 @@ from sync.connectors.convert import (
     as_datetime,
     as_tuple,
     html_to_markdown,
+    read_access,
 )
 from sync.connectors.http_client import JsonClient, decode_json
 
@@ -52,6 +53,7 @@ class HttpConfig:
     timeout_s: float = 30.0
     max_wait_s: float = 60.0  # cap on a Retry-After or backoff wait
     backoff_s: float = 0.5  # first backoff step when the platform gives no Retry-After
+    default_access: tuple[str, ...] = ("public",)  # for items without an access field
 
 
 def pick(item: Any, path: str) -> Any:
@@ -172,6 +174,11 @@ class HttpConnector:
             return "" if value is None else str(value).strip()
 
         parsed = self._body(get("body"))
+        path = self.fields["access"]
+        # A present-but-null field is a broken declaration (nobody), an absent one the default.
+        declared = {"access": get("access")} if path in item or get("access") is not None \
+            else {}
+        access, warnings = read_access(declared, self.config.default_access, f"field {path!r}")
         return SourceDocument(
             doc_id=doc_id, title=text("title") or doc_id, body=parsed.body, url=text("url"),
             tags=as_tuple(get("tags")), authors=as_tuple(get("authors")),
@@ -179,7 +186,7 @@ class HttpConnector:
             subtype=text("subtype"), language=text("language"),
             published_at=as_datetime(get("published_at"), "published_at"),
             updated_at=as_datetime(get("updated_at"), "updated_at"),
-            access=as_tuple(get("access")) or ("public",),
+            access=access, warnings=warnings,
         )
 
     def _body(self, value: Any) -> Parsed:

@@ -99,6 +99,8 @@ class FakeAnthropic(LocalServer):
         self.latency_s: dict[str, float] = {}
         self.grade_rule: Callable[[str, str], tuple[float, str]] = overlap_grade
         self.answer_rule: Callable[[str, int], str] = cite_first_two
+        # When set, answers are written from the whole prompt (e.g. to echo what it holds).
+        self.answer_from_prompt: Callable[[str], str] | None = None
         self.understanding: dict[str, Any] | None = None
         # The evaluation judge: a verdict per answer sentence, and a 0/1/2 accuracy score.
         self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
@@ -194,6 +196,8 @@ class FakeAnthropic(LocalServer):
             grades = [dict(zip(("score", "reason"), self.grade_rule(q, d.group("body")),
                                strict=True), id=d.group("id")) for d in docs]
             return json.dumps({"grades": grades})
+        if kind == "answer" and self.answer_from_prompt is not None:
+            return self.answer_from_prompt(content)
         if kind == "answer":
             question = content.rsplit("Question: ", 1)[-1]
             return self.answer_rule(question, content.count("<excerpt n="))

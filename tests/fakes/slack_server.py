@@ -60,6 +60,8 @@ class FakeSlack(LocalServer):
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.failures: dict[str, deque[Failure]] = {}
         self._last = 1_700_000_000 * 1_000_000  # microseconds
+        self.users: dict[str, Json] = {}  # user id -> user object (users.info)
+        self.usergroups: list[Json] = []  # usergroup objects, each with its "users"
         self.app.router.add_route("*", "/api/{method}", self._handle)
         self.app.router.add_get("/link", self._socket)
 
@@ -85,6 +87,25 @@ class FakeSlack(LocalServer):
             message["bot_id"] = bot_id
         self.messages.setdefault(channel, []).append(message)
         return message
+
+    def add_user(self, user: str, email: str = "", name: str = "") -> None:
+        """A workspace member; without `email` the profile has none (no users:read.email)."""
+        name = name or user.lower()
+        profile: Json = {"real_name": name.title(), "display_name": name,
+                         "image_24": "https://a.slack-edge.com/avatar-24.png"}
+        if email:
+            profile["email"] = email
+        self.users[user] = {"id": user, "team_id": TEAM, "name": name, "deleted": False,
+                            "real_name": name.title(), "is_bot": False, "profile": profile}
+
+    def add_usergroup(self, group_id: str, handle: str, users: list[str]) -> None:
+        self.usergroups.append({
+            "id": group_id, "team_id": TEAM, "is_usergroup": True, "name": handle.title(),
+            "description": "", "handle": handle, "is_external": False,
+            "date_create": 1446598059, "date_update": 1446670362, "date_delete": 0,
+            "auto_type": None, "created_by": "U060RNRCZ", "updated_by": "U060RNRCZ",
+            "deleted_by": None, "prefs": {"channels": [], "groups": []},
+            "users": list(users), "user_count": str(len(users))})
 
     def posted(self, channel: str) -> list[Json]:
         return [m for m in self.messages.get(channel, []) if m.get("bot_id") == BOT_ID]
@@ -219,6 +240,22 @@ class FakeSlack(LocalServer):
         limit = int(args.get("limit") or 1000)
         return {"messages": thread[:limit], "has_more": len(thread) > limit,
                 "response_metadata": {"next_cursor": ""}}
+
+    def _users_info(self, args: Json) -> Json:
+        user = self.users.get(args.get("user", ""))
+        return {"user": user} if user else {"ok": False, "error": "user_not_found"}
+
+    def _usergroups_list(self, args: Json) -> Json:
+        listed = [{k: v for k, v in g.items() if k != "users"} for g in self.usergroups]
+        if str(args.get("include_users", "")).lower() in ("true", "1"):
+            listed = [dict(g) for g in self.usergroups]
+        return {"usergroups": listed}
+
+    def _usergroups_users_list(self, args: Json) -> Json:
+        group = next((g for g in self.usergroups if g["id"] == args.get("usergroup")), None)
+        if group is None:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"users": list(group["users"])}
 
     def _apps_connections_open(self, args: Json) -> Json:
         return {"url": f"ws://127.0.0.1:{self.port}/link?ticket=fake-ticket"}
