@@ -205,8 +205,9 @@ class SyncJob:
         for start in range(0, len(chunks), size):  # bounded memory, even for one huge document
             await self._embed_and_upsert(run, chunks[start:start + size])
             if len(chunks) > size:
+                done = min(start + size, len(chunks))
                 log.info("sync %s: %s: %d/%d chunks embedded", self.source,
-                         batch[-1].doc.doc_id, min(start + size, len(chunks)), len(chunks))
+                         chunks[done - 1].doc_id, done, len(chunks))
             # Stop between batches; documents not committed yet are redone by the next run.
             self.stop.check(self.source)
         for item in batch:

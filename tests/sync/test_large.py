@@ -3,6 +3,7 @@ file's name, a clean stop at a batch boundary, and runs killed before they finis
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +33,8 @@ def long_document(kb: Path) -> None:
 
 
 async def test_one_long_document_is_embedded_in_bounded_batches(
-        kb: Path, state: SyncStateRepository) -> None:
+        kb: Path, state: SyncStateRepository, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="sync.job")
     long_document(kb)
     embedder, index = HashEmbedder(), SpyIndex(MemoryIndex())
     job = SyncJob(SOURCE, FolderConnector(kb), index, embedder, state, CONFIG)
@@ -42,6 +44,8 @@ async def test_one_long_document_is_embedded_in_bounded_batches(
     assert sum(embedder.calls) == summary.counts.chunks_written
     upserts = [int(w.split()[1]) for w in index.writes if w.startswith("upsert")]
     assert max(upserts) <= CONFIG.embed_batch
+    progress = [r.getMessage() for r in caplog.records if "chunks embedded" in r.getMessage()]
+    assert len(progress) == len(upserts) and "big/manual.md: 8/" in progress[0]
 
 
 async def test_a_file_over_the_size_limit_is_skipped_and_named(
