@@ -67,8 +67,8 @@ class Stages:
     generator: Generator | None  # None: no LLM configured
     extractive: ExtractiveGenerator
     fallback_extractive: ExtractiveGenerator  # when the answer model fails mid-question
-    # when the answer repeated the prompts (rag/output_policy.py)
     circuit: CircuitBreaker | None = None  # open: the LLM is skipped (rag/circuit.py)
+    # when the answer repeated the prompts (rag/output_policy.py)
     withheld_extractive: ExtractiveGenerator = field(
         default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
 
