@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -52,11 +53,15 @@ async def stop_on_signals() -> AsyncIterator[StopRequest]:
                     sig.name)
         request.set(sig.name)
 
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for sig in signals:
-        loop.add_signal_handler(sig, on_signal, sig)
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Only the main thread may handle signals; elsewhere (a test's or a host's thread)
+        # the sync runs without, as before.
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(sig, on_signal, sig)
+            installed.append(sig)
     try:
         yield request
     finally:
-        for sig in signals:
+        for sig in installed:
             loop.remove_signal_handler(sig)
