@@ -47,6 +47,7 @@ from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
 from storage.channel_policies import ChannelPolicyRepository
@@ -58,6 +59,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.leases import Lease, LeaseTaken
+from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
@@ -386,7 +388,7 @@ class App:
                                      models.cache_min_tokens, self.settings.llm.timeout_s)
         stages = Stages(
             understander=Understander(llm, models.fast_model),
-            retriever=Retriever(index, self.embedder, config.retrieval),
+            retriever=Retriever(index, QueryVectorCache(self.embedder), config.retrieval),
             fast_grader=HeuristicGrader(),
             accurate_grader=accurate,
             generator=generator,
@@ -442,7 +444,7 @@ class App:
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                            history=self.history)
+                            history=self.history, quota=QuotaRepository(self.database))
         return ChatService(pipeline, stores, limits)
 
     def web_chat(self, flow: ChatFlow) -> WebChat | None:
