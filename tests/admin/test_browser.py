@@ -3,50 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.admin.conftest import ADMIN_PW, Console
-
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "admin"
-T = TypeVar("T")
+from tests.browser import open_page, run, wait_for
+from tests.browser import shot as _shot
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    """Debian's chromium through its own chromedriver; selenium-manager never runs."""
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(f"The browser tests need {' and '.join(missing)}: install the Debian "
-                    "packages chromium and chromium-driver (`make install` does, as root).",
-                    pytrace=False)
-    profile = tempfile.mkdtemp(prefix="sift-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1280,900",
-                 f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+async def shot(driver: WebDriver, name: str) -> None:
+    await _shot(driver, "admin", name)
 
 
 @pytest.fixture
@@ -54,28 +24,6 @@ async def site(console: Console) -> AsyncIterator[str]:
     """The console on a real loopback port (the test client's server is one)."""
     server = console.client.server
     yield str(server.make_url("")).rstrip("/")
-
-
-async def run(call: Callable[..., T], *args: Any) -> T:
-    """Every WebDriver call blocks until the browser answers, and the server shares this
-    event loop: so each call waits in a thread, never on the loop."""
-    return await asyncio.to_thread(call, *args)
-
-
-async def shot(driver: WebDriver, name: str) -> None:
-    await run(driver.save_screenshot, str(ARTIFACTS / f"{name}.png"))
-
-
-async def wait_for(driver: WebDriver, css: str) -> list[WebElement]:
-    """The elements once the page that has them has loaded (60 s on a busy machine)."""
-    wait = WebDriverWait(driver, 60)
-    await run(wait.until, EC.presence_of_element_located((By.CSS_SELECTOR, css)))
-    return await run(driver.find_elements, By.CSS_SELECTOR, css)
-
-
-async def open_page(driver: WebDriver, url: str, css: str) -> list[WebElement]:
-    await run(driver.get, url)
-    return await wait_for(driver, css)
 
 
 async def sign_in(driver: WebDriver, base: str, path: str, css: str) -> list[WebElement]:
