@@ -74,6 +74,8 @@ class LLMSettings(_Section):
     answer_max_tokens: int = Field(1200, ge=64)
     # The model's minimum cacheable prompt; shorter system prompts are sent without caching.
     cache_min_tokens: int = Field(1024, ge=0)
+    # After an authentication or spend-limit error: answer from excerpts this long, then probe.
+    circuit_cooldown_s: float = Field(300.0, gt=0)
 
 
 class RetrievalSettings(_Section):
@@ -100,8 +102,21 @@ class GradingSettings(_Section):
 
 class SelectionSettings(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
-    max_chunks: int = Field(12, ge=1, le=100)
-    per_document: int = Field(5, ge=1, le=100)
+    max_chunks: int = Field(10, ge=1, le=100)
+    per_document: int = Field(2, ge=1, le=100)
+    floor: int = Field(5, ge=0, le=100)
+    floor_min: float = Field(0.4, ge=0.0, le=1.0)
+    relative: float = Field(0.8, ge=0.0, le=1.0)
+    retrieval_weight: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class PriorSettings(_Section):
+    """The learned document prior (admin overrides apply whatever `learn` says)."""
+
+    learn: bool = True
+    low: float = Field(0.7, gt=0.0, le=1.0)
+    high: float = Field(1.4, ge=1.0, le=5.0)
+    half_life_days: float = Field(90.0, gt=0)
 
 
 class StorageSettings(_Section):
@@ -224,9 +239,16 @@ class SyncSettings(_Section):
     overlap_tokens: int | None = Field(None, ge=0, le=2000)  # unset: target / 8
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     embed_batch: int = Field(64, ge=1, le=4096)  # chunks per embedding call
+    max_file_mb: float = Field(20.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
+
+
+class OutputSettings(_Section):
+    """What an answer may link to; every other link is shown as inert text (README, Security)."""
+
+    allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
 
 
 class ChannelSettings(_Section):
@@ -344,6 +366,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     grading: GradingSettings = Field(default_factory=GradingSettings)
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    prior: PriorSettings = Field(default_factory=PriorSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
@@ -352,6 +375,19 @@ class Settings(BaseSettings):
     web_chat: WebChatSettings = Field(default_factory=WebChatSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    output: OutputSettings = Field(default_factory=OutputSettings)
+
+    @field_validator("sources")
+    @classmethod
+    def _distinct_names(cls, sources: list[SourceSettings]) -> list[SourceSettings]:
+        # A second source of the same name would replace the first, and a full pass would
+        # then delete the first one's documents from the index.
+        names = [s.name for s in sources]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"two [[sources]] share the name '{twice[0]}'; give each a "
+                             "different name")
+        return sources
     channels: list[ChannelSettings] = Field(default_factory=list)
     groups: list[GroupSettings] = Field(default_factory=list)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
@@ -441,7 +477,7 @@ def _explain(error: ValidationError, data: dict[str, Any], toml_path: Path | Non
         return _unknown_key(loc, key, data, toml_path)
     value = inner.get("inner_input", first.get("input"))
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
-    message = str(first.get("msg", "invalid value")).rstrip(".")
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ").rstrip(".")
     return f"Setting '{key}' {_origin(loc, data, toml_path)} is invalid{shown}: {message}."
 
 

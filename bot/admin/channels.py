@@ -67,8 +67,9 @@ def _from_form(form: Any) -> ChannelPolicy:
     policy = ChannelPolicy(str(form.get("platform", "")).strip(),
                            str(form.get("channel", "")).strip(),
                            label=str(form.get("label", "")).strip(), respond=Respond(respond))
-    return replace(policy, **{name: listed(name) for name in LISTS},
-                   **{name: form.get(name) == "on" for name in SWITCHES})
+    changes: dict[str, Any] = {name: listed(name) for name in LISTS}
+    changes.update({name: form.get(name) == "on" for name in SWITCHES})
+    return replace(policy, **changes)
 
 
 async def save(request: web.Request) -> web.StreamResponse:
@@ -80,8 +81,8 @@ async def save(request: web.Request) -> web.StreamResponse:
         check_channel(policy.platform, policy.channel)
         policy = validate(policy, _known(request))
     except PolicyError as exc:
-        values = {k: str(form.get(k, "")) for k in ("platform", "channel", "label", "respond",
-                                                     *LISTS)}
+        values: dict[str, Any] = {k: str(form.get(k, "")) for k in (
+            "platform", "channel", "label", "respond", *LISTS)}
         values.update({name: form.get(name) == "on" for name in SWITCHES})
         return render(request, "channel_form.html", 400, values=values,
                       errors={exc.field: exc.user_message}, known=_known(request), new=False)

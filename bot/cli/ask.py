@@ -104,7 +104,8 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
         async with connected_index(app, announce=announce) as index:
             if await index.count() == 0:  # not a content gap: nothing was synced yet
                 raise RetrievalError("the index is empty", user_message=EMPTY_INDEX)
-            pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
+            pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
+                                    priors=app.document_priors)
             # The model load is start-up, not the first question's retrieval time.
             await app.embedder.embed_query("warm-up")
             return await work(app, pipeline)

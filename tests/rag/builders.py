@@ -11,8 +11,10 @@ from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.llm import AnthropicLLM
 from rag.messages import LLM_DOWN_NOTE
+from rag.output_policy import OutputPolicy
 from rag.pipeline import Pipeline, Stages
 from rag.ports import GradeCache, InteractionRecorder
+from rag.prior import DocumentPriors
 from rag.retrieve import Retriever
 from rag.types import Chunk
 from rag.understand import Understander
@@ -31,7 +33,9 @@ def make_llm(base_url: str, *, max_retries: int = 2, timeout_s: float = 10.0) ->
 def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
                   grading: GradingConfig | None = None, cache: GradeCache | None = None,
                   recorder: InteractionRecorder | None = None,
-                  config: PipelineConfig | None = None) -> Pipeline:
+                  config: PipelineConfig | None = None,
+                  policy: OutputPolicy | None = None,
+                  priors: DocumentPriors | None = None) -> Pipeline:
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
@@ -49,8 +53,9 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
         if llm else None,
         extractive=ExtractiveGenerator(),
         fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
+        priors=priors,
     )
-    return Pipeline(stages, config, recorder)
+    return Pipeline(stages, config, recorder, policy)
 
 
 def chunk(doc_id: str, title: str, text: str, *, section: str = "", index: int = 0,
