@@ -100,6 +100,8 @@ class AnthropicLLM:
     def http_client_class(self) -> type:
         """The HTTP client class the SDK sends requests with (its logging is that stack's):
         the SDK's default async client, which this class never replaces."""
+        import anthropic
+
         return anthropic.DefaultAsyncHttpxClient
 
     def _body(self, request: LLMRequest) -> dict[str, Any]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from bot.app import App, load_settings
 from bot.cli.db import storage_errors
+
+if TYPE_CHECKING:  # the app loads when a command runs, not for `sift --help`
+    from bot.app import App
 
 EXPLAIN = """\
 Every answer starts from ~20 retrieved passages. Each document's retrieval score is multiplied
@@ -69,6 +72,8 @@ def _factor(kind: str) -> Callable[[str], float]:
 
 
 def _app(args: argparse.Namespace) -> App:
+    from bot.app import App, load_settings
+
     app = App(load_settings(args.config))
     with storage_errors():
         app.database.require_current()
