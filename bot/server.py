@@ -77,6 +77,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
                 slack.mount(web_app)
             stack.push_async_callback(slack.close)  # after the site stops: drain answers
         # --- end Slack ---------------------------------------------------------------------
+        for problem in await app.access_resolver.startup_problems():  # named, not fatal
+            log.warning("permissions: %s", problem)
         # Load the embedding model before the first question, whose timings would else hold it.
         await app.embedder.embed_query("warm-up")
         runner = await start_site(web_app, app.settings.host, app.settings.port)
