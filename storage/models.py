@@ -194,6 +194,7 @@ class SourceDocument(Base):
     last_synced: Mapped[datetime]
     status: Mapped[str] = mapped_column(String(16))  # ok, failed
     error: Mapped[str] = mapped_column(Text, default="")
+    restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class EventKey(Base):

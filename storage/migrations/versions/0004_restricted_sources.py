@@ -1,0 +1,31 @@
+"""source_documents.restricted: `sift report` lists never-retrieved documents the public may
+not read as (restricted) unless --include-restricted.
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-24
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # Rows from before this revision cannot say; they count as restricted until re-synced.
+    with op.batch_alter_table("source_documents") as batch:
+        batch.add_column(sa.Column("restricted", sa.Boolean(), nullable=False,
+                                   server_default=sa.true()))
+    with op.batch_alter_table("source_documents") as batch:
+        batch.alter_column("restricted", server_default=sa.false())
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("source_documents") as batch:
+        batch.drop_column("restricted")
