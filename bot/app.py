@@ -11,8 +11,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.service import ChatLimits, ChatService, ChatStores
-from bot.settings import Settings, SourceSettings, build_settings
+from bot.chat.flow import ChatFlow, Policies
+from bot.chat.policy import (
+    ChannelPolicy,
+    Known,
+    PolicyDefaults,
+    Respond,
+    StoredPolicies,
+    policy_settings,
+    validate,
+)
+from bot.chat.service import ChatLimits, ChatService, ChatStores
+from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -37,6 +47,7 @@ from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
 from storage.errors import StorageError
@@ -58,7 +69,7 @@ from sync.schedule import SourceSchedule, SyncScheduler
 if TYPE_CHECKING:
     from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
-    from bot.teams.agent import TeamsEndpoint
+    from bot.teams.app import TeamsEndpoint
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
@@ -302,15 +313,12 @@ class App:
     @cached_property
     def pipeline_config(self) -> PipelineConfig:
         s = self.settings
-        retrieval = s.retrieval.model_dump(exclude={"title_boost"})
         default_mode = s.mode or ("accurate" if self.llm is not None else "fast")
         return PipelineConfig(
-            retrieval=RetrievalConfig(**retrieval),
-            grading=GradingConfig(**s.grading.model_dump(exclude={"cache_ttl_days"})),
-            selection=SelectionConfig(**s.selection.model_dump()),
-            models=ModelConfig(fast_model=s.llm.fast_model, answer_model=s.llm.answer_model,
-                               answer_max_tokens=s.llm.answer_max_tokens,
-                               cache_min_tokens=s.llm.cache_min_tokens),
+            retrieval=to_config(s.retrieval, RetrievalConfig),
+            grading=to_config(s.grading, GradingConfig),
+            selection=to_config(s.selection, SelectionConfig),
+            models=to_config(s.llm, ModelConfig),
             default_mode=default_mode,
             fast_share=s.ab.fast_share,
         )
@@ -341,6 +349,34 @@ class App:
 
     # --- Chat platforms (Slack, Teams) -------------------------------------------------------
 
+    @cached_property
+    def channel_policies(self) -> ChannelPolicyRepository:
+        return ChannelPolicyRepository(self.database)
+
+    def seed_channel_policies(self) -> list[str]:
+        """[[channels]] from sift.toml, for the channels the database has no policy for yet."""
+        policies = [self.settings_policy(c) for c in self.settings.channels]
+        return self.channel_policies.seed(
+            (p.platform, p.channel, p.label, policy_settings(p)) for p in policies)
+
+    def settings_policy(self, channel: ChannelSettings) -> ChannelPolicy:
+        """One [[channels]] table as a checked policy; InputError names the field at fault."""
+        values = channel.model_dump()
+        policy = ChannelPolicy(**{**values, "respond": Respond(values["respond"]),
+                                  **{k: tuple(values[k]) for k in ("sources", "escalate_to",
+                                                                   "audience")}})
+        return validate(policy, self.known_names())
+
+    def known_names(self) -> Known:
+        return Known(sources=[s.name for s in self.settings.resolved_sources],
+                     groups=[g.name for g in self.settings.groups])
+
+    def chat_flow(self, service: ChatService) -> ChatFlow:
+        """The one ask flow and vote flow every chat surface runs."""
+        defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
+        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
+                        self.access_resolver)
+
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
         chat, storage = self.settings.chat, self.settings.storage
@@ -352,17 +388,17 @@ class App:
                             history=self.history)
         return ChatService(pipeline, stores, limits)
 
-    def teams(self, service: ChatService) -> TeamsEndpoint:
+    def teams(self, flow: ChatFlow) -> TeamsEndpoint:
         """POST /api/messages; ConfigError if it would accept unauthenticated requests from
         other machines or the credentials are incomplete."""
-        from bot.teams.agent import TeamsEndpoint  # the Agents SDK loads only for serving
+        from bot.teams.app import TeamsEndpoint  # the Agents SDK loads only for serving
         from bot.teams.auth import auth_configuration
 
-        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, service)
+        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, flow)
 
-    def slack(self, service: ChatService) -> SlackAdapter:
+    def slack(self, flow: ChatFlow) -> SlackAdapter:
         """The Slack adapter (HTTP route or Socket Mode); ConfigError naming the missing
         SIFT_SLACK_* setting."""
         from bot.slack.app import build_slack_adapter  # bolt loads only for serving
 
-        return build_slack_adapter(self.settings, service)
+        return build_slack_adapter(self.settings, flow)

@@ -61,16 +61,20 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         checks = {"weaviate": _index_check(index), **app.health_checks()}
         web_app = build_web_app(checks)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
-        service = app.chat_service(pipeline)  # shared by the chat adapters
+        service = app.chat_service(pipeline)
+        seeded = await asyncio.to_thread(app.seed_channel_policies)
+        if seeded:
+            log.info("channel policies added from the settings: %s", ", ".join(seeded))
+        flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
         if app.settings.teams.enabled:
-            teams = app.teams(service)
+            teams = app.teams(flow)
             teams.mount(web_app)
             stack.push_async_callback(teams.close)  # after the site stops: drain answers
         # --- end Teams ---------------------------------------------------------------------
         # --- Slack: POST /slack/events (signed), or Socket Mode with SIFT_SLACK_APP_TOKEN ----
         if app.settings.slack_bot_token is not None:
-            slack = app.slack(service)
+            slack = app.slack(flow)
             if slack.socket_mode:
                 await slack.start_socket_mode()
             else:

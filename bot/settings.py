@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -121,6 +122,16 @@ class SlackSettings(_Section):
     assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs
     # the app's Agents & AI Apps feature and the assistant:write scope
     api_retries: int = Field(2, ge=0, le=10)  # Web API retries on 429 and 5xx
+    # Features the Slack app is set up with: `sift slack manifest` asks only for their scopes.
+    slash_command: bool = True  # /sift
+    app_home: bool = True  # the Home tab
+    assistant: bool = False  # the AI-app split view; needs the assistant:write scope
+    private_channels: bool = False  # message.groups + groups:history
+    directory: bool = False  # users:read.email + usergroups:read (permissions)
+    # The assistant panel's suggested prompts (at most four are shown).
+    suggested_prompts: list[str] = Field(default_factory=lambda: [
+        "How do I request access to a system?", "What is the expense policy for travel?",
+        "How do I rotate the staging database credentials?"], max_length=4)
 
 
 class TeamsSettings(_Section):
@@ -192,6 +203,22 @@ class SyncSettings(_Section):
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
 
 
+class ChannelSettings(_Section):
+    """One [[channels]] table: how Sift behaves in one conversation (see README "Channels")."""
+
+    platform: Literal["slack", "teams"]
+    channel: str = Field(min_length=1)
+    label: str = ""
+    sources: list[str] = Field(default_factory=list)
+    respond: Literal["mention", "questions"] = "mention"
+    only_when_confident: bool = False
+    escalate_to: list[str] = Field(default_factory=list)
+    private_answers: bool = False
+    follow_ups: bool = True
+    enabled: bool = True
+    audience: list[str] = Field(default_factory=list)
+
+
 class GroupSettings(_Section):
     """One Sift access group (`[[groups]]`): who belongs, by any of these rules."""
 
@@ -216,6 +243,17 @@ class PermissionSettings(_Section):
     cache_ttl_s: float = Field(300.0, ge=0)
     graph_url: str = "https://graph.microsoft.com/v1.0"
     login_url: str = "https://login.microsoftonline.com"
+
+
+Config = TypeVar("Config")
+
+
+def to_config(section: BaseModel, config: type[Config], **overrides: Any) -> Config:
+    """A settings section as the plain config rag/ and sync/ take: the fields they share by
+    name, plus `overrides`. The one conversion, so the two sets of defaults cannot drift
+    apart unnoticed (tests/bot/test_config_bridge.py holds them equal)."""
+    names = {f.name for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+    return config(**{**section.model_dump(include=names), **overrides})
 
 
 def sample_source() -> SourceSettings:
@@ -273,6 +311,7 @@ class Settings(BaseSettings):
     ab: ABSettings = Field(default_factory=ABSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    channels: list[ChannelSettings] = Field(default_factory=list)
     groups: list[GroupSettings] = Field(default_factory=list)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
 

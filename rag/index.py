@@ -69,6 +69,8 @@ def build_filter(filters: SearchFilters | None) -> Any:
         parts.append(Filter.by_property("source").contains_any(list(filters.sources)))
     if filters.doc_types:
         parts.append(Filter.by_property("doc_type").contains_any(list(filters.doc_types)))
+    if filters.tags:  # tags are stored lowercased
+        parts.append(Filter.by_property("tags").contains_any([t.lower() for t in filters.tags]))
     return Filter.all_of(parts) if parts else None
 
 

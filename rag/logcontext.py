@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import secrets
+from collections.abc import Iterator
 
 _correlation_id: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="-")
 
@@ -24,6 +26,17 @@ def bind_correlation_id(value: str) -> contextvars.Token[str]:
 
 def reset_correlation_id(token: contextvars.Token[str]) -> None:
     _correlation_id.reset(token)
+
+
+@contextlib.contextmanager
+def correlated(value: str | None = None) -> Iterator[str]:
+    """Bind `value` (a new id when None) as the correlation id for the block; yields it."""
+    cid = value or new_correlation_id()
+    token = _correlation_id.set(cid)
+    try:
+        yield cid
+    finally:
+        _correlation_id.reset(token)
 
 
 class CorrelationFilter(logging.Filter):

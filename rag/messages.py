@@ -34,6 +34,18 @@ FEEDBACK_THANKS = "Thanks for the feedback!"
 DOWNVOTE_PROMPT = "Thanks. What was missing or wrong? Reply in this thread and I'll pass it on."
 COMMENT_THANKS = "Thanks, I've noted that for the knowledge team."
 UNKNOWN_ANSWER_FEEDBACK = "I couldn't find the answer this feedback is about."
+CHANNEL_OFF = "I'm switched off in this channel; ask me in a direct message instead."
+NOBODY_TO_CALL = "Nobody is set up to help in this channel; please ask your team directly."
+SHARE_BLOCKED = (
+    "This answer can't be shared here: a source it cites is not visible to everyone in the "
+    "channel.")
+SHARE_LABEL = "Share to channel"
+SHARED_BY = "Shared by <@{user}> from a private answer."
+HELP_LABEL = "Still need help?"
+SHARE_UNAVAILABLE = "I can't share that answer any more; please ask again."
+ASSISTANT_TITLE = "Ask Sift"
+ESCALATION = "{people}: {asker} still needs help with this question."
+ESCALATION_SENT = "I've asked the people who look after this channel to help."
 
 # Slack: the working status, the block labels and the feedback buttons' accessible names.
 WORKING_STATUS = "is reading the knowledge base…"

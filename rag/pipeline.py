@@ -136,7 +136,7 @@ class Pipeline:
                           search_query="", mode=mode)
 
         # Always filtered: no groups matches nothing (an empty list is never "everything").
-        filters = SearchFilters(access=question.context.access_groups)
+        filters = SearchFilters.for_context(question.context)
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         mark = run.lap("retrieve", mark)
 

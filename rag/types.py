@@ -41,6 +41,13 @@ class SearchFilters:
     access: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     doc_types: tuple[str, ...] | None = None
+    tags: tuple[str, ...] | None = None
+
+    @classmethod
+    def for_context(cls, context: AskContext) -> SearchFilters:
+        """What one question may search: the asker's access, and the channel's scope."""
+        return cls(access=context.access_groups, sources=context.sources or None,
+                   doc_types=context.doc_types or None, tags=context.tags or None)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,11 @@ class AskContext:
     thread: str = ""
     user: str = ""
     access_groups: tuple[str, ...] = ("public",)
+    # The channel policy's scope: only these sources, tags and document types answer here.
+    sources: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    doc_types: tuple[str, ...] = ()
+    policy: str = ""  # the policy it ran under ("slack:C0123ABCD", "slack:*")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -23,7 +24,8 @@ def _usage(usage: UsageLike) -> dict[str, int]:
             "cache_write_tokens": usage.cache_write_tokens, "calls": usage.calls}
 
 
-def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool) -> dict[str, Any]:
+def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool,
+                citation: int | None) -> dict[str, Any]:
     grade, chunk = candidate.grade, candidate.chunk
     return {
         "interaction_id": interaction_id, "rank": candidate.rank, "chunk_id": chunk.chunk_id,
@@ -32,8 +34,37 @@ def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool) -> d
         "grade_score": grade.score if grade else None,
         "grade_reason": grade.reason if grade else "",
         "grade_source": str(grade.source) if grade else None,
-        "selected": candidate.selected, "cited": cited,
+        "selected": candidate.selected, "cited": cited, "citation": citation,
     }
+
+
+@dataclass(frozen=True)
+class RecalledCitation:
+    n: int
+    doc_id: str
+    title: str
+    url: str
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A stored answer, enough to show it again (share a private answer to its channel)."""
+
+    platform: str
+    channel: str
+    user: str
+    question: str
+    text: str
+    status: str
+    citations: tuple[RecalledCitation, ...]
+
+
+@dataclass(frozen=True)
+class AskedBefore:
+    question: str
+    status: str
+    created_at: datetime
 
 
 class InteractionRepository:
@@ -58,6 +89,7 @@ class InteractionRepository:
             correlation_id=q.correlation_id, question=self._text(q.text),
             search_query=self._text(answer.search_query), answer=self._text(answer.text),
             status=str(answer.status), mode=str(answer.mode), ab_arm=answer.ab_arm,
+            policy=getattr(ctx, "policy", ""),
             timings_ms=dict(answer.timings_ms),
             usage={stage: _usage(u) for stage, u in answer.usage.items()},
             models=dict(answer.models),
@@ -67,12 +99,14 @@ class InteractionRepository:
         """Store the answer, one row per candidate, and every retrieved document's counters."""
         now = self._clock()
         cited_chunks = {c.chunk_id for c in answer.citations}
+        numbers = {c.chunk_id: c.n for c in answer.citations}
         deltas = document_deltas(answer.candidates, cited_chunks, self._threshold)
         with self._db.write() as session:
             row = self._interaction(answer, now)
             session.add(row)
             session.flush()
-            sources = [_source_row(row.id, c, is_cited(c, cited_chunks))
+            sources = [_source_row(row.id, c, is_cited(c, cited_chunks),
+                                   numbers.get(c.chunk.chunk_id))
                        for c in answer.candidates]
             if sources:
                 session.execute(insert(InteractionSource), sources)
@@ -110,3 +144,28 @@ class InteractionRepository:
                  .order_by(InteractionSource.rank))
         with self._db.read() as session:
             return list(session.scalars(query))
+
+    def recall(self, interaction_id: int) -> Recalled | None:
+        """The answer as it was given; None when unknown or stored only as a hash."""
+        with self._db.read() as session:
+            row = session.get(Interaction, interaction_id)
+            if row is None or not self._store_text:
+                return None
+            cited = session.scalars(select(InteractionSource).where(
+                InteractionSource.interaction_id == interaction_id,
+                InteractionSource.citation.is_not(None)).order_by(InteractionSource.citation))
+            citations = tuple(RecalledCitation(c.citation or 0, c.doc_id, c.title, c.url,
+                                               c.chunk_id) for c in cited)
+            return Recalled(row.platform, row.channel, row.user_id, row.question, row.answer,
+                            row.status, citations)
+
+    def asked_by(self, platform: str, user: str, limit: int = 5) -> list[AskedBefore]:
+        """The person's latest questions, newest first (text storage off: none)."""
+        if not self._store_text:
+            return []
+        query = (select(Interaction).where(Interaction.platform == platform,
+                                           Interaction.user_id == user)
+                 .order_by(Interaction.id.desc()).limit(limit))
+        with self._db.read() as session:
+            return [AskedBefore(r.question, r.status, r.created_at)
+                    for r in session.scalars(query)]

@@ -73,6 +73,7 @@ class Interaction(Base):
     mode: Mapped[str] = mapped_column(String(16))
     # The arm when the A/B split chose the mode; "" for explicit or default modes.
     ab_arm: Mapped[str] = mapped_column(String(16), default="", server_default="")
+    policy: Mapped[str] = mapped_column(String, default="", server_default="")  # "slack:C1"
     timings_ms: Mapped[Json] = mapped_column(default=dict)  # stage -> milliseconds
     usage: Mapped[Json] = mapped_column(default=dict)  # stage -> token counts
     models: Mapped[Json] = mapped_column(default=dict)  # stage -> model id
@@ -97,6 +98,7 @@ class InteractionSource(Base):
     grade_source: Mapped[str | None] = mapped_column(String(16))  # llm, heuristic, cache, fallback
     selected: Mapped[bool] = mapped_column(Boolean, default=False)
     cited: Mapped[bool] = mapped_column(Boolean, default=False)
+    citation: Mapped[int | None] = mapped_column(Integer)  # its [n] in the answer, when cited
 
 
 class Feedback(Base):
@@ -217,3 +219,15 @@ class ConversationTurn(Base):
     role: Mapped[str] = mapped_column(String(16))
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class ChannelPolicyRow(Base):
+    """How Sift behaves in one conversation (`*`: channels without one, `@direct`: DMs)."""
+
+    __tablename__ = "channel_policies"
+
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    channel: Mapped[str] = mapped_column(String, primary_key=True)
+    label: Mapped[str] = mapped_column(Text, default="")
+    settings: Mapped[Json] = mapped_column(default=dict)  # every other field of the policy
+    updated_at: Mapped[datetime]

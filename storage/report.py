@@ -13,6 +13,7 @@ from storage.columns import utc_now
 from storage.db import Database
 from storage.models import DocumentStats, Feedback, Interaction, SourceDocument
 from storage.stats import (
+    ChannelStats,
     ContentGap,
     FeedbackSummary,
     InteractionRow,
@@ -20,6 +21,7 @@ from storage.stats import (
     QuestionVotes,
     StageLatency,
     StatusCounts,
+    channel_stats,
     content_gaps,
     feedback_summary,
     mode_stats,
@@ -65,6 +67,7 @@ class Report:
     downvoted: tuple[QuestionVotes, ...]
     gaps: tuple[ContentGap, ...]
     modes: tuple[ModeStats, ...]
+    channels: tuple[ChannelStats, ...]
     low_grade: tuple[DocumentFinding, ...]
     never_retrieved: tuple[UnretrievedDocument, ...]
     never_retrieved_total: int
@@ -87,11 +90,12 @@ def _interaction_rows(session: Session, since: datetime) -> list[InteractionRow]
              .group_by(Feedback.interaction_id).subquery())
     query = (select(Interaction.id, Interaction.question, Interaction.status, Interaction.mode,
                     Interaction.timings_ms, Interaction.created_at, votes.c.up, votes.c.down,
-                    Interaction.ab_arm)
+                    Interaction.ab_arm, Interaction.platform, Interaction.channel)
              .outerjoin(votes, votes.c.interaction_id == Interaction.id)
              .where(Interaction.created_at >= since).order_by(Interaction.id))
     return [InteractionRow(r.id, r.question, r.status, r.mode, r.timings_ms or {},
-                           r.created_at, int(r.up or 0), int(r.down or 0), r.ab_arm or "")
+                           r.created_at, int(r.up or 0), int(r.down or 0), r.ab_arm or "",
+                           f"{r.platform}:{r.channel}" if r.channel else r.platform)
             for r in session.execute(query)]
 
 
@@ -138,6 +142,7 @@ def build_report(db: Database, options: ReportOptions | None = None, *,
         latencies=tuple(stage_latencies(rows)), feedback=feedback_summary(rows),
         downvoted=tuple(most_downvoted(rows, options.limit)),
         gaps=tuple(content_gaps(rows, options.limit)), modes=tuple(mode_stats(rows)),
+        channels=tuple(channel_stats(rows, options.limit)),
         low_grade=tuple(low), never_retrieved=tuple(never), never_retrieved_total=never_total,
         relevant_threshold=options.relevant_threshold,
     )

@@ -84,6 +84,9 @@ class CandidateLike(Protocol):
 
 class CitationLike(Protocol):
     @property
+    def n(self) -> int: ...
+
+    @property
     def doc_id(self) -> str: ...
 
     @property

@@ -46,6 +46,7 @@ class InteractionRow:
     up: int = 0
     down: int = 0
     ab_arm: str = ""  # set when the A/B split chose the mode
+    channel: str = ""  # "platform:channel" where it was asked
 
 
 @dataclass(frozen=True)
@@ -180,3 +181,30 @@ def mode_stats(rows: Sequence[InteractionRow]) -> list[ModeStats]:
                                 sum(1 for r in group if r.status == "no_answer"),
                                 percentile(totals, 0.5)))
     return result
+
+
+@dataclass(frozen=True)
+class ChannelStats:
+    channel: str  # "platform:channel"
+    count: int
+    answered: int
+    no_answer: int
+    up: int
+    down: int
+
+    @property
+    def thumbs_up_rate(self) -> float | None:
+        return share(self.up, self.up + self.down)
+
+
+def channel_stats(rows: Sequence[InteractionRow], limit: int) -> list[ChannelStats]:
+    """Figures per conversation where people asked, busiest first."""
+    result = []
+    for channel in {r.channel for r in rows}:
+        group = [r for r in rows if r.channel == channel]
+        result.append(ChannelStats(
+            channel, len(group), sum(1 for r in group if r.status in ("answered", "degraded")),
+            sum(1 for r in group if r.status == "no_answer"), sum(r.up for r in group),
+            sum(r.down for r in group)))
+    result.sort(key=lambda c: (-c.count, c.channel))
+    return result[:limit]

@@ -1,1 +1,1 @@
-"""The chat core: one ask flow and one vote flow that every chat surface (Slack, Teams, web) shares."""
+"""The chat core: one ask flow and one vote flow that every chat surface shares."""

@@ -108,6 +108,10 @@ def render(report: Report, window: str, console: Console) -> None:
              ["mode", "answers", "thumbs-up rate", "no-answer rate", "p50 total ms"],
              [[m.mode, m.count, _pct(m.thumbs_up_rate), _pct(m.no_answer_rate), _ms(m.p50_ms)]
               for m in report.modes])
+    _section(console, "By channel", ["channel", "questions", "answered", "no answer",
+                                     "thumbs-up rate"],
+             [[c.channel, c.count, c.answered, c.no_answer, _pct(c.thumbs_up_rate)]
+              for c in report.channels])
     _section(console, "Most thumbs-down questions", ["question", "down", "up", "asked"],
              [[q.question, q.down, q.up, q.asked] for q in report.downvoted])
     _section(console, "Questions without an answer (content gaps)",

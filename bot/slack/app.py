@@ -16,18 +16,20 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.render.slack import FEEDBACK_ACTION
-from bot.service import ChatService
+from bot.chat.flow import ChatFlow
+from bot.chat.tasks import Background
 from bot.settings import Settings
-from bot.slack.handlers import SlackHandlers, SlackOptions
+from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
-from bot.slack.outbox import SlackOutbox
-from bot.slack.state import Background, PendingComments
+from bot.slack.outbound import SlackOutbound
+from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
+from bot.slack.surface import SlackOptions
 from rag.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://slack.com/api/"
+COMMAND = "/sift"
 SOCKET_CONNECT_TIMEOUT_S = 30.0
 
 
@@ -58,6 +60,11 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.event("reaction_added")(handlers.on_reaction_added)
     bolt.event("reaction_removed")(handlers.on_reaction_removed)
     bolt.action(FEEDBACK_ACTION)(handlers.on_feedback)
+    bolt.action(SHARE_ACTION)(handlers.on_share)
+    bolt.action(HELP_ACTION)(handlers.on_help)
+    bolt.command(COMMAND)(handlers.on_command)
+    bolt.event("app_home_opened")(handlers.on_home_opened)
+    bolt.event("assistant_thread_started")(handlers.on_assistant_thread_started)
     return bolt
 
 
@@ -104,7 +111,7 @@ def _secret(value: object) -> str:
     return str(get()) if get else ""
 
 
-def build_slack_adapter(settings: Settings, service: ChatService, *,
+def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
                         interval: RetryIntervalCalculator | None = None,
                         append_every_s: float | None = None) -> SlackAdapter:
     """Raises ConfigError naming the missing or malformed SIFT_SLACK_* setting."""
@@ -131,7 +138,8 @@ def build_slack_adapter(settings: Settings, service: ChatService, *,
                            history_turns=settings.chat.history_turns,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
-    background = Background()
-    handlers = SlackHandlers(service, SlackOutbox(client), options, background,
-                             PendingComments())
+    background = Background("Slack")
+    handlers = SlackHandlers(flow, SlackOutbound(client), options, background,
+                             sources=[src.name for src in settings.resolved_sources],
+                             prompts=s.suggested_prompts)
     return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token)

@@ -9,8 +9,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.render.slack import live_markdown, render_answer, render_stream, streamable
-from bot.slack.outbox import SlackOutbox, StreamBroken
+from bot.slack.outbound import SlackOutbound, StreamBroken
+from bot.slack.render import (
+    NO_BUTTONS,
+    Buttons,
+    live_markdown,
+    render_answer,
+    render_stream,
+    streamable,
+)
 from rag.logcontext import current_correlation_id
 from rag.types import Answer
 
@@ -40,11 +47,12 @@ def settled(preview: str) -> str:
     return _UNSETTLED.sub("", preview)
 
 
-async def complete_in_place(outbox: SlackOutbox, channel: str, ts: str, answer: Answer) -> None:
+async def complete_in_place(outbox: SlackOutbound, channel: str, ts: str, answer: Answer,
+                            buttons: Buttons = NO_BUTTONS) -> None:
     """The whole answer into a message that already shows part of it: a new post would
     leave a half answer next to a whole one."""
     try:
-        await outbox.update(channel, ts, render_answer(answer))
+        await outbox.update(channel, ts, render_answer(answer, buttons=buttons))
     except Exception:
         log.exception("could not complete the streamed answer %s (reference %s)", ts,
                       current_correlation_id())
@@ -58,11 +66,13 @@ class LiveAnswer:
     answer; `finish` then puts the whole answer in place.
     """
 
-    def __init__(self, outbox: SlackOutbox, target: StreamTarget,
+    def __init__(self, outbox: SlackOutbound, target: StreamTarget,
                  append_every_s: float = APPEND_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 buttons: Buttons = NO_BUTTONS) -> None:
         self._out = outbox
         self._to = target
+        self._buttons = buttons
         self._every = append_every_s
         self._clock = clock
         self._ts: str | None = None
@@ -123,12 +133,13 @@ class LiveAnswer:
             if final is not None and whole:
                 await self._append(ts, final)
             await self._out.stop_stream(self._to.channel, ts,
-                                        render_stream(answer).blocks if whole else ())
+                                        render_stream(answer, buttons=self._buttons).blocks
+                                        if whole else ())
         except Exception as exc:
             log.warning("stream of %s broke off (%s); completing it in place", ts, exc)
             whole = False
         if not whole:  # excerpts after a failed model, or text the preview did not foresee
-            await complete_in_place(self._out, self._to.channel, ts, answer)
+            await complete_in_place(self._out, self._to.channel, ts, answer, self._buttons)
         return ts
 
     async def replay(self, answer: Answer) -> str:
@@ -136,9 +147,10 @@ class LiveAnswer:
         Raises SlackApiError when the stream could not start: nothing is shown then."""
         to = self._to
         try:
-            return await self._out.stream(to.channel, to.thread_ts, render_stream(answer),
+            return await self._out.stream(to.channel, to.thread_ts,
+                                          render_stream(answer, buttons=self._buttons),
                                           team=to.team, user=to.user)
         except StreamBroken as broken:
             log.warning("stream %s broke off (%s)", broken.ts, broken.__cause__)
-            await complete_in_place(self._out, to.channel, broken.ts, answer)
+            await complete_in_place(self._out, to.channel, broken.ts, answer, self._buttons)
             return broken.ts

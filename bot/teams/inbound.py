@@ -13,6 +13,7 @@ from typing import Any
 
 from microsoft_agents.activity import Activity
 
+from bot.chat.message import ChatMessage, Kind
 from rag.types import AskContext, Platform
 
 THREAD_MARK = ";messageid="
@@ -58,9 +59,36 @@ class IncomingMessage:
     user: str
     text: str
 
+    team: str = ""  # the team a channel belongs to
+    mentioned: bool = True  # @Sift (personal chats count as addressed)
+    mentions_others: bool = False  # it @mentions people: a message among people
+
     @property
     def dedupe_key(self) -> str:
         return f"teams:{self.conversation.base}:{self.activity_id}"
+
+    @property
+    def personal(self) -> bool:
+        return self.conversation.kind is ConversationKind.PERSONAL
+
+    @property
+    def kind(self) -> Kind:
+        """Unmentioned posts reach Sift only with the RSC permissions of the app package;
+        a channel policy with `respond = "questions"` decides whether they are answered."""
+        if self.personal:
+            return Kind.DIRECT
+        if self.mentioned:
+            return Kind.MENTION
+        thread = self.conversation.thread
+        return Kind.THREAD_REPLY if thread and thread != self.activity_id else Kind.CHANNEL
+
+    def to_message(self) -> ChatMessage:
+        c = self.conversation
+        return ChatMessage(
+            Platform.TEAMS, self.kind, self.dedupe_key,
+            c.tenant, c.base, c.thread, self.user, self.text, ts=self.activity_id,
+            reply_thread=c.thread, conversation=c.history_key, team=self.team,
+            mentions_others=self.mentions_others)
 
     def ask_context(self) -> AskContext:
         c = self.conversation
@@ -114,6 +142,13 @@ def _channel_tenant(activity: Activity) -> str:
     return str(tenant.get("id", "")) if isinstance(tenant, Mapping) else ""
 
 
+def team_of(activity: Activity) -> str:
+    """The team a channel message comes from (channelData.team.id), "" elsewhere."""
+    data = activity.channel_data if isinstance(activity.channel_data, Mapping) else {}
+    team = data.get("team")
+    return str(team.get("id", "")) if isinstance(team, Mapping) else ""
+
+
 def user_of(activity: Activity) -> str:
     """The Entra object id when Teams sends it: the same person across bots and chats."""
     sender = activity.from_property
@@ -123,16 +158,20 @@ def user_of(activity: Activity) -> str:
 
 
 def parse_message(activity: Activity) -> IncomingMessage | None:
-    """The question, or None when the message is not for Sift (a channel post without @Sift)."""
+    """A message that may be for Sift; the chat flow decides about posts without @Sift."""
     conversation = conversation_of(activity)
     bot_id = activity.recipient.id if activity.recipient else None
     mentions = [m for m in activity.get_mentions() if m.mentioned and m.mentioned.id == bot_id]
-    if conversation.kind is not ConversationKind.PERSONAL and not mentions:
-        return None
+    sender = activity.from_property
+    if sender is not None and (sender.id == bot_id or (sender.role or "") == "bot"):
+        return None  # ourselves, or another bot
     texts = [m.text or f"<at>{m.mentioned.name}</at>" for m in mentions if m.mentioned]
     # Teams always sends an id; without one, nothing can be a redelivery of this message.
     return IncomingMessage(activity.id or f"no-id-{uuid.uuid4().hex}", conversation,
-                           user_of(activity), question_text(activity.text or "", texts))
+                           user_of(activity), question_text(activity.text or "", texts),
+                           team_of(activity), mentioned=bool(mentions),
+                           mentions_others=any(m.mentioned and m.mentioned.id != bot_id
+                                               for m in activity.get_mentions()))
 
 
 def _comment(raw: Any) -> str | None:

@@ -26,6 +26,8 @@ def manifest_for(template: dict[str, Any], app_id: str, website: str | None = No
     """The manifest with the bot's app id (also used as the Teams app id) filled in."""
     manifest = json.loads(json.dumps(template))
     manifest["id"] = app_id
+    # Resource-specific consent (auto-answer channels and group chats) names the same app.
+    manifest["webApplicationInfo"]["id"] = app_id
     for bot in manifest["bots"]:
         bot["botId"] = app_id
     if website:

@@ -32,10 +32,11 @@ def test_upgrade_an_empty_file_then_report(db_file: Path,
     assert main(["report"]) == 1
     assert "has no Sift tables: run `sift db upgrade` first." in capsys.readouterr().err
     assert main(["db", "upgrade"]) == 0
-    assert "migrated from empty to revision 0004" in capsys.readouterr().out
+    head = Database(f"sqlite:///{db_file}").head_revision()  # the newest migration on disk
+    assert f"migrated from empty to revision {head}" in capsys.readouterr().out
     assert "interactions" in inspect(Database(f"sqlite:///{db_file}").engine).get_table_names()
     assert main(["db", "upgrade"]) == 0
-    assert "is up to date (revision 0004)" in capsys.readouterr().out
+    assert f"is up to date (revision {head})" in capsys.readouterr().out
     assert main(["report"]) == 0
     out = capsys.readouterr().out
     assert "Sift report: the last 7 days" in out

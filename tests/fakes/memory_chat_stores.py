@@ -7,12 +7,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.service import ChatStores
-from rag.types import Answer
-
-
-class UnknownInteraction(LookupError):
-    pass
+from bot.chat.service import ChatStores
+from rag.types import Answer, Citation
+from storage.errors import StorageError, UnknownInteraction
 
 
 class MemoryDedupe:
@@ -60,6 +57,37 @@ class MemoryInteractions:
         self.rows[interaction_id].channel = channel
         self.rows[interaction_id].message_ref = message_ref
 
+    def recall(self, interaction_id: int) -> Recalled | None:
+        row = self.rows.get(interaction_id)
+        if row is None:
+            return None
+        a, ctx = row.answer, row.answer.question.context
+        return Recalled(str(ctx.platform), ctx.channel, ctx.user, a.question.text, a.text,
+                        str(a.status), a.citations)
+
+    def asked_by(self, platform: str, user: str, limit: int = 5) -> list[Asked]:
+        mine = [r.answer for _, r in sorted(self.rows.items(), reverse=True)
+                if str(r.answer.question.context.platform) == platform
+                and r.answer.question.context.user == user]
+        return [Asked(a.question.text, str(a.status)) for a in mine[:limit]]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    platform: str
+    channel: str
+    user: str
+    question: str
+    text: str
+    status: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True)
+class Asked:
+    question: str
+    status: str
+
 
 @dataclass
 class Vote:
@@ -79,6 +107,8 @@ class MemoryFeedback:
 
     def vote(self, interaction_id: int, user: str, vote: int, channel: str,
              comment: str | None = None) -> None:
+        if vote not in (1, -1):  # as the repository: nothing else is a vote
+            raise StorageError(f"A vote is +1 or -1, not {vote!r}; nothing was written.")
         self._known(interaction_id)
         old = self.votes.get((interaction_id, user))
         kept = comment if comment is not None else (old.comment if old else None)

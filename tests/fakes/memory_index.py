@@ -38,6 +38,8 @@ def _allowed(chunk: Chunk, filters: SearchFilters | None) -> bool:
         return False
     if filters.sources and chunk.source not in filters.sources:
         return False
+    if filters.tags and not {t.lower() for t in chunk.tags} & {t.lower() for t in filters.tags}:
+        return False
     return not (filters.doc_types and chunk.doc_type not in filters.doc_types)
 
 

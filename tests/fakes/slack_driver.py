@@ -18,6 +18,7 @@ from tests.fakes.slack_payloads import (
     USER,
     action_request,
     app_mention,
+    command_request,
     direct_message,
     event_request,
     message,
@@ -85,6 +86,10 @@ class SlackDriver:
 
     async def click(self, payload: dict[str, Any]) -> Delivery:
         body, content_type = action_request(payload)
+        return await self.post(body, content_type)
+
+    async def command(self, fields: dict[str, str]) -> Delivery:
+        body, content_type = command_request(fields)
         return await self.post(body, content_type)
 
     async def settle(self) -> None:

@@ -121,3 +121,50 @@ def event_request(payload: dict[str, Any]) -> tuple[str, str]:
 def action_request(payload: dict[str, Any]) -> tuple[str, str]:
     """Interactivity arrives form-encoded: payload=<JSON>."""
     return urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
+
+
+def slash_command(text: str, *, channel: str = CHANNEL, user: str = USER,
+                  trigger_id: str = "13345224609.738474920.8088930838d88f008e0") -> dict[str, str]:
+    """A slash command invocation (form fields, as in Slack's "Implementing slash commands")."""
+    return {
+        "token": "gIkuvaNzQIHg97ATvDxqgjtO", "team_id": TEAM, "team_domain": "acme",
+        "enterprise_id": "", "channel_id": channel, "channel_name": "help-it",
+        "user_id": user, "user_name": "alice", "command": "/sift", "text": text,
+        "api_app_id": APP_ID, "is_enterprise_install": "false",
+        "response_url": f"https://hooks.slack.com/commands/{TEAM}/1234/abcd",
+        "trigger_id": trigger_id,
+    }
+
+
+def button_action(action_id: str, value: str, *, message_ts: str, thread_ts: str = "",
+                  channel: str = CHANNEL, user: str = USER,
+                  ephemeral: bool = False) -> dict[str, Any]:
+    """A click on a plain button (block_actions) in one of Sift's messages."""
+    payload = block_action(value, message_ts=message_ts, thread_ts=thread_ts, channel=channel,
+                           user=user)
+    payload["container"]["is_ephemeral"] = ephemeral
+    if ephemeral:  # ephemeral messages are not sent back with the action
+        payload.pop("message")
+    payload["actions"] = [{"type": "button", "action_id": action_id, "block_id": "sift_actions",
+                           "value": value, "text": {"type": "plain_text", "text": "button"},
+                           "action_ts": f"{int(time.time())}.123456"}]
+    return payload
+
+
+def app_home_opened(user: str = USER) -> dict[str, Any]:
+    return envelope({"type": "app_home_opened", "user": user, "channel": DM, "tab": "home",
+                     "event_ts": "1515449522000016"}, next_event_id())
+
+
+def assistant_thread_started(thread_ts: str = "1729999327.187299",
+                             user: str = USER) -> dict[str, Any]:
+    return envelope({"type": "assistant_thread_started", "assistant_thread": {
+        "user_id": user, "context": {"channel_id": CHANNEL, "team_id": TEAM,
+                                     "enterprise_id": None},
+        "channel_id": DM, "thread_ts": thread_ts}, "event_ts": "1715873754.429808"},
+        next_event_id())
+
+
+def command_request(fields: dict[str, str]) -> tuple[str, str]:
+    """Slash commands arrive form-encoded, field by field."""
+    return urlencode(fields), "application/x-www-form-urlencoded"

@@ -263,6 +263,11 @@ class FakeSlack(LocalServer):
     def _assistant_threads_setStatus(self, args: Json) -> Json:
         return {}
 
+    def _views_publish(self, args: Json) -> Json:
+        view = args.get("view")
+        view = json.loads(view) if isinstance(view, str) else view
+        return {"view": {"id": "VMHU10V25", "team_id": TEAM, "type": "home", **(view or {})}}
+
     def _chat_startStream(self, args: Json) -> Json:
         message = self._bot_message(args, _chunks_text(args))
         return {"channel": args["channel"], "ts": message["ts"]}

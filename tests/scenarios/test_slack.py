@@ -7,32 +7,23 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
-from sqlalchemy import select
 
-from bot.app import App
 from bot.settings import SlackSettings
-from bot.slack.http import EVENTS_PATH
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages
-from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
-from storage.models import DocumentStats, Feedback, Interaction
+from storage.models import Feedback, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.slack_driver import SlackDriver
 from tests.fakes.slack_payloads import (
     APP_TOKEN,
     BOT_ID,
-    BOT_TOKEN,
     BOT_USER,
     CHANNEL,
     DM,
-    SIGNING_SECRET,
     USER,
     app_mention,
     block_action,
@@ -41,82 +32,13 @@ from tests.fakes.slack_payloads import (
     reaction,
 )
 from tests.fakes.slack_server import Call, FakeSlack
-from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+from tests.scenarios.slack_stack import Serve
 
 pytestmark = pytest.mark.weaviate
 
 QUESTION = "How do I rotate the staging database credentials?"
 Q_TS = "1700000000.000100"
 LOUD = re.compile(r"<!(channel|here|everyone)|<@U|<!subteam")
-
-
-class SlackSift:
-    """A served Sift with Slack's side: the driver, the fake Web API, the database."""
-
-    def __init__(self, sift: ServedSift, driver: SlackDriver, slack: FakeSlack) -> None:
-        self.sift = sift
-        self.driver = driver
-        self.slack = slack
-
-    async def rows(self, model: Any, count: int, **where: Any) -> list[Any]:
-        """Wait until `count` rows of `model` match `where` (answers are asynchronous)."""
-        deadline = time.monotonic() + 30
-        while True:
-            rows = [r for r in await asyncio.to_thread(self.sift.rows, model)
-                    if all(getattr(r, k) == v for k, v in where.items())]
-            if len(rows) >= count or time.monotonic() > deadline:
-                return rows
-            await asyncio.sleep(0.05)
-
-    async def thumbs(self) -> set[tuple[int, int]]:
-        """The distinct (up, down) thumbs of the documents that have any."""
-        def read() -> set[tuple[int, int]]:
-            with self.sift.app.database.read() as session:
-                return {(d.thumbs_up, d.thumbs_down) for d in session.scalars(select(
-                    DocumentStats)) if d.thumbs_up or d.thumbs_down}
-        return await asyncio.to_thread(read)
-
-    async def answer_in(self, channel: str, n: int = 1) -> Call:
-        return (await self.slack.wait_for("chat.postMessage", n))[n - 1]
-
-
-Serve = Callable[..., Awaitable[SlackSift]]
-
-
-@pytest.fixture
-async def fake_slack() -> AsyncIterator[FakeSlack]:
-    server = FakeSlack()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,  # noqa: F811
-                      embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
-                      fake_slack: FakeSlack) -> AsyncIterator[Serve]:
-    running: list[SlackSift] = []
-
-    async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> SlackSift:
-        values: dict[str, Any] = dict(
-            slack_bot_token=SecretStr(BOT_TOKEN), slack_signing_secret=SecretStr(SIGNING_SECRET),
-            slack_api_url=fake_slack.api_url, sources=[])
-        values.update(kw)
-        app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
-                               **values))
-        app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
-        sift = ServedSift(app)
-        await sift.start()
-        # settle = stop: `sift serve` drains the Slack work it started before it returns
-        driver = SlackDriver(fake_slack, sift.base_url + EVENTS_PATH, sift.stop)
-        await driver.start()
-        running.append(SlackSift(sift, driver, fake_slack))
-        return running[-1]
-
-    yield make
-    for served in running:
-        await served.driver.stop()
-        await served.sift.stop()
 
 
 def shown(call: Call) -> str:

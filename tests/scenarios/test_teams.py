@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from bot.app import App
 from bot.server import serve
 from bot.settings import Settings
-from bot.teams.agent import ROUTE
+from bot.teams.app import ROUTE
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
@@ -23,7 +24,14 @@ def _pg_schema_url(base: str, schema: str) -> str:
 def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[str]:
     """An empty database: a new SQLite file, or a new schema in the session's PostgreSQL."""
-    if request.param == "sqlite":
+    with empty_database(request, request.param, tmp_path_factory) as url:
+        yield url
+
+
+@contextmanager
+def empty_database(request: pytest.FixtureRequest, backend: str,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if backend == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'sift.db'}"
         return
     base = request.getfixturevalue("postgres_url")

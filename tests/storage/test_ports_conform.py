@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from bot.service import ChatStores, DedupeStore, FeedbackStore, HistoryStore, InteractionLinks
+from bot.chat.service import ChatStores, DedupeStore, FeedbackStore, HistoryStore, InteractionLinks
 from rag.ports import GradeCache, GradeKey, InteractionRecorder
 from rag.types import Answer, Grade, GradeSource
 from storage.db import Database

@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storage.stats import (
+    ChannelStats,
     InteractionRow,
+    channel_stats,
     content_gaps,
     mode_stats,
     most_downvoted,
@@ -92,3 +94,15 @@ def test_while_a_split_runs_only_its_questions_compare_the_arms() -> None:
             _row(3, "c", mode="fast", up=1, total=10)]  # `--mode fast` by hand: not an arm
     found = {m.mode: (m.count, m.thumbs_up_rate, m.p50_ms) for m in mode_stats(rows)}
     assert found == {"accurate": (1, 1.0, 100.0), "fast": (1, 0.0, 40.0)}
+
+
+def test_channel_stats_count_per_conversation_busiest_first() -> None:
+    def row(n: int, channel: str, status: str, up: int = 0, down: int = 0) -> InteractionRow:
+        return InteractionRow(n, f"q{n}", status, "fast", {}, T0, up, down, channel=channel)
+
+    rows = [row(1, "slack:C1", "answered", up=1), row(2, "slack:C1", "no_answer"),
+            row(3, "slack:C1", "degraded", down=1), row(4, "teams:19:x", "answered", up=1),
+            row(5, "terminal", "error")]
+    assert channel_stats(rows, 2) == [ChannelStats("slack:C1", 3, 2, 1, 1, 1),
+                                      ChannelStats("teams:19:x", 1, 1, 0, 1, 0)]
+    assert channel_stats(rows, 10)[0].thumbs_up_rate == 0.5

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 
-from bot.service import ChatLimits, ChatService
+from bot.chat.service import ChatLimits, ChatService
 from bot.settings import Settings, SlackSettings
 from bot.slack.app import SlackAdapter, build_slack_adapter
 from bot.slack.live import APPEND_EVERY_S
 from rag.llm import AnthropicLLM
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.chat import make_flow
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.slack_driver import SiftWeb, SlackDriver
@@ -77,7 +78,9 @@ async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embed
         pipeline = make_pipeline(index or memory_index, embedder, llms[-1],
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
-        adapter = build_slack_adapter(slack_settings(fake_slack.api_url, **slack), service,
+        settings = slack_settings(fake_slack.api_url, **slack)
+        flow = make_flow(service, follow_ups=settings.slack.follow_ups_without_mention)
+        adapter = build_slack_adapter(settings, flow,
                                       interval=FixedValueRetryIntervalCalculator(0.0),
                                       append_every_s=append_every_s)
         driver, web = await SlackDriver.for_adapter(fake_slack, adapter)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.slack.events import (
+from bot.slack.inbound import (
     FeedbackClick,
     Incoming,
     Kind,
@@ -95,7 +95,6 @@ def test_thread_reply_without_mention() -> None:
     ({"subtype": "message_changed"}, "an edit"),
     ({"subtype": "channel_join"}, "a join"),
     ({"subtype": "message_deleted"}, "a deletion"),
-    ({"thread_ts": None}, "top-level channel chatter"),
     ({"text": f"<@{BOT_USER}> also this?"}, "a mention: app_mention answers it"),
     ({"ts": "1.1", "thread_ts": "1.1"}, "a thread parent"),
 ])
@@ -105,6 +104,13 @@ def test_messages_that_are_ignored(event: dict[str, Any], why: str) -> None:
     for k in [k for k, v in event.items() if v is None]:
         body["event"].pop(k, None)
     assert parse_message(body, ME) is None, why
+
+
+def test_top_level_channel_message_is_for_auto_answer_to_decide() -> None:
+    body = message("what now?", ts="5.5")
+    body["event"].pop("thread_ts", None)
+    parsed = parse_message(body, ME)
+    assert parsed is not None and parsed.kind is Kind.CHANNEL and parsed.thread_ts == ""
 
 
 def test_bot_messages_in_a_dm_are_ignored() -> None:

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.render.slack import SECTION_LIMIT
+from bot.slack.render import SECTION_LIMIT
 from rag import messages
 from rag.index import IndexConfig, WeaviateIndex
 from rag.logcontext import CorrelationFilter

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.render.slack import FEEDBACK_ACTION
-from bot.service import ChatLimits
+from bot.chat.service import ChatLimits
+from bot.slack.render import FEEDBACK_ACTION
 from rag import messages
 from rag.types import Platform
 from tests.bot.slack.conftest import (

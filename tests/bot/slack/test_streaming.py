@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from bot.render.slack import live_markdown
 from bot.slack.live import settled
+from bot.slack.render import live_markdown
 from rag import messages
 from rag.logcontext import CorrelationFilter
 from rag.types import AnswerStatus

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from bot.slack.manifest import Features, manifest, to_yaml
 from tests.bot.slack.conftest import (
     Q_TS,
     QUESTION,
@@ -20,7 +20,9 @@ from tests.fakes.slack_payloads import (
     BOT_USER,
     CHANNEL,
     DM,
+    app_home_opened,
     app_mention,
+    assistant_thread_started,
     message,
     next_event_id,
     reaction,
@@ -64,28 +66,57 @@ async def test_rate_limits_and_server_errors_are_retried(stack: SlackStack) -> N
 MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "slack-manifest.yaml"
 
 
-def test_manifest_asks_for_exactly_the_scopes_and_events_needed() -> None:
-    manifest = yaml.safe_load(MANIFEST.read_text())
-    assert manifest["oauth_config"]["scopes"]["bot"] == [
+def test_the_committed_manifest_is_the_generated_default() -> None:
+    assert MANIFEST.read_text() == to_yaml(manifest(Features()))
+
+
+@pytest.mark.parametrize(("features", "scopes", "events"), [
+    (Features(slash_command=False, app_home=False), [], []),
+    (Features(), ["commands"], ["app_home_opened"]),
+    (Features(slash_command=False, app_home=False, assistant=True), ["assistant:write"],
+     ["assistant_thread_started"]),
+    (Features(slash_command=False, app_home=False, private_channels=True), ["groups:history"],
+     ["message.groups"]),
+    (Features(slash_command=False, app_home=False, directory=True),
+     ["users:read", "users:read.email", "usergroups:read"], []),
+])
+def test_manifest_asks_for_each_scope_only_when_its_feature_is_on(
+        features: Features, scopes: list[str], events: list[str]) -> None:
+    made = manifest(features)
+    assert made["oauth_config"]["scopes"]["bot"] == [
         "app_mentions:read", "chat:write", "im:history", "channels:history", "reactions:read",
-        "reactions:write"]
-    settings = manifest["settings"]
+        "reactions:write", *scopes]
+    settings = made["settings"]
     assert settings["event_subscriptions"]["bot_events"] == [
-        "app_mention", "message.im", "message.channels", "reaction_added", "reaction_removed"]
+        "app_mention", "message.im", "message.channels", "reaction_added", "reaction_removed",
+        *events]
     assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
+    assert ("slash_commands" in made["features"]) is features.slash_command
+    assert ("assistant_view" in made["features"]) is features.assistant
+
+
+def test_socket_mode_manifest_has_no_request_urls() -> None:
+    made = manifest(Features(), socket_mode=True)
+    assert "request_url" not in made["settings"]["event_subscriptions"]
+    assert "url" not in made["features"]["slash_commands"][0]
+    assert made["settings"]["socket_mode_enabled"] is True
 
 
 async def test_every_subscribed_event_is_acknowledged(stack: SlackStack) -> None:
     """An unhandled event gets bolt's 404, which Slack would keep retrying."""
-    manifest = yaml.safe_load(MANIFEST.read_text())
     samples = {
         "app_mention": app_mention("<@UBOT> hi", event_id=next_event_id()),
         "message.im": message("hi", channel=DM, channel_type="im", event_id=next_event_id()),
         "message.channels": message("chatter", event_id=next_event_id()),
         "reaction_added": reaction("tada", "1.1", event_id=next_event_id()),
         "reaction_removed": reaction("tada", "1.1", removed=True, event_id=next_event_id()),
+        "message.groups": message("chatter", channel="G0PRIVATE1", channel_type="group",
+                                  event_id=next_event_id()),
+        "app_home_opened": app_home_opened(),
+        "assistant_thread_started": assistant_thread_started(),
     }
-    for name in manifest["settings"]["event_subscriptions"]["bot_events"]:
+    every = manifest(Features(assistant=True, private_channels=True, directory=True))
+    for name in every["settings"]["event_subscriptions"]["bot_events"]:
         assert (await stack.driver.event(samples[name])).status == 200, name
     await stack.driver.settle()

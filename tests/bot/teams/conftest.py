@@ -9,13 +9,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.service import ChatLimits, ChatService
+from bot.chat.service import ChatLimits, ChatService
 from bot.settings import Settings, TeamsSettings
-from bot.teams.agent import ROUTE, TeamsEndpoint
+from bot.teams.app import ROUTE, TeamsEndpoint
 from bot.teams.auth import auth_configuration
 from bot.web import build_web_app
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.chat import make_flow
 from tests.fakes.http import LocalServer
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.fakes.memory_index import MemoryIndex
@@ -111,7 +112,7 @@ async def make_stack(fake_connector: FakeConnector, fake_anthropic: FakeAnthropi
         pipeline = make_pipeline(index or memory_index, embedder, make_llm(fake_anthropic.url),
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
-        endpoint = TeamsEndpoint(auth_configuration(settings), settings.teams, service,
+        endpoint = TeamsEndpoint(auth_configuration(settings), settings.teams, make_flow(service),
                                  stream_interval_s=stream_interval_s)
         stack = TeamsStack(endpoint, fake_connector, stores, fake_anthropic)
         await stack.start()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.service import ChatLimits
+from bot.chat.service import ChatLimits
 from rag import messages
 from tests.bot.teams.conftest import StackFactory, TeamsStack, teams_settings
 from tests.fakes import teams_payloads as p

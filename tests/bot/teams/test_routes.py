@@ -17,13 +17,15 @@ from microsoft_agents.hosting.core import AgentApplication, TurnState
 from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration
 from microsoft_agents.testing import TestAdapter
 
-from bot.service import ChatLimits, ChatService
-from bot.teams.agent import build_agent
-from bot.teams.handlers import TeamsHandlers, TeamsOptions
-from bot.teams.tasks import BackgroundTasks
+from bot.chat.service import ChatLimits, ChatService
+from bot.chat.tasks import Background
+from bot.teams.app import build_agent
+from bot.teams.handlers import TeamsHandlers
+from bot.teams.surface import TeamsOptions
 from rag import messages
 from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.chat import make_flow
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.fakes.memory_index import MemoryIndex
 from tests.rag.builders import make_llm, make_pipeline
@@ -33,7 +35,7 @@ SERVICE_URL = "https://smba.trafficmanager.net/amer/"  # never called: TestAdapt
 
 class InProcess:
     def __init__(self, adapter: TestAdapter, agent: AgentApplication[TurnState],
-                 tasks: BackgroundTasks, stores: MemoryChatStores) -> None:
+                 tasks: Background, stores: MemoryChatStores) -> None:
         self.adapter, self.agent, self.tasks, self.stores = adapter, agent, tasks, stores
 
     async def send(self, payload: dict[str, Any]) -> list[Activity]:
@@ -60,8 +62,9 @@ def teams(memory_index: MemoryIndex, embedder: Any, fake_anthropic: FakeAnthropi
     pipeline = make_pipeline(memory_index, embedder, make_llm(fake_anthropic.url),
                              recorder=stores.interactions)
     service = ChatService(pipeline, stores.chat_stores(), ChatLimits(max_message_chars=100))
-    tasks = BackgroundTasks()
-    handlers = TeamsHandlers(service, adapter, TeamsOptions(typing_interval_s=60), tasks)
+    tasks = Background()
+    handlers = TeamsHandlers(make_flow(service), adapter, TeamsOptions(typing_interval_s=60),
+                             tasks)
     connections = MsalConnectionManager(connections_configurations={
         "SERVICE_CONNECTION": AgentAuthConfiguration(anonymous_allowed=True)})
     return InProcess(adapter, build_agent(connections, handlers), tasks, stores)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.render.teams import no_pings, no_pings_so_far
+from bot.teams.render import no_pings, no_pings_so_far
 from rag import messages
 from rag.preview import preview_text
 from tests.bot.teams.conftest import StackFactory, TeamsStack

@@ -52,6 +52,9 @@ def test_manifest_within_teams_limits() -> None:
     assert len(manifest["description"]["full"]) <= 4000
     [bot] = manifest["bots"]
     assert set(bot["scopes"]) == {"personal", "team", "groupChat"}
+    # auto-answer channels: messages without @Sift reach it only through these consents
+    assert {p["name"] for p in manifest["authorization"]["permissions"]["resourceSpecific"]} \
+        == {"ChannelMessage.Read.Group", "ChatMessage.Read.Chat"}
     assert all(manifest["developer"][k].startswith("https://")
                for k in ("websiteUrl", "privacyUrl", "termsOfUseUrl"))
 
@@ -78,5 +81,6 @@ def test_package(tmp_path: Path) -> None:
         assert sorted(package.namelist()) == ["color.png", "manifest.json", "outline.png"]
         manifest = json.loads(package.read("manifest.json"))
     assert manifest["id"] == APP_ID and manifest["bots"][0]["botId"] == APP_ID
+    assert manifest["webApplicationInfo"]["id"] == APP_ID
     assert manifest["developer"]["privacyUrl"] == "https://kb.example.org/privacy"
     assert manifest["version"] == "1.0.3"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -11,7 +12,15 @@ from bot.limits import Quota
 from rag import messages
 from rag.pipeline import Pipeline
 from rag.ports import TextSink
-from rag.types import Answer, Question, Turn
+from rag.types import (
+    Answer,
+    AnswerStatus,
+    AskContext,
+    Citation,
+    Platform,
+    Question,
+    Turn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -20,10 +29,64 @@ class DedupeStore(Protocol):
     def claim(self, key: str, ttl_s: float) -> bool: ...
 
 
+class CitedLike(Protocol):
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def chunk_id(self) -> str: ...
+
+
+class RecalledLike(Protocol):
+    """A stored answer (storage.interactions.Recalled satisfies it)."""
+
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def channel(self) -> str: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def citations(self) -> Sequence[CitedLike]: ...
+
+
+class AskedLike(Protocol):
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
 class InteractionLinks(Protocol):
     def find_by_message(self, platform: str, channel: str, message_ref: str) -> int | None: ...
 
     def attach_message(self, interaction_id: int, channel: str, message_ref: str) -> None: ...
+
+    def recall(self, interaction_id: int) -> RecalledLike | None: ...
+
+    def asked_by(self, platform: str, user: str, limit: int = 5) -> Sequence[AskedLike]: ...
 
 
 class FeedbackStore(Protocol):
@@ -138,3 +201,19 @@ class ChatService:
                                 keep)
         await asyncio.to_thread(self._stores.history.append, conversation_key, "assistant",
                                 answer.text, keep)
+
+    async def recall(self, interaction_id: int) -> Answer | None:
+        """A stored answer as an Answer again (for sharing it); None when it cannot be."""
+        found = await asyncio.to_thread(self._stores.links.recall, interaction_id)
+        if found is None:
+            return None
+        context = AskContext(platform=Platform(found.platform), channel=found.channel,
+                             user=found.user)
+        citations = tuple(Citation(c.n, c.doc_id, c.title, c.url, c.chunk_id)
+                          for c in found.citations)
+        return Answer(found.text, AnswerStatus(found.status), Question(found.question, context),
+                      citations=citations, interaction_id=interaction_id)
+
+    async def asked_by(self, platform: Platform, user: str, limit: int = 5) -> list[str]:
+        rows = await asyncio.to_thread(self._stores.links.asked_by, platform.value, user, limit)
+        return [r.question for r in rows]

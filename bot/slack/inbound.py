@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import enum
 import html
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.render.slack import FEEDBACK_ACTION, VOTE_DOWN, VOTE_UP
-from rag.types import Turn
+from bot.chat.addressing import reads_like_question
+from bot.chat.message import ChatMessage, Kind, Thread
+from bot.slack.render import FEEDBACK_ACTION, VOTE_DOWN, VOTE_UP
+from rag.types import Platform, Turn
 
 Payload = Mapping[str, Any]  # Slack's JSON as bolt hands it over; read only in this module
 
@@ -19,26 +20,6 @@ DOWN_REACTIONS = frozenset({"-1", "thumbsdown"})
 _MENTION = re.compile(r"<@(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>")
 _BROADCAST = re.compile(r"<!(?:here|channel|everyone|subteam\^)[^>]*>")
 _LINK = re.compile(r"<(?:[^>|]*\|)?(?P<label>[^>]*)>")
-_WORD = re.compile(r"[a-z']+")
-_WH = frozenset((
-    "what", "what's", "whats", "how", "how's", "why", "when", "where", "where's", "who", "who's",
-    "whom", "whose", "which", "anything", "any"))
-# Auxiliaries start questions ("can you…") but also replies ("will do"): need three words.
-_AUX = frozenset((
-    "can", "could", "cant", "can't", "does", "doesn't", "do", "don't", "did", "didn't", "is",
-    "isn't", "are", "aren't", "was", "were", "should", "would", "will", "won't", "has", "have",
-    "may", "might", "shall"))
-_REQUESTING = frozenset((
-    "explain", "tell", "show", "give", "list", "find", "summarize", "summarise", "describe",
-    "clarify", "help", "define", "compare", "please"))
-
-
-class Kind(enum.StrEnum):
-    MENTION = "mention"  # app_mention in a channel
-    DIRECT = "direct"  # message.im
-    THREAD_REPLY = "thread_reply"  # a reply without a mention in a channel thread
-
-
 @dataclass(frozen=True)
 class Me:
     """The bot's identity in the workspace, from auth.test (bolt's context)."""
@@ -65,6 +46,17 @@ class Incoming:
         if self.kind is Kind.DIRECT and not threaded:
             return self.thread_ts
         return self.thread_ts or self.ts
+
+    def to_message(self, me: Me, *, threaded: bool) -> ChatMessage:
+        """The chat core's view. A DM's top level keeps its history in Sift's store; threads
+        carry theirs on Slack."""
+        remembered = self.kind is Kind.DIRECT and not self.thread_ts
+        return ChatMessage(
+            Platform.SLACK, self.kind, f"slack:{self.event_id}", self.team, self.channel,
+            self.thread_ts, self.user, self.text, ts=self.ts,
+            reply_thread=self.answer_thread(threaded=threaded),
+            conversation=f"slack:{self.team}:{self.channel}" if remembered else "",
+            mentions_others=mentions_others(self.text, me))
 
 
 @dataclass(frozen=True)
@@ -134,9 +126,10 @@ def parse_message(body: Payload, me: Me) -> Incoming | None:
     if event.get("channel_type") == "im":
         return Incoming(Kind.DIRECT, event_id, team, channel, user, strip_mentions(text, me),
                         ts, thread_ts)
-    if thread_ts and thread_ts != ts and f"<@{me.user_id}" not in text:
-        return Incoming(Kind.THREAD_REPLY, event_id, team, channel, user, text, ts, thread_ts)
-    return None  # top-level channel chatter, or a mention (app_mention answers it)
+    if f"<@{me.user_id}" in text or (thread_ts and thread_ts == ts):
+        return None  # a mention (app_mention answers it), or a thread's parent
+    kind = Kind.THREAD_REPLY if thread_ts else Kind.CHANNEL  # CHANNEL: auto-answer may take it
+    return Incoming(kind, event_id, team, channel, user, text, ts, thread_ts)
 
 
 def _vote_for(reaction: str) -> int:
@@ -168,17 +161,55 @@ def parse_feedback(body: Payload) -> FeedbackClick | None:
         _s(container, "thread_ts") or _s(message, "thread_ts"), votes[action["value"]])
 
 
+def mentions_others(text: str, me: Me) -> bool:
+    """It @mentions someone other than the bot, or broadcasts: a message among people."""
+    return bool(_BROADCAST.search(text)) or any(m["id"] != me.user_id
+                                                for m in _MENTION.finditer(text))
+
+
+@dataclass(frozen=True)
+class ButtonClick:
+    """A click on one of Sift's own buttons (share, help)."""
+
+    user: str
+    channel: str
+    message_ts: str
+    thread_ts: str
+    value: str
+
+
+def parse_button(body: Payload) -> ButtonClick | None:
+    actions = body.get("actions") or []
+    action = actions[0] if actions and isinstance(actions[0], dict) else {}
+    container, message = body.get("container") or {}, body.get("message") or {}
+    channel = _s(container, "channel_id") or _s(body.get("channel") or {}, "id")
+    user = _s(body.get("user") or {}, "id")
+    if not channel or not user:
+        return None
+    return ButtonClick(user, channel, _s(container, "message_ts") or _s(message, "ts"),
+                       _s(container, "thread_ts") or _s(message, "thread_ts"),
+                       _s(action, "value"))
+
+
+def parse_command(body: Payload) -> Incoming | None:
+    """/sift <question> (a slash command's form fields); the answer is private."""
+    channel, user = _s(body, "channel_id"), _s(body, "user_id")
+    if not channel or not user:
+        return None
+    # Slash commands carry no event id; the trigger id is unique per invocation.
+    return Incoming(Kind.COMMAND, f"cmd-{_s(body, 'trigger_id')}", _s(body, "team_id"),
+                    channel, user, " ".join(_s(body, "text").split()), "", "")
+
+
 def looks_addressed(text: str, me: Me) -> bool:
-    """Cheap, before any API call: a thread reply is for the bot when it mentions nobody else
-    and reads like a question or a request."""
-    if _BROADCAST.search(text) or any(m["id"] != me.user_id for m in _MENTION.finditer(text)):
-        return False
-    words = _WORD.findall(plain(strip_mentions(text, me)).lower().replace("’", "'"))
-    if not words:
-        return False
-    if "?" in text or words[0] in _WH or words[0] in _REQUESTING:
-        return True
-    return words[0] in _AUX and len(words) >= 3
+    """Cheap, before any API call: a reply is for the bot when it mentions nobody else and
+    reads like a question or a request."""
+    return not mentions_others(text, me) and reads_like_question(plain(strip_mentions(text, me)))
+
+
+def thread_view(thread: Iterable[ThreadMessage], before_ts: str, me: Me, keep: int) -> Thread:
+    listed = list(thread)
+    return Thread(answered_by_me(listed, me), thread_turns(listed, before_ts, me, keep))
 
 
 def thread_messages(raw: Iterable[Payload]) -> list[ThreadMessage]:

@@ -16,11 +16,12 @@ from microsoft_agents.hosting.aiohttp import (
 from microsoft_agents.hosting.core import AgentApplication, MemoryStorage, TurnState
 from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration
 
-from bot.service import ChatService
+from bot.chat.flow import ChatFlow
+from bot.chat.tasks import Background
 from bot.settings import TeamsSettings
 from bot.teams.connector import RetryingClientFactory, RetryPolicy
-from bot.teams.handlers import TeamsHandlers, TeamsOptions
-from bot.teams.tasks import BackgroundTasks
+from bot.teams.handlers import TeamsHandlers
+from bot.teams.surface import TeamsOptions
 
 ROUTE = "/api/messages"
 FEEDBACK_INVOKE = "message/submitAction"
@@ -44,18 +45,18 @@ class TeamsEndpoint:
     """Everything Teams needs inside `sift serve`; `mount` adds the route, `close` drains."""
 
     def __init__(self, auth: AgentAuthConfiguration, settings: TeamsSettings,
-                 service: ChatService, *, stream_interval_s: float | None = None) -> None:
+                 flow: ChatFlow, *, stream_interval_s: float | None = None) -> None:
         self.auth = auth
         connections = MsalConnectionManager(connections_configurations={
             "SERVICE_CONNECTION": auth})
         policy = RetryPolicy(settings.send_retries, max_wait_s=settings.retry_max_wait_s)
         self.adapter = CloudAdapter(
             channel_service_client_factory=RetryingClientFactory(connections, policy))
-        self.tasks = BackgroundTasks()
+        self.tasks = Background("Teams")
         options = TeamsOptions(settings.streaming, settings.citation_entities,
                                settings.typing_interval_s, settings.stream_interval_s
                                if stream_interval_s is None else stream_interval_s)
-        self.handlers = TeamsHandlers(service, self.adapter, options, self.tasks)
+        self.handlers = TeamsHandlers(flow, self.adapter, options, self.tasks)
         self.agent = build_agent(connections, self.handlers)
         self.adapter.on_turn_error = self.handlers.on_error
 
@@ -78,4 +79,4 @@ class TeamsEndpoint:
         web_app.router.add_post(ROUTE, self.handler())
 
     async def close(self, timeout_s: float = 30.0) -> None:
-        await self.tasks.close(timeout_s)
+        await self.tasks.drain(timeout_s)

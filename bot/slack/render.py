@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.render.mrkdwn import escape, link, safe_url, split_text, to_markdown, to_mrkdwn
 from bot.render.notes import answer_notes, error_text
+from bot.slack.mrkdwn import escape, link, safe_url, split_text, to_markdown, to_mrkdwn
 from rag import messages
 from rag.types import Answer, AnswerStatus, Citation
 
@@ -19,6 +19,9 @@ CONTEXT_LIMIT = 3000
 FALLBACK_LIMIT = 3900  # the top-level `text`: notifications, search and thread history
 FEEDBACK_ACTION = "answer_feedback"
 FEEDBACK_BLOCK = "sift_feedback"
+SHARE_ACTION = "share_answer"  # value: the interaction id of a private answer
+HELP_ACTION = "ask_for_help"  # "Still need help?"
+ACTIONS_BLOCK = "sift_actions"
 VOTE_UP, VOTE_DOWN = "up", "down"
 
 
@@ -59,6 +62,36 @@ def feedback_block() -> Block:
         "negative_button": button("👎", VOTE_DOWN, messages.FEEDBACK_DOWN_LABEL)}]}
 
 
+@dataclass(frozen=True)
+class Buttons:
+    """Extra buttons under an answer (see bot/chat/surface.py Delivery)."""
+
+    share: bool = False
+    share_blocked: str = ""
+    help: bool = False
+
+
+NO_BUTTONS = Buttons()
+
+
+def actions_block(answer: Answer, buttons: Buttons) -> list[Block]:
+    def button(label: str, action: str, value: str) -> dict[str, Any]:
+        return {"type": "button", "action_id": action, "value": value,
+                "text": {"type": "plain_text", "text": label}}
+
+    elements = []
+    if buttons.share and answer.interaction_id is not None:
+        elements.append(button(messages.SHARE_LABEL, SHARE_ACTION, str(answer.interaction_id)))
+    if buttons.help:
+        elements.append(button(messages.HELP_LABEL, HELP_ACTION, str(answer.interaction_id or "")))
+    blocks: list[Block] = []
+    if buttons.share_blocked:
+        blocks.append(context([escape(buttons.share_blocked)]))
+    if elements:
+        blocks.append({"type": "actions", "block_id": ACTIONS_BLOCK, "elements": elements})
+    return blocks
+
+
 def citation_links(citations: Sequence[Citation]) -> dict[int, str]:
     return {c.n: c.url for c in citations if safe_url(c.url)}
 
@@ -96,27 +129,35 @@ def render_notice(text: str) -> SlackMessage:
     return SlackMessage(body, (section(body),))
 
 
+def render_call(mrkdwn: str) -> SlackMessage:
+    """A message that calls people on purpose: its `<@U…>` / `<!subteam^S…>` stay live. Only
+    Sift's own sentences with ids from a channel policy come here, never document text."""
+    return SlackMessage(mrkdwn, (section(mrkdwn),))
+
+
 def render_error(message: str, correlation_id: str) -> SlackMessage:
     return render_notice(messages.with_reference(message, correlation_id))
 
 
-def _tail(answer: Answer, feedback: bool) -> tuple[list[Block], list[Block]]:
-    """Blocks before the notes (suggestions, sources) and after them (feedback)."""
+def _tail(answer: Answer, feedback: bool,
+          buttons: Buttons = NO_BUTTONS) -> tuple[list[Block], list[Block]]:
+    """Blocks before the notes (suggestions, sources) and after them (buttons, feedback)."""
     before = []
     if answer.status is AnswerStatus.NO_ANSWER and answer.suggestions:
         before.append(suggestions_block(answer.suggestions))
     if answer.citations:
         before.append(sources_block(answer.citations))
-    return before, [feedback_block()] if feedback else []
+    return before, [*actions_block(answer, buttons), *([feedback_block()] if feedback else [])]
 
 
-def render_answer(answer: Answer, *, feedback: bool = True) -> SlackMessage:
+def render_answer(answer: Answer, *, feedback: bool = True,
+                  buttons: Buttons = NO_BUTTONS) -> SlackMessage:
     """The whole answer as one message, within 3,000 characters a section and 50 blocks."""
     if answer.status is AnswerStatus.ERROR:
         return render_notice(error_text(answer))
     body = to_mrkdwn(answer.text, citation_links(answer.citations))
     sections = [section(piece) for piece in split_text(body, SECTION_LIMIT)]
-    before, after = _tail(answer, feedback)
+    before, after = _tail(answer, feedback, buttons)
     notes = answer_notes(answer)
     room = MAX_BLOCKS - len(before) - len(after) - 1  # one context block kept for the notes
     if len(sections) > room:
@@ -131,9 +172,10 @@ def streamable(answer: Answer) -> bool:
     return answer.status in (AnswerStatus.ANSWERED, AnswerStatus.DEGRADED)
 
 
-def render_stream(answer: Answer, *, feedback: bool = True) -> SlackStream:
+def render_stream(answer: Answer, *, feedback: bool = True,
+                  buttons: Buttons = NO_BUTTONS) -> SlackStream:
     markdown = to_markdown(answer.text, citation_links(answer.citations))
-    before, after = _tail(answer, feedback)
+    before, after = _tail(answer, feedback, buttons)
     notes = answer_notes(answer)
     note_blocks = [context([escape(n) for n in notes])] if notes else []
     return SlackStream(markdown, (*before, *note_blocks, *after))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.render.slack import Block, SlackMessage, SlackStream
-from bot.slack.events import ThreadMessage, thread_messages
+from bot.slack.inbound import ThreadMessage, thread_messages
+from bot.slack.render import Block, SlackMessage, SlackStream
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ class StreamBroken(Exception):
         self.ts = ts
 
 
-class SlackOutbox:
+class SlackOutbound:
     """Thin calls on one AsyncWebClient; link unfurling is always off."""
 
     def __init__(self, client: AsyncWebClient) -> None:
@@ -78,10 +79,12 @@ class SlackOutbox:
                                        blocks=list(message.blocks))
 
     async def ephemeral(self, channel: str, user: str, thread_ts: str,
-                        message: SlackMessage) -> None:
-        await self._client.chat_postEphemeral(
+                        message: SlackMessage) -> str:
+        """A message only `user` sees; returns its message_ts (what its buttons report)."""
+        response = await self._client.chat_postEphemeral(
             channel=channel, user=user, thread_ts=thread_ts or None, text=message.text,
             blocks=list(message.blocks))
+        return str(response.get("message_ts") or "")
 
     async def react(self, channel: str, ts: str, name: str = WORKING_REACTION) -> bool:
         """True when the reaction was added (and so should be removed later)."""
@@ -107,6 +110,21 @@ class SlackOutbox:
         except SlackApiError as exc:
             log.warning("could not set the assistant status in %s: %s", channel, _error(exc))
             return False
+
+    async def publish_home(self, user: str, view: dict[str, Any]) -> None:
+        await self._client.views_publish(user_id=user, view=view)
+
+    async def start_assistant_thread(self, channel: str, thread_ts: str, title: str,
+                                     prompts: list[dict[str, str]]) -> None:
+        """The assistant panel's thread: its title and the suggested prompts (a courtesy:
+        failures are logged, the thread works without them)."""
+        try:
+            await self._client.assistant_threads_setSuggestedPrompts(
+                channel_id=channel, thread_ts=thread_ts, prompts=prompts)
+            await self._client.assistant_threads_setTitle(channel_id=channel,
+                                                          thread_ts=thread_ts, title=title)
+        except SlackApiError as exc:
+            log.warning("could not set up the assistant thread in %s: %s", channel, _error(exc))
 
     async def thread(self, channel: str, thread_ts: str, limit: int = 100) -> list[ThreadMessage]:
         """The thread's messages, oldest first (conversations.replies)."""

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from slack_sdk.models.blocks import Block as SdkBlock
 
-from bot.render.mrkdwn import ZWSP, escape, safe_url, split_text, to_markdown, to_mrkdwn
-from bot.render.slack import (
+from bot.slack.mrkdwn import ZWSP, escape, safe_url, split_text, to_markdown, to_mrkdwn
+from bot.slack.render import (
     FEEDBACK_ACTION,
     MAX_BLOCKS,
     SECTION_LIMIT,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.render.teams import (
+from bot.teams.render import (
     ABSTRACT_LIMIT,
     MAX_CITATIONS,
     NAME_LIMIT,

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from microsoft_agents.activity import Activity
 
+from bot.chat.message import Kind
 from bot.teams.inbound import (
     ConversationKind,
     FeedbackSubmission,
@@ -56,8 +57,10 @@ def test_channel_mention() -> None:
         Platform.TEAMS, p.TENANT, p.CHANNEL, "1700000000000")
 
 
-def test_channel_post_without_mention_is_not_for_sift() -> None:
-    assert parse_message(activity(p.channel_post_without_mention(URL, "lunch?"))) is None
+def test_channel_post_without_mention_is_for_the_channel_policy_to_decide() -> None:
+    msg = parse_message(activity(p.channel_post_without_mention(URL, "lunch?")))
+    assert msg is not None and not msg.mentioned
+    assert msg.to_message().kind in (Kind.CHANNEL, Kind.THREAD_REPLY)
 
 
 def test_personal_message_needs_no_mention() -> None:

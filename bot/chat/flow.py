@@ -1,0 +1,234 @@
+"""The one ask flow and the one vote flow: admit → policy → history → ask → deliver → link →
+remember, and look up → dedupe → vote → escalate → acknowledge. Platforms only translate."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+
+from bot.chat.access import PUBLIC, AccessResolver, Audience, Visibility, visible_to
+from bot.chat.addressing import reads_like_question
+from bot.chat.comments import CommentKey, PendingComments
+from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
+from bot.chat.policy import ChannelPolicy, PolicyDefaults, PolicyStore, Respond, resolve
+from bot.chat.service import ChatService
+from bot.chat.surface import Delivery, Surface
+from rag import messages
+from rag.logcontext import correlated, current_correlation_id
+from rag.types import Answer, AnswerStatus, AskContext, Platform, Question, Turn
+
+log = logging.getLogger(__name__)
+ADDRESSED = frozenset({Kind.MENTION, Kind.DIRECT, Kind.COMMAND})
+
+
+class Policies:
+    """Finds the policy for a conversation on every message, so an edit applies at once."""
+
+    def __init__(self, store: PolicyStore | None, defaults: PolicyDefaults) -> None:
+        self._store = store
+        self._defaults = defaults
+
+    async def find(self, platform: Platform, channel: str, *, direct: bool,
+                   team: str = "") -> ChannelPolicy:
+        if self._store is None:
+            return self._defaults.direct(platform) if direct else \
+                self._defaults.channel(platform)
+        return await asyncio.to_thread(resolve, self._store, self._defaults, platform.value,
+                                       channel, direct=direct, team=team)
+
+    async def for_message(self, msg: ChatMessage) -> ChannelPolicy:
+        return await self.find(msg.platform, msg.channel, direct=msg.kind is Kind.DIRECT,
+                               team=msg.team)
+
+
+class ChatFlow:
+    def __init__(self, service: ChatService, policies: Policies, access: AccessResolver,
+                 comments: PendingComments | None = None) -> None:
+        self.service = service
+        self.policies = policies
+        self._access = access
+        self._comments = comments or PendingComments()
+
+    # --- questions ----------------------------------------------------------------------
+
+    async def on_message(self, msg: ChatMessage, surface: Surface) -> None:
+        """Answer `msg` if it is for Sift; every failure ends in a sentence, never silence."""
+        with correlated() as cid:
+            addressed = msg.kind in ADDRESSED
+            try:
+                policy = await self.policies.for_message(msg)
+                if await self._take_comment(msg, surface):
+                    return
+                history = await self._addressed(msg, surface, policy)
+                if history is None:
+                    return
+                addressed = True
+                await self._answer(msg, surface, policy, history)
+            except Exception:
+                log.exception("%s message %s failed", msg.platform, msg.event_key)
+                if addressed:
+                    await _tell_failure(surface, cid)
+
+    async def _addressed(self, msg: ChatMessage, surface: Surface,
+                         policy: ChannelPolicy) -> tuple[Turn, ...] | None:
+        """The thread's earlier turns when `msg` is for Sift; None when it is not."""
+        if not policy.enabled:
+            if msg.kind in (Kind.MENTION, Kind.COMMAND):
+                await surface.notice(messages.CHANNEL_OFF)
+            return None
+        if msg.kind in (Kind.CHANNEL, Kind.THREAD_REPLY):
+            wanted = policy.respond is Respond.QUESTIONS if msg.kind is Kind.CHANNEL \
+                else policy.follow_ups
+            if not wanted or msg.mentions_others or not reads_like_question(msg.text):
+                return None
+        if not msg.thread:
+            return ()
+        try:
+            thread = await surface.thread()
+        except Exception as exc:
+            if msg.kind not in ADDRESSED:
+                raise
+            # For a question that is surely ours, history is a nicety: answer it on its own.
+            log.warning("no thread history for %s: %s", msg.event_key, exc)
+            return ()
+        if msg.kind is Kind.THREAD_REPLY and not (thread and thread.answered_by_me):
+            return None  # people talking in a thread Sift is not part of
+        return thread.turns if thread else ()
+
+    async def _answer(self, msg: ChatMessage, surface: Surface, policy: ChannelPolicy,
+                      history: tuple[Turn, ...]) -> None:
+        gate = await self.service.admit(msg.event_key, msg.user, msg.text)
+        if not gate.admitted:
+            if gate.reply:
+                await surface.notice(gate.reply)
+            return
+        if msg.conversation:
+            history = await self.service.history(msg.conversation)
+        # A /sift answer, or any answer in a private-answers channel, shows to the asker alone.
+        alone = msg.kind is Kind.COMMAND or (policy.private_answers and msg.kind is not Kind.DIRECT)
+        groups = await self._access.groups_for(msg.asker, Audience(
+            Visibility.PRIVATE if msg.private or alone else Visibility.CHANNEL, policy.audience))
+        question = Question(msg.text, _context(msg, policy, groups), history,
+                            correlation_id=current_correlation_id())
+        delivery = Delivery(private=alone, help=bool(policy.escalate_to))
+        async with surface.working(delivery) as preview:
+            answer = await self.service.ask(question, preview)
+            if _stay_silent(msg, policy, answer):
+                log.info("no confident answer in auto-answer channel %s; staying silent",
+                         msg.channel)
+                return
+            ref = await surface.deliver(answer, _sharing(delivery, msg, policy, answer))
+        await self._keep(msg, answer, ref)
+
+    async def _keep(self, msg: ChatMessage, answer: Answer, ref: str) -> None:
+        """Link the reply for votes and keep the turn for follow-ups; the person already has
+        the answer, so a failure here is only logged."""
+        try:
+            if ref:
+                await self.service.link(answer, msg.channel, ref)
+            if msg.conversation and answer.status is not AnswerStatus.ERROR:
+                await self.service.remember(msg.conversation, msg.text, answer)
+        except Exception:
+            log.exception("could not store the answer to %s", msg.event_key)
+
+    async def _take_comment(self, msg: ChatMessage, surface: Surface) -> bool:
+        """The reply to a "what was missing?" prompt is stored as a comment, not answered."""
+        if msg.kind not in (Kind.DIRECT, Kind.THREAD_REPLY):
+            return False  # an @mention is a question even while a comment is awaited
+        key = CommentKey(msg.channel, msg.thread, msg.user)
+        if self._comments.peek(key) is None:
+            return False
+        gate = await self.service.admit(msg.event_key, msg.user, msg.text)
+        interaction = self._comments.take(key) if gate.admitted else None
+        if interaction is not None:
+            await self.service.comment(interaction, msg.user, msg.text)
+            await surface.notice(messages.COMMENT_THANKS)
+        elif gate.reply:
+            await surface.notice(gate.reply)
+        return True
+
+    # --- votes and calls for help ---------------------------------------------------------
+
+    async def on_vote(self, vote: Vote, surface: Surface) -> None:
+        with correlated() as cid:
+            try:
+                await self._vote(vote, surface)
+            except Exception:
+                log.exception("vote on %s failed", vote.message_ref)
+                await _tell_failure(surface, cid)
+
+    async def _vote(self, vote: Vote, surface: Surface) -> None:
+        interaction = await self.service.interaction_for(vote.platform, vote.channel,
+                                                         vote.message_ref)
+        if interaction is None:
+            log.info("vote on %s, which is not a recorded answer", vote.message_ref)
+            if vote.via == VIA_BUTTON:
+                await surface.notice(messages.UNKNOWN_ANSWER_FEEDBACK)
+            return
+        # Claimed only on answers, so reactions elsewhere leave no trace in the store.
+        if vote.event_key and not await self.service.claim(vote.event_key):
+            return
+        if not vote.added:
+            # Only the vote this reaction cast: not a later click or the opposite reaction.
+            await self.service.retract_matching(interaction, vote.user, vote.vote, vote.via)
+            return
+        await self.service.vote(interaction, vote.user, vote.vote, vote.via, vote.comment)
+        if vote.vote < 0:
+            await self._escalate(vote.platform, vote.channel, surface)
+        asked_in = await surface.voted(vote, interaction)
+        if asked_in is not None:
+            self._comments.expect(CommentKey(vote.channel, asked_in, vote.user), interaction)
+
+    async def on_help(self, platform: Platform, channel: str, surface: Surface, *,
+                      team: str = "") -> None:
+        """"Still need help?": call the people the channel's policy names."""
+        with correlated() as cid:
+            try:
+                if not await self._escalate(platform, channel, surface, team=team):
+                    await surface.notice(messages.NOBODY_TO_CALL)
+            except Exception:
+                log.exception("help request in %s failed", channel)
+                await _tell_failure(surface, cid)
+
+    async def _escalate(self, platform: Platform, channel: str, surface: Surface, *,
+                        team: str = "") -> bool:
+        policy = await self.policies.find(platform, channel, direct=False, team=team)
+        if not policy.escalate_to:
+            return False
+        await surface.escalate(policy.escalate_to)
+        return True
+
+
+def _context(msg: ChatMessage, policy: ChannelPolicy, groups: tuple[str, ...]) -> AskContext:
+    return AskContext(platform=msg.platform, workspace=msg.workspace, channel=msg.channel,
+                      thread=msg.reply_thread, user=msg.user, access_groups=groups,
+                      sources=policy.source_names, tags=policy.tags, doc_types=policy.doc_types,
+                      policy=policy.key)
+
+
+def _stay_silent(msg: ChatMessage, policy: ChannelPolicy, answer: Answer) -> bool:
+    """An auto-answer channel that asked for confidence hears nothing rather than "no"."""
+    return (msg.kind is Kind.CHANNEL and policy.only_when_confident
+            and answer.status is AnswerStatus.NO_ANSWER)
+
+
+def _sharing(delivery: Delivery, msg: ChatMessage, policy: ChannelPolicy,
+             answer: Answer) -> Delivery:
+    """A private answer in a channel may be shared there when every cited source is visible
+    to everyone in it."""
+    if not delivery.private or answer.status not in (
+            AnswerStatus.ANSWERED, AnswerStatus.DEGRADED):
+        return delivery
+    channel_groups = (PUBLIC, *policy.audience)
+    access = {c.chunk.chunk_id: c.chunk.access for c in answer.candidates}
+    if all(visible_to(access.get(c.chunk_id, ()), channel_groups) for c in answer.citations):
+        return replace(delivery, share=True)
+    return replace(delivery, share_blocked=messages.SHARE_BLOCKED)
+
+
+async def _tell_failure(surface: Surface, cid: str) -> None:
+    try:
+        await surface.failure(cid)
+    except Exception:
+        log.exception("could not send the error message to the asker either")

@@ -1,0 +1,204 @@
+"""Channel policies: how Sift behaves in one conversation, and how one is found for a message."""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from rag.errors import InputError
+
+DEFAULT_CHANNEL = "*"  # the policy of channels that have none
+DIRECT_CHANNEL = "@direct"  # the policy of DMs and personal chats
+SCOPE_PREFIXES = ("tag:", "type:")  # `sources` may also name document tags and types
+PLATFORMS = ("slack", "teams", "web")
+
+# Slack: C… public, G… private, D… DM ids; Teams: "19:…@thread.tacv2/skype", "a:…", "8:…".
+_SLACK_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
+_TEAMS_ID = re.compile(r"^(19:[^\s;]+@thread\.[a-z0-9]+|a:[^\s;]+|8:[^\s;]+|29:[^\s;]+)$")
+# escalate_to: Slack user (U…/W…) or user-group (S…) ids, Teams ids (29:…) or AAD object ids.
+_USER_REF = re.compile(r"^[UWS][A-Z0-9]{6,}$|^29:[^\s;]+$|^[0-9a-f-]{36}$")
+
+
+class Respond(enum.StrEnum):
+    MENTION = "mention"  # only when @mentioned (or asked directly)
+    QUESTIONS = "questions"  # every top-level message that reads like a question
+
+
+@dataclass(frozen=True)
+class ChannelPolicy:
+    platform: str
+    channel: str
+    label: str = ""
+    sources: tuple[str, ...] = ()  # source names, `tag:x`, `type:y`; empty = everything
+    respond: Respond = Respond.MENTION
+    only_when_confident: bool = False  # auto-answers: silence instead of "not covered"
+    escalate_to: tuple[str, ...] = ()  # people / groups to mention on "Still need help?" / 👎
+    private_answers: bool = False  # Slack: answers only the asker sees
+    follow_ups: bool = True  # thread replies without a mention count as follow-ups
+    enabled: bool = True
+    audience: tuple[str, ...] = ()  # access groups every member of the channel may see
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(s for s in self.sources if not s.startswith(SCOPE_PREFIXES))
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(s[4:] for s in self.sources if s.startswith("tag:"))
+
+    @property
+    def doc_types(self) -> tuple[str, ...]:
+        return tuple(s[5:] for s in self.sources if s.startswith("type:"))
+
+    @property
+    def key(self) -> str:
+        return f"{self.platform}:{self.channel}"
+
+
+class PolicyStore(Protocol):
+    """Blocking calls (the flow runs them off the event loop)."""
+
+    def get(self, platform: str, channel: str) -> ChannelPolicy | None: ...
+
+
+@dataclass(frozen=True)
+class PolicyDefaults:
+    """Built-in policies for conversations without a stored one."""
+
+    follow_ups: bool = True
+
+    def channel(self, platform: str) -> ChannelPolicy:
+        return ChannelPolicy(platform, DEFAULT_CHANNEL, "default", follow_ups=self.follow_ups)
+
+    def direct(self, platform: str) -> ChannelPolicy:
+        return ChannelPolicy(platform, DIRECT_CHANNEL, "direct messages",
+                             follow_ups=self.follow_ups)
+
+
+def resolve(store: PolicyStore, defaults: PolicyDefaults, platform: str, channel: str, *,
+            direct: bool, team: str = "") -> ChannelPolicy:
+    """The channel's own policy, else its team's (Teams), else the stored or built-in default."""
+    if direct:
+        return store.get(platform, DIRECT_CHANNEL) or defaults.direct(platform)
+    for key in (channel, team):
+        found = store.get(platform, key) if key else None
+        if found is not None:
+            return found
+    return store.get(platform, DEFAULT_CHANNEL) or defaults.channel(platform)
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a policy may name: the configured sources and the declared access groups."""
+
+    sources: Sequence[str] = ()
+    groups: Sequence[str] | None = None  # None: groups are not checked
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _refuse(sentence: str) -> InputError:
+    return InputError(sentence, user_message=sentence)
+
+
+def check_channel(platform: str, channel: str) -> None:
+    """A malformed id is refused; an unknown but well-formed one is fine (created later)."""
+    if platform not in PLATFORMS:
+        raise _refuse(f"Unknown platform '{platform}'; use one of: {', '.join(PLATFORMS)}.")
+    if channel in (DEFAULT_CHANNEL, DIRECT_CHANNEL):
+        return
+    pattern = _SLACK_ID if platform == "slack" else _TEAMS_ID if platform == "teams" else None
+    if pattern is not None and not pattern.match(channel):
+        shape = ("a Slack channel id such as C0123ABCD" if platform == "slack" else
+                 "a Teams conversation id such as 19:abc…@thread.tacv2, or a team id")
+        raise _refuse(f"'{channel}' is not {shape} (or '*' for the default, '@direct' for "
+                      "direct messages).")
+
+
+def _check_names(field_name: str, values: Iterable[str], known: Sequence[str] | None,
+                 what: str) -> None:
+    if known is None:
+        return
+    for value in values:
+        if value not in known:
+            listed = ", ".join(known) or "none"
+            raise _refuse(f"Unknown {what} '{value}' in `{field_name}`; known {what}s: {listed}.")
+
+
+def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
+    """The policy back, or InputError naming the one field at fault."""
+    check_channel(policy.platform, policy.channel)
+    _check_names("sources", policy.source_names, list(known.sources), "source")
+    _check_names("audience", policy.audience, known.groups, "group")
+    for person in policy.escalate_to:
+        if not _USER_REF.match(person):
+            raise _refuse(f"'{person}' in `escalate_to` is not a Slack user id (U…/W…) or "
+                          "user-group id (S…), nor a Teams user id (29:…) or AAD object id.")
+    if policy.only_when_confident and policy.respond is not Respond.QUESTIONS:
+        raise _refuse("`only_when_confident` applies to auto-answer channels: set "
+                      "`respond = \"questions\"` too, or leave it off.")
+    if policy.channel == DIRECT_CHANNEL and policy.private_answers:
+        raise _refuse("`private_answers` does not apply to direct messages, which are private "
+                      "already.")
+    return replace(policy, sources=tuple(dict.fromkeys(policy.sources)))
+
+
+_TUPLES = ("sources", "escalate_to", "audience")
+_FLAGS = ("only_when_confident", "private_answers", "follow_ups", "enabled")
+
+
+def policy_settings(policy: ChannelPolicy) -> dict[str, Any]:
+    """Every field but the key and label, as stored (JSON)."""
+    values: dict[str, Any] = {name: list(getattr(policy, name)) for name in _TUPLES}
+    values.update({name: getattr(policy, name) for name in _FLAGS})
+    values["respond"] = policy.respond.value
+    return values
+
+
+def policy_from(platform: str, channel: str, label: str,
+                settings: Mapping[str, Any]) -> ChannelPolicy:
+    """A stored policy back; unknown or missing keys fall back to the defaults."""
+    base = ChannelPolicy(platform, channel, label)
+    values: dict[str, Any] = {}
+    for name in _TUPLES:
+        if isinstance(settings.get(name), list):
+            values[name] = tuple(str(v) for v in settings[name])
+    for name in _FLAGS:
+        if isinstance(settings.get(name), bool):
+            values[name] = settings[name]
+    if settings.get("respond") in {r.value for r in Respond}:
+        values["respond"] = Respond(settings["respond"])
+    return replace(base, **values)
+
+
+class _Stored(Protocol):
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def channel(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def settings(self) -> Mapping[str, Any]: ...
+
+
+class _Rows(Protocol):
+    def get(self, platform: str, channel: str) -> _Stored | None: ...
+
+
+class StoredPolicies:
+    """The PolicyStore over the database's channel_policies table."""
+
+    def __init__(self, rows: _Rows) -> None:
+        self._rows = rows
+
+    def get(self, platform: str, channel: str) -> ChannelPolicy | None:
+        found = self._rows.get(platform, channel)
+        if found is None:
+            return None
+        return policy_from(found.platform, found.channel, found.label, found.settings)

@@ -1,0 +1,31 @@
+"""`sift slack manifest`: the Slack app manifest for the features the settings turn on."""
+
+from __future__ import annotations
+
+import argparse
+
+from bot.app import load_settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("slack", help="Slack helpers (the app manifest)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    made = actions.add_parser(
+        "manifest", help="print the Slack app manifest (YAML) for the current settings",
+        description="Each scope and event is asked for only when its feature is on: "
+        "SIFT_SLACK__SLASH_COMMAND, __APP_HOME, __ASSISTANT, __PRIVATE_CHANNELS, __DIRECTORY.")
+    made.add_argument("--url", default="https://sift.example.com",
+                      help="the public HTTPS address of `sift serve` (HTTP mode)")
+    made.add_argument("--socket-mode", action="store_true",
+                      help="no request URLs: Sift connects out with SIFT_SLACK_APP_TOKEN")
+    made.set_defaults(handler=_manifest)
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from bot.slack.manifest import Features, manifest, to_yaml
+
+    s = load_settings(args.config).slack
+    features = Features(s.slash_command, s.app_home, s.assistant, s.private_channels,
+                        s.directory)
+    print(to_yaml(manifest(features, args.url, socket_mode=args.socket_mode)), end="")
+    return 0

@@ -1,0 +1,163 @@
+"""One Slack conversation as the chat flow sees it: threads, 👀, live answers, ephemerals."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from slack_sdk.errors import SlackApiError
+
+from bot.chat.message import VIA_BUTTON, Kind, Thread, Vote
+from bot.chat.surface import Delivery
+from bot.slack.inbound import Incoming, Me, thread_view
+from bot.slack.live import APPEND_EVERY_S, LiveAnswer, StreamTarget
+from bot.slack.outbound import SlackOutbound
+from bot.slack.render import (
+    Buttons,
+    render_answer,
+    render_call,
+    render_error,
+    render_notice,
+    streamable,
+)
+from rag import messages
+from rag.ports import TextSink
+from rag.types import Answer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SlackOptions:
+    streaming: bool = False
+    follow_ups_without_mention: bool = True
+    ask_why_on_downvote: bool = True
+    assistant_status: bool = False  # set_status in DM threads instead of the 👀 reaction
+    history_turns: int = 10
+    append_every_s: float = APPEND_EVERY_S  # live answers: at most one appendStream this often
+
+
+def _buttons(delivery: Delivery) -> Buttons:
+    return Buttons(delivery.share, delivery.share_blocked, delivery.help)
+
+
+def mention(person: str) -> str:
+    """Slack markup that calls a user (U…/W…) or a user group (S…)."""
+    return f"<!subteam^{person}>" if person.startswith("S") else f"<@{person}>"
+
+
+class SlackSurface:
+    """Built per event. `incoming` is the message (None for votes and button clicks);
+    `thread_ts` is where notices go."""
+
+    def __init__(self, out: SlackOutbound, options: SlackOptions, me: Me, *, channel: str,
+                 user: str, thread_ts: str, incoming: Incoming | None = None) -> None:
+        self._out = out
+        self._options = options
+        self._me = me
+        self._channel = channel
+        self._user = user
+        self._thread_ts = thread_ts
+        self._incoming = incoming
+        self._live: LiveAnswer | None = None
+
+    @classmethod
+    def for_message(cls, out: SlackOutbound, options: SlackOptions, me: Me,
+                    incoming: Incoming) -> SlackSurface:
+        return cls(out, options, me, channel=incoming.channel, user=incoming.user,
+                   thread_ts=incoming.answer_thread(threaded=options.streaming),
+                   incoming=incoming)
+
+    async def thread(self) -> Thread | None:
+        msg = self._incoming
+        if msg is None or not msg.thread_ts:
+            return None
+        found = await self._out.thread(msg.channel, msg.thread_ts)
+        return thread_view(found, msg.ts, self._me, self._options.history_turns)
+
+    @contextlib.asynccontextmanager
+    async def working(self, delivery: Delivery) -> AsyncIterator[TextSink | None]:
+        """👀 on the question while working, or the assistant thread's status line; the live
+        answer's preview sink when streaming (never for private answers)."""
+        msg = self._incoming
+        if msg is not None and not delivery.private and self._options.streaming:
+            target = StreamTarget(msg.channel, msg.answer_thread(threaded=True), msg.team,
+                                  msg.user)
+            self._live = LiveAnswer(self._out, target, self._options.append_every_s,
+                                    buttons=_buttons(delivery))
+        async with self._indicator():
+            yield self._live.show if self._live is not None else None
+
+    @contextlib.asynccontextmanager
+    async def _indicator(self) -> AsyncIterator[None]:
+        msg = self._incoming
+        if msg is None or not msg.ts:  # a slash command has no message to mark
+            yield
+            return
+        if self._options.assistant_status and msg.kind is Kind.DIRECT and msg.thread_ts:
+            shown = await self._out.set_status(msg.channel, msg.thread_ts,
+                                               messages.WORKING_STATUS)
+            try:
+                yield
+            finally:
+                if shown:  # Slack clears it on our reply; this covers the failures
+                    await self._out.set_status(msg.channel, msg.thread_ts, "")
+            return
+        reacted = await self._out.react(msg.channel, msg.ts)
+        try:
+            yield
+        finally:
+            if reacted:
+                await self._out.unreact(msg.channel, msg.ts)
+
+    async def deliver(self, answer: Answer, delivery: Delivery) -> str:
+        """The live reply completed; an answer nobody saw being written is replayed through a
+        stream, or posted; a private answer goes to the asker alone."""
+        buttons = _buttons(delivery)
+        if delivery.private:
+            return await self._out.ephemeral(self._channel, self._user, self._thread_ts,
+                                             render_answer(answer, buttons=buttons))
+        live = self._live
+        shown = await live.finish(answer) if live else None
+        if shown:
+            return shown
+        if live is not None and live.can_stream and streamable(answer):  # refused: not again
+            try:
+                return await live.replay(answer)
+            except SlackApiError as exc:  # startStream refused: nothing is shown yet
+                log.warning("streaming failed (%s); posting the answer at once", exc)
+        return await self._out.post(self._channel, self._thread_ts,
+                                    render_answer(answer, buttons=buttons))
+
+    async def notice(self, text: str) -> None:
+        await self._out.ephemeral(self._channel, self._user, self._thread_ts,
+                                  render_notice(text))
+
+    async def failure(self, correlation_id: str) -> None:
+        """A failed question is reported where its answer would have been; a failed vote
+        privately to the voter."""
+        notice = render_error(messages.INTERNAL_ERROR, correlation_id)
+        if self._incoming is not None:
+            await self._out.post(self._channel, self._thread_ts, notice)
+        else:
+            await self._out.ephemeral(self._channel, self._user, self._thread_ts, notice)
+
+    async def escalate(self, people: Sequence[str]) -> None:
+        text = messages.ESCALATION.format(people=" ".join(mention(p) for p in people),
+                                          asker=f"<@{self._user}>")
+        await self._out.post(self._channel, self._thread_ts, render_call(text))
+
+    async def voted(self, vote: Vote, interaction_id: int) -> str | None:
+        """After a 👎: ask what was missing, in the answer's thread; after a button 👍: thanks."""
+        if vote.vote < 0 and self._options.ask_why_on_downvote:
+            thread = vote.thread or await self._out.thread_of(vote.channel, vote.message_ref)
+            await self._out.ephemeral(vote.channel, vote.user, thread,
+                                      render_notice(messages.DOWNVOTE_PROMPT))
+            return thread
+        if vote.via == VIA_BUTTON:
+            await self._out.ephemeral(vote.channel, vote.user, vote.thread,
+                                      render_notice(messages.FEEDBACK_THANKS))
+        return None
+

@@ -1,0 +1,73 @@
+"""Channel policies as stored rows: read on every message, written by the CLI and the console."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from storage.columns import utc_now
+from storage.db import Database
+from storage.models import ChannelPolicyRow
+
+
+@dataclass(frozen=True)
+class StoredPolicy:
+    platform: str
+    channel: str
+    label: str
+    settings: Mapping[str, Any]
+    updated_at: datetime
+
+
+def _stored(row: ChannelPolicyRow) -> StoredPolicy:
+    return StoredPolicy(row.platform, row.channel, row.label, dict(row.settings), row.updated_at)
+
+
+class ChannelPolicyRepository:
+    def __init__(self, db: Database, clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    def get(self, platform: str, channel: str) -> StoredPolicy | None:
+        with self._db.read() as session:
+            row = session.get(ChannelPolicyRow, (platform, channel))
+            return _stored(row) if row is not None else None
+
+    def all(self) -> list[StoredPolicy]:
+        query = select(ChannelPolicyRow).order_by(ChannelPolicyRow.platform,
+                                                  ChannelPolicyRow.channel)
+        with self._db.read() as session:
+            return [_stored(r) for r in session.scalars(query)]
+
+    def put(self, platform: str, channel: str, label: str, settings: Mapping[str, Any]) -> None:
+        """Create or replace one policy."""
+        with self._db.write() as session:
+            row = session.get(ChannelPolicyRow, (platform, channel))
+            if row is None:
+                row = ChannelPolicyRow(platform=platform, channel=channel)
+                session.add(row)
+            row.label, row.settings, row.updated_at = label, dict(settings), self._clock()
+
+    def remove(self, platform: str, channel: str) -> bool:
+        with self._db.write() as session:
+            found = session.get(ChannelPolicyRow, (platform, channel)) is not None
+            session.execute(delete(ChannelPolicyRow).where(
+                ChannelPolicyRow.platform == platform, ChannelPolicyRow.channel == channel))
+            return found
+
+    def seed(self, policies: Iterable[tuple[str, str, str, Mapping[str, Any]]]) -> list[str]:
+        """Add the policies the database does not have yet; returns the `platform:channel`
+        keys it added (the database's own policies win: they may have been edited since)."""
+        added = []
+        with self._db.write() as session:
+            for platform, channel, label, settings in policies:
+                if session.get(ChannelPolicyRow, (platform, channel)) is None:
+                    session.add(ChannelPolicyRow(platform=platform, channel=channel, label=label,
+                                                 settings=dict(settings),
+                                                 updated_at=self._clock()))
+                    added.append(f"{platform}:{channel}")
+        return added

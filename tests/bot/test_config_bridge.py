@@ -1,0 +1,38 @@
+"""Settings sections reach rag/ and sync/ config through one conversion, defaults unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from bot.settings import (
+    GradingSettings,
+    LLMSettings,
+    RetrievalSettings,
+    SelectionSettings,
+    to_config,
+)
+from rag.config import GradingConfig, ModelConfig, RetrievalConfig, SelectionConfig
+
+PAIRS = [(RetrievalSettings, RetrievalConfig), (GradingSettings, GradingConfig),
+         (SelectionSettings, SelectionConfig), (LLMSettings, ModelConfig)]
+
+
+@pytest.mark.parametrize(("section", "config"), PAIRS)
+def test_defaults_agree(section: type[BaseModel], config: type[Any]) -> None:
+    """Unset settings give exactly the config's own defaults: no second set of numbers."""
+    assert to_config(section(), config) == config()
+
+
+@pytest.mark.parametrize(("section", "config"), PAIRS)
+def test_every_config_field_can_be_set(section: type[BaseModel], config: type[Any]) -> None:
+    assert {f.name for f in dataclasses.fields(config)} <= set(section.model_fields)
+
+
+def test_a_setting_reaches_the_config() -> None:
+    made = to_config(RetrievalSettings(limit=7, alpha=0.25), RetrievalConfig)
+    assert (made.limit, made.alpha) == (7, 0.25)
+    assert to_config(SelectionSettings(), SelectionConfig, max_chunks=3).max_chunks == 3

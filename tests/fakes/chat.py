@@ -1,0 +1,26 @@
+"""The chat flow for adapter tests: in-memory policies (or none) and public-only access."""
+
+from __future__ import annotations
+
+from bot.chat.access import AccessResolver, PublicOnly
+from bot.chat.flow import ChatFlow, Policies
+from bot.chat.policy import ChannelPolicy, PolicyDefaults
+from bot.chat.service import ChatService
+
+
+class MemoryPolicies:
+    """A PolicyStore: `platform:channel` -> policy."""
+
+    def __init__(self, *policies: ChannelPolicy) -> None:
+        self.policies = {(p.platform, p.channel): p for p in policies}
+
+    def get(self, platform: str, channel: str) -> ChannelPolicy | None:
+        return self.policies.get((platform, channel))
+
+
+def make_flow(service: ChatService, *, follow_ups: bool = True,
+              policies: MemoryPolicies | None = None,
+              access: AccessResolver | None = None) -> ChatFlow:
+    return ChatFlow(service, Policies(policies or MemoryPolicies(),
+                                      PolicyDefaults(follow_ups=follow_ups)),
+                    access or PublicOnly())

@@ -1,0 +1,57 @@
+"""Fixtures of the end-to-end scenarios: the test corpus in Weaviate, a served Sift on Slack."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from bot.app import App
+from bot.slack.http import EVENTS_PATH
+from bot.weaviate.process import ManagedWeaviate
+from rag.embed import LocalEmbedder
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.slack_driver import SlackDriver
+from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET
+from tests.fakes.slack_server import FakeSlack
+from tests.scenarios.slack_stack import Serve, SlackSift
+from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,  # noqa: F811
+                      embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
+                      fake_slack: FakeSlack) -> AsyncIterator[Serve]:
+    running: list[SlackSift] = []
+
+    async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> SlackSift:
+        values: dict[str, Any] = dict(
+            slack_bot_token=SecretStr(BOT_TOKEN), slack_signing_secret=SecretStr(SIGNING_SECRET),
+            slack_api_url=fake_slack.api_url, sources=[])
+        values.update(kw)
+        app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
+                               **values))
+        app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
+        sift = ServedSift(app)
+        await sift.start()
+        # settle = stop: `sift serve` drains the Slack work it started before it returns
+        driver = SlackDriver(fake_slack, sift.base_url + EVENTS_PATH, sift.stop)
+        await driver.start()
+        running.append(SlackSift(sift, driver, fake_slack))
+        return running[-1]
+
+    yield make
+    for served in running:
+        await served.driver.stop()
+        await served.sift.stop()

@@ -1,0 +1,48 @@
+"""Slack's side of a served Sift: the fake Web API, the signed-event driver, the database."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import select
+
+from storage.models import DocumentStats
+from tests.fakes.slack_driver import SlackDriver
+from tests.fakes.slack_server import Call, FakeSlack
+from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+
+
+class SlackSift:
+    """A served Sift with Slack's side: the driver, the fake Web API, the database."""
+
+    def __init__(self, sift: ServedSift, driver: SlackDriver, slack: FakeSlack) -> None:
+        self.sift = sift
+        self.driver = driver
+        self.slack = slack
+
+    async def rows(self, model: Any, count: int, **where: Any) -> list[Any]:
+        """Wait until `count` rows of `model` match `where` (answers are asynchronous)."""
+        deadline = time.monotonic() + 30
+        while True:
+            rows = [r for r in await asyncio.to_thread(self.sift.rows, model)
+                    if all(getattr(r, k) == v for k, v in where.items())]
+            if len(rows) >= count or time.monotonic() > deadline:
+                return rows
+            await asyncio.sleep(0.05)
+
+    async def thumbs(self) -> set[tuple[int, int]]:
+        """The distinct (up, down) thumbs of the documents that have any."""
+        def read() -> set[tuple[int, int]]:
+            with self.sift.app.database.read() as session:
+                return {(d.thumbs_up, d.thumbs_down) for d in session.scalars(select(
+                    DocumentStats)) if d.thumbs_up or d.thumbs_down}
+        return await asyncio.to_thread(read)
+
+    async def answer_in(self, channel: str, n: int = 1) -> Call:
+        return (await self.slack.wait_for("chat.postMessage", n))[n - 1]
+
+
+Serve = Callable[..., Awaitable[SlackSift]]
