@@ -99,6 +99,8 @@ class InteractionSource(Base):
     selected: Mapped[bool] = mapped_column(Boolean, default=False)
     cited: Mapped[bool] = mapped_column(Boolean, default=False)
     citation: Mapped[int | None] = mapped_column(Integer)  # its [n] in the answer, when cited
+    # Its access groups when answered: sharing re-checks them (None, from before: nobody).
+    access: Mapped[list[str] | None] = mapped_column(JSON)
 
 
 class Feedback(Base):

@@ -190,3 +190,17 @@ async def test_a_dm_conversation_never_feeds_a_channel_thread(
     await s.driver.settle()
     assert seen_by_slack(s.slack, CHANNEL) == {PUB}
     assert seen_by_claude(echoing_claude) == {PUB}  # the follow-up's history: channel only
+
+
+async def test_a_share_click_forged_for_another_channel_posts_nothing_there(
+        serve: Serve) -> None:
+    s = await serve()
+    private = await ask(s, "command", USER, HR_CHANNEL)  # hr's answer, shareable in #hr-team
+    assert share_offered(private)
+    [row] = await s.rows(Interaction, 1)
+    await s.driver.click(button_action(SHARE_ACTION, str(row.id), ephemeral=True,
+                                       message_ts="1.1", channel=CHANNEL, user=USER))
+    await s.driver.settle()
+    assert seen_by_slack(s.slack, CHANNEL) == set()
+    assert [c for c in s.slack.calls_to("chat.postMessage")
+            if c.args["channel"] == CHANNEL] == []

@@ -1,5 +1,6 @@
 """source_documents.restricted: `sift report` lists never-retrieved documents the public may
-not read as (restricted) unless --include-restricted.
+not read as (restricted) unless --include-restricted; interaction_sources.access: a shared
+answer's citations are checked against the channel again (older rows: nobody).
 
 Revision ID: 0005
 Revises: 0004
@@ -24,8 +25,12 @@ def upgrade() -> None:
                                    server_default=sa.true()))
     with op.batch_alter_table("source_documents") as batch:
         batch.alter_column("restricted", server_default=sa.false())
+    with op.batch_alter_table("interaction_sources") as batch:
+        batch.add_column(sa.Column("access", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("interaction_sources") as batch:
+        batch.drop_column("access")
     with op.batch_alter_table("source_documents") as batch:
         batch.drop_column("restricted")
