@@ -55,6 +55,7 @@ from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
+from storage.leases import Lease, LeaseTaken
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
@@ -62,6 +63,7 @@ from sync.connectors.base import Connector
 from sync.connectors.folder import FolderConnector
 from sync.connectors.http import HttpConfig, HttpConnector
 from sync.job import JobConfig
+from sync.lock import SyncBusy
 from sync.ports import ChunkIndex
 from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
@@ -70,7 +72,9 @@ if TYPE_CHECKING:
     from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
+    from bot.webchat.app import WebChat
 
+log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
 
 
@@ -109,6 +113,24 @@ def load_settings(config: Path | None = None) -> Settings:
     settings = build_settings(config)
     configure_logging(settings.log_level)
     return settings
+
+
+class SyncLease:
+    """The sync runner's shared lock over a database lease; a taken lease is SyncBusy."""
+
+    def __init__(self, lease: Lease, source: str) -> None:
+        self._lease = lease
+        self._source = source
+
+    def acquire(self) -> None:
+        try:
+            self._lease.acquire()
+        except LeaseTaken as exc:
+            raise SyncBusy(str(exc), user_message=f"Another Sift replica is syncing "
+                           f"'{self._source}'; this one skips the run.") from exc
+
+    def release(self) -> None:
+        self._lease.release()
 
 
 class App:
@@ -271,8 +293,13 @@ class App:
     def sync_runner(self, index: ChunkIndex) -> SyncRunner:
         """Every configured source (the sample knowledge base when none is) over one index."""
         sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
+        shared = self.sync_lease if self.database.dialect == "postgresql" else None
         return SyncRunner(sources, index, self.embedder, self.sync_state,
-                          self.data_dir / "locks", self.sync_config)
+                          self.data_dir / "locks", self.sync_config, shared_lock=shared)
+
+    def sync_lease(self, source: str) -> SyncLease:
+        """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
+        return SyncLease(Lease(self.database, f"sync:{source}"), source)
 
     def sync_scheduler(self, runner: SyncRunner) -> SyncScheduler:
         """`sift serve`'s schedule: incremental and full passes per source, one at start-up."""
@@ -387,6 +414,19 @@ class App:
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
                             history=self.history)
         return ChatService(pipeline, stores, limits)
+
+    def web_chat(self, flow: ChatFlow) -> WebChat | None:
+        """The chat page at /, or None (and why, in the log) when it must stay off."""
+        from bot.teams.auth import is_loopback
+        from bot.webchat.app import WebChat
+
+        if not self.settings.web_chat.enabled:
+            return None
+        if not is_loopback(self.settings.host):
+            log.warning("web chat: off, because SIFT_HOST %s is reachable from other machines "
+                        "and the page has no sign-in of its own", self.settings.host)
+            return None
+        return WebChat(flow, max_chars=self.settings.chat.max_message_chars)
 
     def teams(self, flow: ChatFlow) -> TeamsEndpoint:
         """POST /api/messages; ConfigError if it would accept unauthenticated requests from

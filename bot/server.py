@@ -66,6 +66,10 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if seeded:
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
+        # --- Web chat: the page at / (loopback only) ------------------------------------
+        chat_page = app.web_chat(flow)
+        if chat_page is not None:
+            chat_page.mount(web_app)
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
         if app.settings.teams.enabled:
             teams = app.teams(flow)

@@ -147,6 +147,12 @@ class TeamsSettings(_Section):
     certificate_pfx: Path | None = None  # instead of SIFT_TEAMS_APP_PASSWORD
 
 
+class WebChatSettings(_Section):
+    """The chat page at / of `sift serve` (on loopback only: it has no sign-in of its own)."""
+
+    enabled: bool = True
+
+
 class ABSettings(_Section):
     fast_share: float = Field(0.0, ge=0.0, le=1.0)
 
@@ -309,6 +315,7 @@ class Settings(BaseSettings):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     teams: TeamsSettings = Field(default_factory=TeamsSettings)
     ab: ABSettings = Field(default_factory=ABSettings)
+    web_chat: WebChatSettings = Field(default_factory=WebChatSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
     channels: list[ChannelSettings] = Field(default_factory=list)

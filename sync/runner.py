@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from rag.errors import SyncError
 from rag.ports import Embedder
@@ -22,12 +23,22 @@ class SyncSource:
     connector: Connector
 
 
+class SharedLock(Protocol):
+    """A lock across machines (replicas sharing one database); acquire raises SyncBusy."""
+
+    def acquire(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
 class SyncRunner:
     """Scheduled passes of one source queue behind each other in this process; a run from
-    another process (`sift sync` beside `sift serve`) finds the file lock taken and says so."""
+    another process (`sift sync` beside `sift serve`) finds the file lock taken and says so,
+    and a replica on another machine finds the shared lock (`shared_lock`) taken."""
 
     def __init__(self, sources: Sequence[SyncSource], index: ChunkIndex, embedder: Embedder,
-                 state: SyncState, lock_dir: Path, config: JobConfig | None = None) -> None:
+                 state: SyncState, lock_dir: Path, config: JobConfig | None = None, *,
+                 shared_lock: Callable[[str], SharedLock] | None = None) -> None:
         self._sources = {s.name: s for s in sources}
         self.index = index
         self.embedder = embedder
@@ -35,6 +46,7 @@ class SyncRunner:
         self.lock_dir = lock_dir
         self.config = config or JobConfig()
         self._queues: dict[str, asyncio.Lock] = {}
+        self._shared = shared_lock
 
     @property
     def names(self) -> list[str]:
@@ -58,4 +70,11 @@ class SyncRunner:
             return await job.run(full=full, dry_run=True)
         async with self._queues.setdefault(name, asyncio.Lock()):
             with SourceLock(self.lock_dir, name):
-                return await job.run(full=full)
+                shared = self._shared(name) if self._shared else None
+                if shared is None:
+                    return await job.run(full=full)
+                await asyncio.to_thread(shared.acquire)
+                try:
+                    return await job.run(full=full)
+                finally:
+                    await asyncio.to_thread(shared.release)

@@ -175,7 +175,7 @@ class ChatFlow:
             return
         await self.service.vote(interaction, vote.user, vote.vote, vote.via, vote.comment)
         if vote.vote < 0:
-            await self._escalate(vote.platform, vote.channel, surface)
+            await self._escalate(vote.platform, vote.channel, surface, team=vote.team)
         asked_in = await surface.voted(vote, interaction)
         if asked_in is not None:
             self._comments.expect(CommentKey(vote.channel, asked_in, vote.user), interaction)

@@ -67,6 +67,7 @@ class Vote:
     event_key: str = ""  # reactions are deduplicated by their event id
     comment: str | None = None
     thread: str = ""
+    team: str = ""  # Teams: the team of the channel (a policy may name the team)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,13 @@ from microsoft_agents.hosting.core.authorization import ClaimsIdentity
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.tasks import Background
-from bot.teams.inbound import IncomingMessage, parse_feedback, parse_message, parse_reaction
+from bot.teams.inbound import (
+    IncomingMessage,
+    parse_feedback,
+    parse_message,
+    parse_reaction,
+    team_of,
+)
 from bot.teams.outbound import invoke_ok, to_activity
 from bot.teams.render import render_notice
 from bot.teams.surface import TeamsOptions, TeamsSurface
@@ -84,7 +90,8 @@ class TeamsHandlers:
                 log.info("ignoring a message/submitAction that is not feedback")
                 return
             vote = Vote(Platform.TEAMS, feedback.conversation.base, feedback.target_id,
-                        feedback.user, feedback.vote, VIA_BUTTON, comment=feedback.comment)
+                        feedback.user, feedback.vote, VIA_BUTTON, comment=feedback.comment,
+                        team=team_of(turn.activity))
             await self._flow.on_vote(vote, self._surface(turn))
         finally:
             await turn.send_activity(invoke_ok())
@@ -97,7 +104,8 @@ class TeamsHandlers:
         key = f"teams:{change.conversation.base}:reaction:{turn.activity.id}" \
             if turn.activity.id else ""
         vote = Vote(Platform.TEAMS, change.conversation.base, change.target_id, change.user,
-                    change.vote, VIA_REACTION, added=not change.retract, event_key=key)
+                    change.vote, VIA_REACTION, added=not change.retract, event_key=key,
+                    team=team_of(turn.activity))
         await self._flow.on_vote(vote, self._surface(turn))
 
     async def on_error(self, turn: TurnContext, error: Exception) -> None:

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import Settings
+from bot.settings import ChannelSettings, Settings, SourceSettings
 from bot.teams.app import ROUTE
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
@@ -77,7 +77,7 @@ async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: 
 
     async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> TeamsSift:
         app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
-                               sources=[], **kw))
+                               **{"sources": [], **kw}))
         app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
         sift = ServedSift(app)
         await sift.start()
@@ -197,3 +197,32 @@ async def test_weaviate_down_gives_a_clear_message(
     [row] = await sift.linked(1)
     assert reply.text == messages.with_reference(RetrievalError.user_message,
                                                  row.correlation_id)
+
+
+async def test_a_team_policy_scopes_its_channels_and_a_thumbs_down_calls_for_help(
+        make_served: Serve, tmp_path: Path) -> None:
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "hr").mkdir()
+    sift = await make_served(
+        sources=[SourceSettings(name="kb", kind="folder", path=tmp_path / "kb"),
+                 SourceSettings(name="hr", kind="folder", path=tmp_path / "hr")],
+        channels=[ChannelSettings(platform="teams", channel=p.TEAM, sources=["hr"],
+                                  escalate_to=["29:1helpdesk-agent"])])
+    url = sift.connector.service_url
+    await sift.post(p.channel_mention(url, "how do I set up the VPN?",
+                                      activity_id="1700000000031", root_id="1700000000030"))
+    [reply] = await sift.connector.wait_for_messages(1)
+    [row] = await sift.linked(1)
+    # the team's channels answer from `hr` only; the VPN article lives in `kb`
+    assert row.status == "no_answer" and row.policy == f"teams:{p.TEAM}"
+    assert "Setting up the VPN" not in reply.text
+    conversation = p.channel_conversation("1700000000030")
+    feedback = p.feedback_invoke(url, conversation, reply.id or "", "dislike")
+    feedback["channelData"] = {"tenant": {"id": p.TENANT}, "channel": {"id": p.CHANNEL},
+                               "team": {"id": p.TEAM}}  # as Teams sends it in channels
+    await sift.post(feedback)
+    [_, call] = await sift.connector.wait_for_messages(2)
+    assert "<at>29:1helpdesk-agent</at>" in call.text
+    [mention] = call.entities("mention")
+    assert mention["mentioned"]["id"] == "29:1helpdesk-agent"
+    assert call.conversation_id == f"{p.CHANNEL};messageid=1700000000030"  # the reply chain

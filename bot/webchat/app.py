@@ -1,0 +1,108 @@
+"""Routes of the web chat: the page, a question streamed as server-sent events, a vote."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import uuid
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from bot.chat.flow import ChatFlow
+from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
+from bot.webchat.surface import WebSurface
+from rag import messages
+from rag.types import Platform
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).resolve().parent / "static"
+USER_COOKIE = "sift_chat"
+CHANNEL = "web"  # every web conversation's channel: its messages are answers' refs
+_SECURITY = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+             "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+class WebChat:
+    """`mount` adds GET /, POST /chat/ask and POST /chat/vote to the `sift serve` app."""
+
+    def __init__(self, flow: ChatFlow, *, max_chars: int = 4000) -> None:
+        self._flow = flow
+        self._max_chars = max_chars
+        # Forms carry an HMAC of the visitor's id: another site cannot post on their behalf.
+        self._secret = secrets.token_bytes(32)
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_get("/", self.page)
+        app.router.add_post("/chat/ask", self.ask)
+        app.router.add_post("/chat/vote", self.vote)
+        app.router.add_static("/chat/static/", STATIC, append_version=True)
+
+    def _token(self, user: str) -> str:
+        return hmac.new(self._secret, user.encode(), hashlib.sha256).hexdigest()
+
+    def _visitor(self, request: web.Request) -> str:
+        user = request.cookies.get(USER_COOKIE, "")
+        return user if user.startswith("web-") and len(user) == 36 else ""
+
+    async def page(self, request: web.Request) -> web.Response:
+        user = self._visitor(request) or f"web-{secrets.token_hex(16)}"
+        body = (STATIC / "chat.html").read_text().replace("{{csrf}}", self._token(user))
+        response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
+        response.set_cookie(USER_COOKIE, user, httponly=True, samesite="Strict",
+                            max_age=30 * 24 * 3600)
+        return response
+
+    async def _checked(self, request: web.Request) -> tuple[str, dict[str, Any]]:
+        """The visitor and the JSON body; 403 for a request the page did not make."""
+        user = self._visitor(request)
+        try:
+            data = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            raise web.HTTPBadRequest(text="The request body is not JSON.") from None
+        token = data.get("csrf") if isinstance(data, dict) else None
+        if not user or not isinstance(token, str) or not hmac.compare_digest(
+                token, self._token(user)):
+            raise web.HTTPForbidden(text="This request did not come from the chat page; "
+                                    "reload the page and try again.")
+        return user, data
+
+    async def ask(self, request: web.Request) -> web.StreamResponse:
+        user, data = await self._checked(request)
+        text = data.get("question")
+        if not isinstance(text, str):
+            raise web.HTTPBadRequest(text="The request has no question.")
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-store", **_SECURITY})
+        await response.prepare(request)
+
+        async def send(event: str, payload: dict[str, Any]) -> None:
+            await response.write(f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode())
+
+        message = ChatMessage(Platform.WEB, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
+                              CHANNEL, "", user, text.strip()[: self._max_chars + 1],
+                              conversation=f"web:{user}")
+        await self._flow.on_message(message, WebSurface(send))
+        await send("done", {})
+        await response.write_eof()
+        return response
+
+    async def vote(self, request: web.Request) -> web.Response:
+        user, data = await self._checked(request)
+        ref, value = data.get("ref"), data.get("vote")
+        if not isinstance(ref, str) or value not in (1, -1):
+            raise web.HTTPBadRequest(text="A vote names an answer and is 1 or -1.")
+        said: list[str] = []
+
+        async def send(event: str, payload: dict[str, Any]) -> None:
+            said.append(str(payload.get("html", "")))
+
+        await self._flow.on_vote(Vote(Platform.WEB, CHANNEL, ref, user, value, VIA_BUTTON),
+                                 WebSurface(send))
+        return web.json_response({"html": " ".join(said) or messages.FEEDBACK_THANKS})

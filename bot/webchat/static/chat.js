@@ -1,0 +1,119 @@
+// The web chat: sends a question, shows the answer while it is written (server-sent events
+// over fetch), then the final answer with its sources and the 👍 / 👎 buttons.
+"use strict";
+
+const csrf = document.querySelector('meta[name="sift-csrf"]').content;
+const log = document.getElementById("log");
+const form = document.getElementById("ask");
+const field = document.getElementById("question");
+const send = document.getElementById("send");
+
+function turn(kind, html) {
+  const node = document.createElement("div");
+  node.className = "turn " + kind;
+  node.innerHTML = html; // every fragment is rendered and escaped by the server
+  log.appendChild(node);
+  node.scrollIntoView({ block: "end" });
+  return node;
+}
+
+function escapeText(text) {
+  const node = document.createElement("div");
+  node.textContent = text;
+  return node.innerHTML;
+}
+
+async function post(path, body) {
+  return fetch(path, {
+    method: "POST", credentials: "same-origin",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ...body, csrf }),
+  });
+}
+
+function votes(node, ref) {
+  const box = document.createElement("div");
+  box.className = "votes";
+  for (const [label, value, name] of [["👍", 1, "helpful"], ["👎", -1, "not helpful"]]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = label;
+    button.setAttribute("aria-label", "Mark this answer as " + name);
+    button.dataset.vote = String(value);
+    button.addEventListener("click", async () => {
+      const reply = await post("/chat/vote", { ref, vote: value });
+      box.querySelectorAll("button").forEach((b) => b.setAttribute("aria-pressed", "false"));
+      button.setAttribute("aria-pressed", "true");
+      const said = reply.ok ? (await reply.json()).html : escapeText(await reply.text());
+      box.querySelector(".said")?.remove();
+      box.insertAdjacentHTML("beforeend", '<span class="said note">' + said + "</span>");
+    });
+    box.appendChild(button);
+  }
+  node.appendChild(box);
+}
+
+function handle(event, data, state) {
+  if (event === "working" && !state.node) {
+    state.node = turn("answer working", escapeText(data.text));
+  } else if (event === "preview") {
+    state.node.className = "turn answer live";
+    state.node.innerHTML = data.html;
+  } else if (event === "answer") {
+    state.node.className = "turn answer " + data.status;
+    state.node.innerHTML = data.html;
+    if (data.ref) votes(state.node, data.ref);
+  } else if (event === "notice" || event === "error") {
+    if (state.node) state.node.remove();
+    state.node = turn("answer " + event, data.html);
+  }
+}
+
+async function ask(question) {
+  turn("question", escapeText(question));
+  const reply = await post("/chat/ask", { question });
+  const state = { node: null };
+  if (!reply.ok) {
+    turn("answer error", escapeText(await reply.text()));
+    return;
+  }
+  const reader = reply.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (event && data) handle(event, JSON.parse(data), state);
+    }
+  }
+}
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const question = field.value.trim();
+  if (!question) return;
+  field.value = "";
+  send.disabled = true;
+  try {
+    await ask(question);
+  } catch (error) {
+    turn("answer error", escapeText("Sift could not be reached: " + error));
+  } finally {
+    send.disabled = false;
+    field.focus();
+  }
+});
+
+field.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    form.requestSubmit();
+  }
+});

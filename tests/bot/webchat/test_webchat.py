@@ -1,0 +1,184 @@
+"""The web chat over real HTTP (aiohttp server on loopback), on the shared chat flow with
+in-memory stores; rendering tables with hostile text."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.chat.service import ChatLimits, ChatService
+from bot.web import build_web_app
+from bot.webchat.app import USER_COOKIE, WebChat
+from bot.webchat.render import render_answer, to_html
+from rag import messages
+from rag.types import Answer, AnswerStatus, Citation, Question
+from tests.fakes.chat import make_flow
+from tests.fakes.http import LocalServer
+from tests.fakes.memory_chat_stores import MemoryChatStores
+from tests.fakes.memory_index import MemoryIndex
+from tests.rag.builders import make_pipeline
+from tests.rag.corpus import CHUNKS
+
+STAGING = "How do I rotate the staging database credentials?"
+
+
+class ChatWeb(LocalServer):
+    def __init__(self, chat: WebChat) -> None:
+        super().__init__()
+        self.app = build_web_app({})
+        chat.mount(self.app)
+
+
+@pytest.fixture(scope="module")
+async def index(embedder: Any) -> MemoryIndex:
+    memory = MemoryIndex()
+    await memory.upsert(CHUNKS, await embedder.embed_documents(
+        [f"{c.title}\n{c.text}" for c in CHUNKS]))
+    return memory
+
+
+class Browser:
+    """What the page's script does: load the page, keep its cookie and token, post JSON."""
+
+    def __init__(self, url: str, session: aiohttp.ClientSession) -> None:
+        self.url, self.session, self.csrf = url, session, ""
+
+    async def open(self) -> str:
+        async with self.session.get(self.url + "/") as response:
+            page = await response.text()
+        found = re.search(r'name="sift-csrf" content="([0-9a-f]+)"', page)
+        assert found
+        self.csrf = found.group(1)
+        return page
+
+    async def ask(self, question: str, **extra: Any) -> tuple[int, list[tuple[str, Any]]]:
+        body = {"question": question, "csrf": self.csrf, **extra}
+        async with self.session.post(self.url + "/chat/ask", json=body) as response:
+            raw = await response.text()
+        events = re.findall(r"event: (\w+)\ndata: (.*)\n\n", raw)
+        return response.status, [(e, json.loads(d)) for e, d in events]
+
+    async def vote(self, ref: str, vote: int) -> tuple[int, str]:
+        body = {"ref": ref, "vote": vote, "csrf": self.csrf}
+        async with self.session.post(self.url + "/chat/vote", json=body) as response:
+            return response.status, await response.text()
+
+
+@pytest.fixture
+async def served(index: MemoryIndex, embedder: Any) -> AsyncIterator[tuple[Browser,
+                                                                          MemoryChatStores]]:
+    stores = MemoryChatStores()
+    pipeline = make_pipeline(index, embedder, None, recorder=stores.interactions)
+    service = ChatService(pipeline, stores.chat_stores(), ChatLimits(max_message_chars=200))
+    web = ChatWeb(WebChat(make_flow(service), max_chars=200))
+    await web.start()
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        yield Browser(web.url, session), stores
+    await web.stop()
+
+
+async def test_the_page_answers_streams_and_takes_a_vote(
+        served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, stores = served
+    page = await browser.open()
+    assert "Ask Sift" in page and "/chat/static/chat.js" in page
+    status, events = await browser.ask(STAGING)
+    assert status == 200
+    names = [e for e, _ in events]
+    assert names[0] == "working" and names[-2:] == ["answer", "done"]
+    answer = dict(events)["answer"]
+    assert answer["status"] == "answered" and answer["ref"]
+    assert 'href="https://wiki.example/staging-creds"' in answer["html"]
+    [row] = stores.interactions.rows.values()
+    assert row.channel == "web" and row.message_ref == answer["ref"]
+    assert (await browser.vote(answer["ref"], -1))[0] == 200
+    [(key, vote)] = stores.feedback.votes.items()
+    assert vote.vote == -1 and key[1].startswith("web-")
+
+
+async def test_follow_ups_use_the_conversation(served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, stores = served
+    await browser.open()
+    await browser.ask(STAGING)
+    await browser.ask("and for production?")
+    [history] = stores.history.turns.values()
+    assert [role for role, _ in history] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("tamper", ["no-token", "wrong-token", "no-cookie"])
+async def test_requests_the_page_did_not_make_are_refused(
+        served: tuple[Browser, MemoryChatStores], tamper: str) -> None:
+    browser, stores = served
+    await browser.open()
+    if tamper == "no-token":
+        browser.csrf = ""
+    elif tamper == "wrong-token":
+        browser.csrf = "0" * 64
+    else:
+        browser.session.cookie_jar.clear()
+    status, events = await browser.ask(STAGING)
+    assert status == 403 and events == [] and stores.interactions.rows == {}
+    assert (await browser.vote("anything", 1))[0] == 403
+
+
+async def test_a_token_is_bound_to_its_visitor(served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, _ = served
+    await browser.open()
+    stolen = browser.csrf
+    browser.session.cookie_jar.clear()
+    await browser.open()  # a new visitor
+    browser.csrf = stolen
+    assert (await browser.ask(STAGING))[0] == 403
+
+
+async def test_bad_input_gets_one_sentence(served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, _ = served
+    await browser.open()
+    status, events = await browser.ask("x" * 300)
+    assert status == 200 and events[0] == ("notice", {
+        "html": html.escape(messages.TOO_LONG.format(length=201, limit=200))})
+    assert json.loads((await browser.vote("nope", 1))[1]) == {
+        "html": html.escape(messages.UNKNOWN_ANSWER_FEEDBACK)}
+    assert (await browser.vote("x", 5))[0] == 400
+    async with browser.session.post(browser.url + "/chat/ask", data=b"{not json") as response:
+        assert response.status == 400
+
+
+async def test_the_cookie_is_http_only_and_same_site(
+        served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, _ = served
+    async with browser.session.get(browser.url + "/") as response:
+        cookie = response.headers["Set-Cookie"]
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
+    assert cookie.startswith(f"{USER_COOKIE}=web-") and "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+
+
+def answer(text: str, citations: tuple[Citation, ...] = ()) -> Answer:
+    return Answer(text, AnswerStatus.ANSWERED, Question("q"), citations=citations)
+
+
+@pytest.mark.parametrize(("text", "present", "absent"), [
+    ("<script>alert(1)</script>", "&lt;script&gt;", "<script"),
+    ("<img src=x onerror=alert(1)>", "&lt;img", "<img"),
+    ("[click](javascript:alert(1))", "[click](javascript:alert(1))", "href"),
+    ("`<b>` stays code", "<code>&lt;b&gt;</code>", "<b>"),
+    ("**bold** and [1]", "<strong>bold</strong>", "javascript"),
+])
+def test_answer_text_is_escaped(text: str, present: str, absent: str) -> None:
+    shown = to_html(text, {})
+    assert present in shown and absent not in shown
+
+
+def test_only_http_sources_become_links() -> None:
+    shown = render_answer(answer("See [1] and [2].", (
+        Citation(1, "a", "<b>Runbook</b>", "https://wiki.example/a", "a#0"),
+        Citation(2, "b", "Evil", "javascript:alert(1)", "b#0"))))
+    assert 'href="https://wiki.example/a"' in shown and "javascript:" not in shown
+    assert "&lt;b&gt;Runbook&lt;/b&gt;" in shown
