@@ -8,12 +8,12 @@ STAMP  := $(VENV)/.sift-installed
 EXTRAS ?= local,eval,dev,voyage
 FIND_LINKS ?= $(or $(PIP_FIND_LINKS),/opt/wheels)
 
-.PHONY: install run test lint typecheck bench clean help
+.PHONY: install system-packages run test lint typecheck bench clean help
 
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
 	@echo "make test     install what is missing, then run the full test suite"
-	@echo "make install  only the install step (.venv, packages, Weaviate binary)"
+	@echo "make install  only the install step (PostgreSQL, chromium, .venv, packages, Weaviate)"
 	@echo "make lint     ruff + mypy"
 
 $(BIN)/uv:
@@ -29,7 +29,23 @@ $(STAMP): pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --python $(BIN)/python -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-install: $(STAMP)
+# System packages the tests use: the PostgreSQL server and the console's headless browser.
+
+system-packages:
+	@missing=""; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	[ -x /usr/bin/chromedriver ] || missing="$$missing chromium-driver"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "Missing system packages:$$missing; install them as root (apt-get install$$missing) and run make again." >&2; \
+	  exit 1; \
+	fi; \
+	echo "installing$$missing (apt-get)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+
+install: system-packages $(STAMP)
 	$(BIN)/sift weaviate install
 
 run: install

@@ -45,6 +45,7 @@ from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
 from storage.channel_policies import ChannelPolicyRepository
@@ -56,6 +57,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.leases import Lease, LeaseTaken
+from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
@@ -365,7 +367,7 @@ class App:
                                      models.cache_min_tokens, self.settings.llm.timeout_s)
         stages = Stages(
             understander=Understander(llm, models.fast_model),
-            retriever=Retriever(index, self.embedder, config.retrieval),
+            retriever=Retriever(index, QueryVectorCache(self.embedder), config.retrieval),
             fast_grader=HeuristicGrader(),
             accurate_grader=accurate,
             generator=generator,
@@ -412,7 +414,7 @@ class App:
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                            history=self.history)
+                            history=self.history, quota=QuotaRepository(self.database))
         return ChatService(pipeline, stores, limits)
 
     def web_chat(self, flow: ChatFlow) -> WebChat | None:

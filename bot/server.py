@@ -8,6 +8,7 @@ import logging
 import signal
 from contextlib import AsyncExitStack
 
+from bot.admin import routes as admin_console
 from bot.app import App
 from bot.teams.auth import check_exposure
 from bot.web import Health, HealthCheck, build_web_app, start_site
@@ -87,12 +88,13 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # --- end Slack ---------------------------------------------------------------------
         for problem in await app.access_resolver.startup_problems():  # named, not fatal
             log.warning("permissions: %s", problem)
+        syncs = app.sync_scheduler(app.sync_runner(index))  # started below, after the site
+        admin_console.mount(web_app, app.database, app.settings, app.embedder, syncs)  # /admin
         # Load the embedding model before the first question, whose timings would else hold it.
         await app.embedder.embed_query("warm-up")
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
         # --- Sync: scheduled passes per source; a first full pass starts in the background --
-        syncs = app.sync_scheduler(app.sync_runner(index))
         syncs.start()
         stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs
         # --- end Sync ----------------------------------------------------------------------

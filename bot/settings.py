@@ -251,6 +251,20 @@ class PermissionSettings(_Section):
     login_url: str = "https://login.microsoftonline.com"
 
 
+class AdminSettings(_Section):
+    """The web console under /admin: off unless a password is set (kept only as a hash)."""
+
+    password: SecretStr | None = None  # role "admin"
+    viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
+    secure_cookie: bool = False  # True behind TLS: the session cookie is sent over HTTPS only
+    session_minutes: float = Field(480.0, gt=0)  # idle time before signing in again
+    login_attempts: int = Field(5, ge=1)  # failed sign-ins per address per window
+    login_window_s: float = Field(300.0, gt=0)
+    # Estimated cost: USD per million input and output tokens, by model-name prefix.
+    prices: dict[str, tuple[float, float]] = Field(default_factory=lambda: {
+        "claude-haiku": (1.0, 5.0), "claude-sonnet": (3.0, 15.0), "claude-opus": (15.0, 75.0)})
+
+
 Config = TypeVar("Config")
 
 
@@ -321,6 +335,7 @@ class Settings(BaseSettings):
     channels: list[ChannelSettings] = Field(default_factory=list)
     groups: list[GroupSettings] = Field(default_factory=list)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    admin: AdminSettings = Field(default_factory=AdminSettings)
 
     @field_validator("groups")
     @classmethod

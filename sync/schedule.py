@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
@@ -103,6 +104,22 @@ class SyncScheduler:
 
     def start(self) -> None:
         self.scheduler.start()
+
+    def run_now(self, name: str) -> None:
+        """An incremental run of one source now (the admin console's "sync now"); a run of
+        the same source already under way makes this one skip, as a scheduled run would."""
+        self.runner.source(name)  # unknown name: SyncError naming it
+        self.scheduler.add_job(self._sync, "date", args=[name, False], id=f"sync-now:{name}",
+                               name=f"requested sync of {name}", replace_existing=True,
+                               misfire_grace_time=None)
+
+    def next_run(self, name: str) -> datetime | None:
+        """When the next scheduled pass of this source starts; None when nothing is due."""
+        found: list[datetime | None] = [
+            getattr(job, "next_run_time", None) for job in self.scheduler.get_jobs()
+            if job.args and job.args[0] == name]  # a job added before start() has none
+        times = [t for t in found if t is not None]
+        return min(times, default=None)
 
     async def stop(self, timeout_s: float = 15.0) -> None:
         """Stop scheduling and cancel running syncs; wait for them to record their runs."""

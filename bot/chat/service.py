@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.limits import Quota
 from rag import messages
 from rag.pipeline import Pipeline
 from rag.ports import TextSink
@@ -106,6 +105,10 @@ class FeedbackStore(Protocol):
     def add_comment(self, interaction_id: int, user: str, comment: str) -> None: ...
 
 
+class QuotaStore(Protocol):
+    def allow(self, who: str, limit: int, window_s: float) -> bool: ...
+
+
 class HistoryStore(Protocol):
     def append(self, conversation_key: str, role: str, text: str, keep: int) -> None: ...
 
@@ -134,6 +137,7 @@ class ChatStores:
     links: InteractionLinks
     feedback: FeedbackStore
     history: HistoryStore
+    quota: QuotaStore
 
 
 class ChatService:
@@ -141,7 +145,6 @@ class ChatService:
         self._pipeline = pipeline
         self._stores = stores
         self._limits = limits
-        self._quota = Quota(limits.quota_per_minute)
 
     async def claim(self, event_key: str) -> bool:
         """False for a redelivered event (a platform retry), which must not be acted on twice."""
@@ -160,8 +163,9 @@ class ChatService:
         if len(text) > self._limits.max_message_chars:
             return Gate(False, messages.TOO_LONG.format(length=len(text),
                                                        limit=self._limits.max_message_chars))
-        if not self._quota.allow(user):
-            return Gate(False, messages.QUOTA_EXCEEDED.format(limit=self._quota.limit))
+        limit = self._limits.quota_per_minute
+        if not await asyncio.to_thread(self._stores.quota.allow, user, limit, 60.0):
+            return Gate(False, messages.QUOTA_EXCEEDED.format(limit=limit))
         return Gate(True)
 
     async def ask(self, question: Question, preview: TextSink | None = None) -> Answer:

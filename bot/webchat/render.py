@@ -53,18 +53,25 @@ def _block(block: str, links: Mapping[int, str]) -> str:
 
 
 def to_html(text: str, links: Mapping[int, str]) -> str:
-    """Markdown-ish answer text to HTML; code stays code, everything else is escaped."""
-    out, last = [], 0
-    for code in CODE_SPAN.finditer(text):
-        out.append(_prose(text[last:code.start()], links))
-        body = code.group(0).strip("`")
-        fenced = code.group(0).startswith("```")
-        body = body.split("\n", 1)[1] if fenced and "\n" in body else body
-        out.append(f"<pre><code>{html.escape(body)}</code></pre>" if fenced
-                   else f"<code>{html.escape(body)}</code>")
-        last = code.end()
-    out.append(_prose(text[last:], links))
-    return "".join(out)
+    """Markdown-ish answer text to HTML; code stays code, everything else is escaped.
+
+    Code is set aside behind placeholders first, so that inline code inside a quote or a
+    list item stays in its line, and fenced blocks become blocks of their own."""
+    codes: list[str] = []
+
+    def aside(m: re.Match[str]) -> str:
+        raw = m.group(0)
+        if raw.startswith("```"):
+            body = raw.strip("`")
+            body = body.split("\n", 1)[1] if "\n" in body else body
+            codes.append(f"<pre><code>{html.escape(body.rstrip())}</code></pre>")
+            return f"\n\n\x00{len(codes) - 1}\x00\n\n"
+        codes.append(f"<code>{html.escape(raw.strip('`'))}</code>")
+        return f"\x00{len(codes) - 1}\x00"
+
+    prose = _prose(CODE_SPAN.sub(aside, text.replace("\x00", "")), links)
+    prose = re.sub(r"<p>(\x00\d+\x00)</p>", lambda m: m.group(1), prose)
+    return re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], prose)
 
 
 def _prose(text: str, links: Mapping[int, str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -145,6 +146,24 @@ class MemoryFeedback:
             self.votes[(interaction_id, user)].comment = comment
 
 
+class MemoryQuota:
+    """A sliding window per person, in memory (the repository keeps it in the database)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._seen: dict[str, deque[float]] = {}
+
+    def allow(self, who: str, limit: int, window_s: float) -> bool:
+        now = self._clock()
+        times = self._seen.setdefault(who, deque())
+        while times and now - times[0] >= window_s:
+            times.popleft()
+        if len(times) >= limit:
+            return False
+        times.append(now)
+        return True
+
+
 class MemoryHistory:
     def __init__(self) -> None:
         self.turns: dict[str, list[tuple[str, str]]] = {}
@@ -165,6 +184,7 @@ class MemoryChatStores:
     interactions: MemoryInteractions = field(default_factory=MemoryInteractions)
     dedupe: MemoryDedupe = field(default_factory=MemoryDedupe)
     history: MemoryHistory = field(default_factory=MemoryHistory)
+    quota: MemoryQuota = field(default_factory=MemoryQuota)
     feedback: MemoryFeedback = field(init=False)
 
     def __post_init__(self) -> None:
@@ -172,4 +192,4 @@ class MemoryChatStores:
 
     def chat_stores(self) -> ChatStores:
         return ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                          history=self.history)
+                          history=self.history, quota=self.quota)

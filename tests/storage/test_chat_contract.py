@@ -3,6 +3,7 @@ in-memory fakes that the adapter tests use: a fake that drifts would let those t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from storage.errors import StorageError, UnknownInteraction
 from storage.feedback import FeedbackRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
+from storage.quota import QuotaRepository
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.storage.builders import answer, cand
 from tests.storage.conftest import BACKENDS, empty_database
@@ -39,7 +41,8 @@ def stores(request: pytest.FixtureRequest,
         db.upgrade()
         interactions = InteractionRepository(db)
         yield Stores(interactions, ChatStores(DedupeRepository(db), interactions,
-                                              FeedbackRepository(db), HistoryRepository(db)))
+                                              FeedbackRepository(db), HistoryRepository(db),
+                                              QuotaRepository(db)))
         db.dispose()
 
 
@@ -109,3 +112,12 @@ def test_history_keeps_the_newest_turns_oldest_first(stores: Stores) -> None:
     assert history.recent("k", 10) == [("user", "t2"), ("user", "t3"), ("user", "t4")]
     assert history.recent("k", 2) == [("user", "t3"), ("user", "t4")]
     assert history.recent("k", 0) == [] and history.recent("other", 5) == []
+
+
+def test_the_quota_counts_per_person_within_the_window(stores: Stores) -> None:
+    quota = stores.chat.quota
+    assert [quota.allow("U1", 2, 60) for _ in range(3)] == [True, True, False]
+    assert quota.allow("U2", 2, 60)  # another person has their own count
+    assert quota.allow("U3", 1, 0.2)
+    time.sleep(0.3)  # the window slides: an old question no longer counts
+    assert quota.allow("U3", 1, 0.2)

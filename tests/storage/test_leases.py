@@ -72,3 +72,17 @@ async def test_a_replica_skips_a_sync_another_replica_runs(postgres_url: str,
     finally:
         other.dispose()
         app.database.dispose()
+
+
+def test_replicas_share_one_quota(two: tuple[Database, Database]) -> None:
+    """Two replicas admitting the same person at once never pass the limit together."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from storage.quota import QuotaRepository
+
+    for db in two:
+        db.upgrade()
+    replicas = [QuotaRepository(db) for db in two]
+    with ThreadPoolExecutor(8) as pool:
+        allowed = list(pool.map(lambda n: replicas[n % 2].allow("U-busy", 5, 60), range(16)))
+    assert allowed.count(True) == 5

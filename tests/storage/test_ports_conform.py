@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from bot.chat.service import ChatStores, DedupeStore, FeedbackStore, HistoryStore, InteractionLinks
+from bot.chat.service import (
+    ChatStores,
+    DedupeStore,
+    FeedbackStore,
+    HistoryStore,
+    InteractionLinks,
+    QuotaStore,
+)
 from rag.ports import GradeCache, GradeKey, InteractionRecorder
 from rag.types import Answer, Grade, GradeSource
 from storage.db import Database
@@ -14,6 +21,7 @@ from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
+from storage.quota import QuotaRepository
 from storage.sync_state import SyncStateRepository
 from sync.ports import DocumentState, RunCounts, SyncState
 from tests.storage.builders import answer
@@ -28,7 +36,8 @@ def wire(db: Database) -> tuple[GradeCache, InteractionRecorder, SyncState, Chat
     links: InteractionLinks = InteractionRepository(db)
     feedback: FeedbackStore = FeedbackRepository(db)
     history: HistoryStore = HistoryRepository(db)
-    return cache, recorder, state, ChatStores(dedupe, links, feedback, history)
+    quota: QuotaStore = QuotaRepository(db)
+    return cache, recorder, state, ChatStores(dedupe, links, feedback, history, quota)
 
 
 def test_the_ports_work_through_their_protocol_types(database: Database) -> None:

@@ -63,6 +63,7 @@ function handle(event, data, state) {
     state.node.className = "turn answer " + data.status;
     state.node.innerHTML = data.html;
     if (data.ref) votes(state.node, data.ref);
+    state.node.scrollIntoView({ block: "end" });
   } else if (event === "notice" || event === "error") {
     if (state.node) state.node.remove();
     state.node = turn("answer " + event, data.html);

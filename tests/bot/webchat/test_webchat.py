@@ -11,6 +11,9 @@ from typing import Any
 
 import aiohttp
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from bot.chat.service import ChatLimits, ChatService
 from bot.web import build_web_app
@@ -18,6 +21,7 @@ from bot.webchat.app import USER_COOKIE, WebChat
 from bot.webchat.render import render_answer, to_html
 from rag import messages
 from rag.types import Answer, AnswerStatus, Citation, Question
+from tests.browser import run, shot, wait_for
 from tests.fakes.chat import make_flow
 from tests.fakes.http import LocalServer
 from tests.fakes.memory_chat_stores import MemoryChatStores
@@ -182,3 +186,43 @@ def test_only_http_sources_become_links() -> None:
         Citation(2, "b", "Evil", "javascript:alert(1)", "b#0"))))
     assert 'href="https://wiki.example/a"' in shown and "javascript:" not in shown
     assert "&lt;b&gt;Runbook&lt;/b&gt;" in shown
+
+
+async def test_the_page_in_a_real_browser(served: tuple[Browser, MemoryChatStores],
+                                          browser: WebDriver) -> None:
+    """Headless Chromium: ask, watch the answer arrive with its sources, vote on it."""
+    client, stores = served
+    await run(browser.get, client.url + "/")
+    field = (await wait_for(browser, "textarea#question"))[0]
+    await run(field.send_keys, STAGING)
+    await run(field.send_keys, Keys.ENTER)
+    links = await wait_for(browser, ".turn.answer.answered .sources a")
+    assert "https://wiki.example/staging-creds" in [
+        await run(link.get_attribute, "href") for link in links]
+    [question] = await wait_for(browser, ".turn.question")
+    assert await run(lambda: question.text) == STAGING
+    up = (await wait_for(browser, ".votes button[data-vote='1']"))[0]
+    await run(up.click)
+    await wait_for(browser, ".votes .said")
+    await shot(browser, "webchat", "answered")
+    [vote] = stores.feedback.votes.values()
+    assert vote.vote == 1 and vote.channel == "button"
+
+
+async def test_hostile_text_stays_text_in_the_browser(
+        served: tuple[Browser, MemoryChatStores], browser: WebDriver) -> None:
+    client, _ = served
+    await run(browser.get, client.url + "/")
+    field = (await wait_for(browser, "textarea#question"))[0]
+    await run(field.send_keys, "<img src=x onerror=alert(1)> what is <b>this</b>?")
+    await run(field.send_keys, Keys.ENTER)
+    await wait_for(browser, ".turn.answer:not(.working)")
+    [question] = await wait_for(browser, ".turn.question")
+    assert "<img src=x" in await run(lambda: question.text)  # shown, not parsed
+    assert await run(browser.find_elements, By.CSS_SELECTOR, ".turn img") == []
+
+
+def test_inline_code_stays_in_its_quote_and_fences_are_blocks() -> None:
+    shown = to_html("> Run `vault write x` and restart.\n\n```\nmake <all>\n```", {})
+    assert shown == ("<blockquote>Run <code>vault write x</code> and restart.</blockquote>"
+                     "<pre><code>make &lt;all&gt;</code></pre>")

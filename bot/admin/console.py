@@ -1,0 +1,190 @@
+"""The console's aiohttp sub-application: sessions, CSRF, security headers, sign-in, rendering."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
+
+import jinja2
+from aiohttp import web
+
+from bot.admin.auth import ADMIN, Credentials, LoginLimiter, Session, Sessions
+from bot.settings import AdminSettings, Settings
+from rag.ports import Embedder
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+HERE = Path(__file__).resolve().parent
+COOKIE, LOGIN_COOKIE = "sift_admin", "sift_admin_login"
+PREFIX = "/admin"
+OPEN_PATHS = ("/admin/login", "/admin/static/")
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY", "Cache-Control": "no-store",
+}
+WRONG_PASSWORD = "That password is not right."
+STALE_FORM = "This form has expired: reload the page and try again."
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class SyncControl(Protocol):
+    """What the console asks of `sift serve`'s sync scheduler."""
+
+    def run_now(self, name: str) -> None: ...
+
+    def next_run(self, name: str) -> datetime | None: ...
+
+
+@dataclass
+class Console:
+    """Everything the pages read, built once by `mount`."""
+
+    db: Database
+    settings: Settings
+    embedder: Embedder
+    sync: SyncControl | None
+    credentials: Credentials
+    sessions: Sessions
+    limiter: LoginLimiter
+    templates: jinja2.Environment
+
+    @property
+    def admin(self) -> AdminSettings:
+        return self.settings.admin
+
+
+KEY = web.AppKey("console", Console)
+SESSION = web.RequestKey("session", Session)
+
+
+def templates() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True)
+    env.filters["stamp"] = lambda d: d.strftime("%Y-%m-%d %H:%M") if d else "-"
+    env.filters["ms"] = lambda v: "-" if v is None else f"{float(v):,.0f}"
+    env.filters["pct"] = lambda v: "-" if v is None else f"{v:.0%}"
+    env.filters["num"] = lambda v: "-" if v is None else f"{v:,}"
+    env.filters["grade"] = lambda v: "-" if v is None else f"{v:.2f}"
+    env.filters["href"] = web_link
+    return env
+
+
+def web_link(url: str | None) -> str:
+    """A document URL fit for href: http(s) only, so a synced `javascript:` link stays text."""
+    return url if url and urlsplit(url).scheme in ("http", "https") else "#"
+
+
+def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
+    console = request.app[KEY]
+    session: Session | None = request.get(SESSION)
+    html = console.templates.get_template(name).render(
+        session=session, path=request.path, is_admin=session is not None and
+        session.role == ADMIN, **context)
+    return web.Response(text=html, content_type="text/html", status=status)
+
+
+def safe_next(target: str | None) -> str:
+    """Only a path inside the console: a sign-in link cannot send anyone elsewhere."""
+    target = target or ""
+    parts = urlsplit(target)
+    inside = parts.path == PREFIX or parts.path.startswith(PREFIX + "/")
+    if parts.scheme or parts.netloc or "\\" in target or not inside:
+        return PREFIX + "/"
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Headers on every response; a session on every page but sign-in; CSRF on every POST."""
+    response = await _guarded(request, handler)
+    response.headers.update(HEADERS)
+    return response
+
+
+async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith(OPEN_PATHS):
+        return await handler(request)
+    console = request.app[KEY]
+    session = console.sessions.get(request.cookies.get(COOKIE))
+    if session is None:
+        wanted = request.path_qs if request.method == "GET" else PREFIX + "/"
+        raise web.HTTPSeeOther(f"{PREFIX}/login?next={quote(wanted, safe='')}")
+    request[SESSION] = session
+    if request.method == "POST":
+        form = await request.post()
+        if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
+            log.warning("console: refused a %s to %s without a valid CSRF token",
+                        request.method, request.path)
+            return render(request, "message.html", 403, title="Refused", message=STALE_FORM)
+    return await handler(request)
+
+
+def sees_restricted(request: web.Request) -> bool:
+    """Admins see every document; a viewer sees restricted ones as "(restricted)"."""
+    return bool(request[SESSION].role == ADMIN)
+
+
+def require_admin(request: web.Request) -> None:
+    session: Session = request[SESSION]
+    if session.role != ADMIN:
+        raise web.HTTPForbidden(text="Only an admin may do this; you are signed in as a viewer.")
+
+
+def _set_cookie(response: web.StreamResponse, console: Console, name: str, value: str,
+                max_age: int | None) -> None:
+    response.set_cookie(name, value, path=PREFIX, httponly=True, samesite="Strict",
+                        secure=console.admin.secure_cookie, max_age=max_age)
+
+
+async def login_form(request: web.Request) -> web.StreamResponse:
+    return _login_page(request, "", 200)
+
+
+def _login_page(request: web.Request, error: str, status: int) -> web.Response:
+    console = request.app[KEY]
+    token = secrets.token_urlsafe(24)  # double-submit: the form must echo the cookie
+    response = render(request, "login.html", status, error=error, csrf=token,
+                      next=safe_next(request.query.get("next")))
+    _set_cookie(response, console, LOGIN_COOKIE, token, 600)
+    return response
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    console = request.app[KEY]
+    address = request.remote or "?"
+    wait = console.limiter.wait_s(address)
+    if wait > 0:
+        minutes = max(1, round(wait / 60))
+        return _login_page(request, f"Too many sign-in attempts: try again in {minutes} "
+                           f"minute{'s' if minutes > 1 else ''}.", 429)
+    form = await request.post()
+    expected = request.cookies.get(LOGIN_COOKIE, "")
+    if not expected or not hmac.compare_digest(str(form.get("csrf", "")), expected):
+        return _login_page(request, STALE_FORM, 403)
+    role = console.credentials.role_for(str(form.get("password", "")))
+    if role is None:
+        console.limiter.failed(address)
+        log.info("console: failed sign-in from %s", address)
+        return _login_page(request, WRONG_PASSWORD, 401)
+    token, _ = console.sessions.open(role)
+    log.info("console: %s signed in from %s", role, address)
+    response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
+    _set_cookie(response, console, COOKIE, token, None)
+    response.del_cookie(LOGIN_COOKIE, path=PREFIX)
+    raise response
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    request.app[KEY].sessions.close(request.cookies.get(COOKIE))
+    response = web.HTTPSeeOther(f"{PREFIX}/login")
+    response.del_cookie(COOKIE, path=PREFIX)
+    raise response

@@ -1,0 +1,103 @@
+"""The reading pages: questions (list and one in full) and document health."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from aiohttp import web
+
+from bot.admin.console import KEY, render, sees_restricted
+from storage.console_docs import DOC_VIEWS, DocHealth, documents, restricted_ids
+from storage.console_overview import STATUSES
+from storage.console_questions import (
+    VOTES,
+    QuestionFilter,
+    channels,
+    list_questions,
+    question_detail,
+)
+
+PAGE = 50
+RESTRICTED = "(restricted)"
+
+
+def _day(value: str, field: str, errors: dict[str, str]) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        errors[field] = "Use a date such as 2026-11-24."
+        return None
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def question_filter(query: dict[str, str], errors: dict[str, str]) -> QuestionFilter:
+    """The list's filters from the query string; a bad value is named in `errors`."""
+    status = query.get("status", "")
+    vote = query.get("vote", "")
+    if status and status not in STATUSES:
+        errors["status"] = "Choose one of the listed outcomes."
+        status = ""
+    if vote and vote not in VOTES:
+        errors["vote"] = "Choose one of the listed votes."
+        vote = ""
+    until = _day(query.get("until", ""), "until", errors)
+    return QuestionFilter(text=query.get("q", "").strip()[:200], status=status,
+                          platform=query.get("platform", ""), channel=query.get("channel", ""),
+                          vote=vote, doc_id=query.get("doc", ""),
+                          since=_day(query.get("since", ""), "since", errors),
+                          until=until + timedelta(days=1) if until else None)
+
+
+async def questions_page(request: web.Request) -> web.StreamResponse:
+    console = request.app[KEY]
+    errors: dict[str, str] = {}
+    query = dict(request.query)
+    f = question_filter(query, errors)
+    before = _int(query.get("before"))
+    page = await asyncio.to_thread(list_questions, console.db, f, before=before, limit=PAGE)
+    names = await asyncio.to_thread(channels, console.db)
+    keep = {k: v for k, v in query.items() if k != "before" and v}
+    return render(request, "questions.html", 400 if errors else 200, page=page, f=f,
+                  query=query, keep=keep, errors=errors, statuses=STATUSES, votes=VOTES,
+                  channels=names)
+
+
+async def question_page(request: web.Request) -> web.StreamResponse:
+    console = request.app[KEY]
+    interaction_id = _int(request.match_info["id"])
+    detail = None if interaction_id is None else \
+        await asyncio.to_thread(question_detail, console.db, interaction_id)
+    if detail is None:
+        return render(request, "message.html", 404, title="Not found",
+                      message="There is no question with that number.")
+    hidden = set() if sees_restricted(request) else await asyncio.to_thread(
+        restricted_ids, console.db, [s.doc_id for s in detail.sources])
+    return render(request, "question.html", d=detail, i=detail.interaction, hidden=hidden)
+
+
+async def documents_page(request: web.Request) -> web.StreamResponse:
+    console = request.app[KEY]
+    view = request.query.get("view", "low")
+    if view not in DOC_VIEWS:
+        view = "low"
+    offset = _int(request.query.get("offset")) or 0
+    text = request.query.get("q", "").strip()[:200]
+    rows = await asyncio.to_thread(
+        documents, console.db, view, threshold=console.settings.storage.relevant_threshold,
+        text=text, offset=offset, limit=PAGE + 1)
+    if not sees_restricted(request):
+        rows = [_masked(d) if d.restricted else d for d in rows]
+    return render(request, "documents.html", view=view, views=DOC_VIEWS, rows=rows[:PAGE],
+                  more=len(rows) > PAGE, offset=offset, page=PAGE, q=text,
+                  threshold=console.settings.storage.relevant_threshold)
+
+
+def _masked(d: DocHealth) -> DocHealth:
+    return replace(d, doc_id=RESTRICTED, title=RESTRICTED, url="")

@@ -1,0 +1,79 @@
+"""Mounts the console under /admin when a password is configured; the route table."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from bot.admin.auth import Credentials, LoginLimiter, Sessions
+from bot.admin.console import (
+    HERE,
+    KEY,
+    PREFIX,
+    Console,
+    SyncControl,
+    guard,
+    login,
+    login_form,
+    logout,
+    templates,
+)
+from bot.admin.gaps import CACHE, VectorCache, gaps_page
+from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
+from bot.admin.overview import DAILY, DailyCache, overview_page
+from bot.admin.pages import documents_page, question_page, questions_page
+from bot.settings import Settings
+from rag.ports import Embedder
+from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+
+def console_app(db: Database, settings: Settings, embedder: Embedder,
+                sync: SyncControl | None) -> web.Application | None:
+    """The console's sub-application; None when SIFT_ADMIN__PASSWORD is not set."""
+    admin = settings.admin
+    credentials = Credentials.from_secrets(admin.password, admin.viewer_password)
+    # Only the hashes stay: the plain passwords leave the settings once read.
+    admin.password = admin.viewer_password = None
+    if not credentials.enabled:
+        return None
+    sub = web.Application(middlewares=[guard])
+    sub[KEY] = Console(db, settings, embedder, sync, credentials,
+                       Sessions(admin.session_minutes * 60),
+                       LoginLimiter(admin.login_attempts, admin.login_window_s), templates())
+    sub[CACHE] = VectorCache(embedder)
+    sub[DAILY] = DailyCache()
+    sub.router.add_get("/login", login_form)
+    sub.router.add_post("/login", login)
+    sub.router.add_post("/logout", logout)
+    sub.router.add_get("/", overview_page)
+    sub.router.add_get("/questions", questions_page)
+    sub.router.add_get("/questions/{id}", question_page)
+    sub.router.add_get("/gaps", gaps_page)
+    sub.router.add_get("/documents", documents_page)
+    sub.router.add_get("/sources", sources_page)
+    sub.router.add_post("/sources/{name}/sync", sync_now)
+    sub.router.add_get("/evaluation", evaluation_page)
+    sub.router.add_get("/evaluation/{name}/chart.png", eval_chart)
+    sub.router.add_get("/channels", channels_page)
+    sub.router.add_static("/static", HERE / "static")
+    return sub
+
+
+def mount(web_app: web.Application, db: Database, settings: Settings, embedder: Embedder,
+          sync: SyncControl | None) -> web.Application | None:
+    """Add /admin to `sift serve`'s web app when configured; the console's app if it was."""
+    sub = console_app(db, settings, embedder, sync)
+    if sub is None:
+        log.info("admin console off (set SIFT_ADMIN__PASSWORD to turn it on)")
+        return None
+    web_app.router.add_get(PREFIX, _to_console)  # before the sub-app, which would claim it
+    web_app.add_subapp(PREFIX, sub)
+    log.info("admin console at %s/", PREFIX)
+    return sub
+
+
+async def _to_console(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound(PREFIX + "/")

@@ -1,0 +1,172 @@
+"""The admin console's documents, sources and content-gap inputs, each query paged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exists, func, or_, select
+
+from storage.db import Database
+from storage.models import (
+    DocumentStats,
+    Feedback,
+    Interaction,
+    InteractionSource,
+    SourceDocument,
+    SyncRun,
+)
+
+DOC_VIEWS = ("low", "down", "never", "all")
+
+
+@dataclass(frozen=True)
+class DocHealth:
+    doc_id: str
+    title: str
+    url: str
+    retrieved: int
+    graded: int
+    average_grade: float | None
+    cited: int
+    up: int
+    down: int
+    source: str = ""
+    restricted: bool = False  # not public: a viewer sees neither its title nor its link
+
+
+@dataclass(frozen=True)
+class SourceCounts:
+    source: str
+    ok: int
+    failed: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class FailedDocument:
+    doc_id: str
+    error: str
+    last_synced: datetime
+
+
+@dataclass(frozen=True)
+class GapQuestion:
+    id: int
+    question: str
+    created_at: datetime
+    unanswered: bool
+
+
+@dataclass(frozen=True)
+class NearDocument:
+    doc_id: str
+    title: str
+    url: str
+    score: float
+
+
+def _health(d: DocumentStats) -> DocHealth:
+    return DocHealth(d.doc_id, d.title, d.url, d.retrieved, d.graded,
+                     d.grade_score_sum / d.graded if d.graded else None, d.cited,
+                     d.thumbs_up, d.thumbs_down, restricted=d.restricted)
+
+
+def documents(db: Database, view: str, *, threshold: float, min_retrieved: int = 3,
+              text: str = "", offset: int = 0, limit: int = 50) -> list[DocHealth]:
+    """One page of a health view: low (retrieved often, graded low), down (cited and voted
+    down), never (synced, never retrieved), all (most retrieved first)."""
+    if view == "never":
+        return _never(db, text, offset, limit)
+    s = DocumentStats
+    query = select(s)
+    if view == "low":
+        query = query.where(s.retrieved >= min_retrieved, s.graded > 0,
+                            s.grade_score_sum < threshold * s.graded)
+        query = query.order_by(s.retrieved.desc(), (s.grade_score_sum / s.graded), s.doc_id)
+    elif view == "down":
+        query = query.where(s.thumbs_down > 0).order_by(s.thumbs_down.desc(), s.doc_id)
+    else:
+        query = query.order_by(s.retrieved.desc(), s.doc_id)
+    if text:
+        query = query.where(or_(s.title.ilike(f"%{text}%"), s.doc_id.ilike(f"%{text}%")))
+    with db.read() as session:
+        return [_health(d) for d in session.scalars(query.offset(offset).limit(limit))]
+
+
+def _never(db: Database, text: str, offset: int, limit: int) -> list[DocHealth]:
+    retrieved = exists().where(DocumentStats.doc_id == SourceDocument.doc_id,
+                               DocumentStats.retrieved > 0)
+    query = (select(SourceDocument.source, SourceDocument.doc_id)
+             .where(SourceDocument.status == "ok", ~retrieved))
+    if text:
+        query = query.where(SourceDocument.doc_id.ilike(f"%{text}%"))
+    query = query.order_by(SourceDocument.source, SourceDocument.doc_id)
+    with db.read() as session:
+        return [DocHealth(r.doc_id, "", "", 0, 0, None, 0, 0, 0, r.source)
+                for r in session.execute(query.offset(offset).limit(limit))]
+
+
+def source_counts(db: Database) -> dict[str, SourceCounts]:
+    d = SourceDocument
+    query = select(d.source, d.status, func.count(), func.sum(d.chunk_count)) \
+        .group_by(d.source, d.status)
+    found: dict[str, list[int]] = {}
+    with db.read() as session:
+        for source, status, count, chunks in session.execute(query):
+            entry = found.setdefault(source, [0, 0, 0])
+            entry[0 if status == "ok" else 1] += int(count)
+            entry[2] += int(chunks or 0)
+    return {s: SourceCounts(s, *v) for s, v in found.items()}
+
+
+def last_runs(db: Database, source: str, limit: int = 10) -> list[SyncRun]:
+    query = (select(SyncRun).where(SyncRun.source == source)
+             .order_by(SyncRun.started_at.desc(), SyncRun.id.desc()).limit(limit))
+    with db.read() as session:
+        return list(session.scalars(query))
+
+
+def failed_documents(db: Database, source: str, limit: int = 50) -> list[FailedDocument]:
+    query = (select(SourceDocument).where(SourceDocument.source == source,
+                                          SourceDocument.status != "ok")
+             .order_by(SourceDocument.doc_id).limit(limit))
+    with db.read() as session:
+        return [FailedDocument(d.doc_id, d.error, d.last_synced) for d in session.scalars(query)]
+
+
+def restricted_ids(db: Database, doc_ids: list[str]) -> set[str]:
+    """Which of these documents the public may not read (from their statistics)."""
+    if not doc_ids:
+        return set()
+    query = select(DocumentStats.doc_id).where(DocumentStats.doc_id.in_(set(doc_ids)),
+                                               DocumentStats.restricted)
+    with db.read() as session:
+        return set(session.scalars(query))
+
+
+def gap_questions(db: Database, since: datetime, limit: int = 400) -> list[GapQuestion]:
+    """The window's newest questions that went unanswered or got a thumbs-down."""
+    down = exists().where(Feedback.interaction_id == Interaction.id, Feedback.vote == -1)
+    query = (select(Interaction.id, Interaction.question, Interaction.created_at,
+                    Interaction.status)
+             .where(Interaction.created_at >= since,
+                    or_(Interaction.status == "no_answer", down))
+             .order_by(Interaction.id.desc()).limit(limit))
+    with db.read() as session:
+        return [GapQuestion(r.id, r.question, r.created_at, r.status == "no_answer")
+                for r in session.execute(query)]
+
+
+def nearest_documents(db: Database, interaction_ids: list[int],
+                      limit: int = 3) -> list[NearDocument]:
+    """The documents retrieval found closest for these questions (best score first)."""
+    s = InteractionSource
+    best = func.max(s.retrieval_score)
+    query: Any = (select(s.doc_id, func.max(s.title), func.max(s.url), best)
+                  .where(s.interaction_id.in_(interaction_ids))
+                  .group_by(s.doc_id).order_by(best.desc()).limit(limit))
+    with db.read() as session:
+        return [NearDocument(d, t or "", u or "", float(b)) for d, t, u, b in
+                session.execute(query)]

@@ -1,0 +1,49 @@
+"""The query-vector cache: repeats skip the model, the oldest entry leaves first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rag.query_cache import QueryVectorCache
+from rag.types import Vector
+
+
+class CountingEmbedder:
+    name, dimension = "counting", 2
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+        self.documents = 0
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        self.documents += len(texts)
+        return [[float(len(t)), 1.0] for t in texts]
+
+    async def embed_query(self, text: str) -> Vector:
+        self.queries.append(text)
+        return [float(len(text)), 0.0]
+
+
+async def test_a_repeated_question_is_embedded_once() -> None:
+    inner = CountingEmbedder()
+    cache = QueryVectorCache(inner, size=2)
+    first = await cache.embed_query("How do I reset MFA?")
+    again = await cache.embed_query("  how do I   reset mfa?")  # spacing and case don't count
+    assert first == again and inner.queries == ["How do I reset MFA?"] and cache.hits == 1
+    again.append(9.0)  # a caller changing its copy must not change the cache
+    assert await cache.embed_query("How do I reset MFA?") == first
+
+
+async def test_the_least_recently_used_vector_is_dropped() -> None:
+    inner = CountingEmbedder()
+    cache = QueryVectorCache(inner, size=2)
+    for text in ("a", "b", "a", "c", "b"):
+        await cache.embed_query(text)
+    assert inner.queries == ["a", "b", "c", "b"]  # "b" was the oldest when "c" came
+
+
+async def test_documents_pass_through() -> None:
+    inner = CountingEmbedder()
+    cache = QueryVectorCache(inner)
+    assert await cache.embed_documents(["xy"]) == [[2.0, 1.0]] and inner.documents == 1
+    assert (cache.name, cache.dimension) == ("counting", 2)
