@@ -61,9 +61,8 @@ from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
+from sync.connectors import registry
 from sync.connectors.base import Connector
-from sync.connectors.folder import FolderConnector
-from sync.connectors.http import HttpConfig, HttpConnector
 from sync.job import JobConfig
 from sync.lock import SyncBusy
 from sync.ports import ChunkIndex
@@ -260,21 +259,8 @@ class App:
 
     def connector(self, source: SourceSettings) -> Connector:
         """The connector for one configured source; ConfigError names what is missing."""
-        if source.kind == "folder":
-            if source.path is None:
-                raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
-                                  f"'{source.name}' is a folder but has no `path`.")
-            return FolderConnector(source.path, url_base=source.url,
-                                   default_access=tuple(source.default_access))
-        if not source.url:
-            raise ConfigError(f"source {source.name} has no url", user_message=f"Source "
-                              f"'{source.name}' is http but has no `url` (the API's base URL).")
-        h = source.http
-        options = h.model_dump(exclude={"fields"})
-        return HttpConnector(HttpConfig(
-            base_url=source.url, fields=dict(h.fields), **options,
-            default_access=tuple(source.default_access),
-            token=source.token.get_secret_value() if source.token else None))
+        spec = registry.SPECS[source.kind]  # settings validation already refused other kinds
+        return spec.build(source.connector_config(), source.options)
 
     @cached_property
     def sync_config(self) -> JobConfig:

@@ -14,12 +14,17 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    SerializeAsAny,
     ValidationError,
     field_validator,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag.errors import ConfigError
+from sync.connectors import registry
+from sync.connectors.base import ConnectorSettings, SourceConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
@@ -157,38 +162,52 @@ class ABSettings(_Section):
     fast_share: float = Field(0.0, ge=0.0, le=1.0)
 
 
-class HttpSourceSettings(_Section):
-    """Field mapping and paths of an `http` knowledge-platform source."""
-
-    list_path: str = "/articles"
-    ids_path: str = "/articles/ids"
-    items_key: str = "items"
-    next_key: str = "next"
-    cursor_param: str = "cursor"
-    page_param: str = ""  # e.g. "page": numbered pages instead of a next link or cursor
-    updated_since_param: str = "updated_since"
-    page_size: int = Field(100, ge=1)
-    page_size_param: str = "limit"
-    body_format: Literal["auto", "html", "markdown"] = "auto"
-    fields: dict[str, str] = Field(default_factory=dict)
-    max_retries: int = Field(5, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
-
-
 class SourceSettings(_Section):
+    """One `[[sources]]` table: what every source has, plus its kind's own table
+    (`[sources.http]`, `[sources.confluence]`, …) validated by the connector registry."""
+
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["folder", "http"]
+    kind: str
     path: Path | None = None
     url: str = ""
     token: SecretStr | None = None
     interval_minutes: float | None = Field(15.0, gt=0)
     cron: str = ""  # when set, replaces interval_minutes
     full_cron: str = "0 3 * * *"  # the slower pass that also prunes deleted documents
-    http: HttpSourceSettings = Field(default_factory=HttpSourceSettings)
     # Access groups of a document that declares none (an empty or misspelt `access` is not
     # "none": such a document is restricted to nobody until fixed).
     default_access: list[str] = Field(default_factory=lambda: ["public"], min_length=1)
+    options: SerializeAsAny[ConnectorSettings] = Field(default_factory=ConnectorSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_table(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        kind = data.get("kind")
+        spec = registry.spec(kind) if isinstance(kind, str) else None
+        if spec is None:
+            raise PydanticCustomError("unknown_kind", "unknown kind; the known kinds are "
+                                      "{known}", {"known": registry.known_kinds(),
+                                                  "inner_loc": ("kind",),
+                                                  "inner_input": kind})
+        data = dict(data)
+        table = data.pop(spec.kind, None) or data.pop("options", None) or {}
+        if isinstance(table, BaseModel):
+            table = table.model_dump()
+        try:
+            data["options"] = spec.settings.model_validate(table)
+        except ValidationError as exc:  # re-raised with its place, for _explain
+            first = exc.errors()[0]
+            raise PydanticCustomError("kind_table", "{msg}", {
+                "msg": first["msg"], "inner_loc": (spec.kind, *first["loc"]),
+                "inner_type": first["type"], "inner_input": first.get("input")}) from exc
+        return data
+
+    def connector_config(self) -> SourceConfig:
+        secret = self.token.get_secret_value() if self.token else None
+        return SourceConfig(self.name, url=self.url, token=secret, path=self.path,
+                            default_access=tuple(self.default_access))
 
 
 class SyncSettings(_Section):
@@ -408,12 +427,13 @@ def _origin(loc: tuple[Any, ...], data: dict[str, Any], toml_path: Path | None) 
 
 def _explain(error: ValidationError, data: dict[str, Any], toml_path: Path | None) -> str:
     first = error.errors()[0]
-    loc = tuple(first.get("loc", ()))
+    inner = first.get("ctx") or {}  # a source's kind table reports its own place (SourceSettings)
+    loc = tuple(first.get("loc", ())) + tuple(inner.get("inner_loc", ()))
     key = ".".join(str(p) for p in loc) or "settings"
     where = f" in {toml_path}" if toml_path else ""
-    if first.get("type") == "extra_forbidden":
+    if inner.get("inner_type", first.get("type")) == "extra_forbidden":
         return f"Unknown setting '{key}'{where}; check its spelling against the README."
-    value = first.get("input")
+    value = inner.get("inner_input", first.get("input"))
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
     message = str(first.get("msg", "invalid value")).rstrip(".")
     return f"Setting '{key}' {_origin(loc, data, toml_path)} is invalid{shown}: {message}."

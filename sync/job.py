@@ -136,7 +136,7 @@ class SyncJob:
             if run.pending_chunks >= self.config.embed_batch:
                 await self._flush(run)
         await self._flush(run)
-        if run.full:
+        if run.full or self.connector.cheap_ids:  # else pruning waits for the next full pass
             await self._prune(run)
         for group, docs in sorted(run.unknown_groups.items()):
             more = f" and {len(docs) - 1} more" if len(docs) > 1 else ""

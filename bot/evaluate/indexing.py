@@ -42,6 +42,8 @@ class IndexInfo:
 class CorpusConnector:
     """An in-memory source over the evaluation corpus, fed to the ordinary sync job."""
 
+    cheap_ids = True
+
     def __init__(self, corpus: Sequence[CorpusDoc]) -> None:
         self._corpus = corpus
 

@@ -1,11 +1,14 @@
-"""The connector contract: documents changed since a checkpoint, and every current doc id."""
+"""The connector contract: documents changed since a checkpoint, every current doc id, a spec."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,41 @@ Fetched = SourceDocument | DocumentFailure
 
 
 class Connector(Protocol):
-    """A knowledge source. `since=None` means every document (a full pass)."""
+    """A knowledge source. `since=None` means every document (a full pass).
+
+    `access` holds the platform's own principals (`confluence:space:ENG`, `notion:user:…`)
+    or `public` for "anyone can view". `cheap_ids` says that `list_ids` costs about as much
+    as one request, so every run (not only a full pass) prunes what the source deleted."""
+
+    cheap_ids: bool
 
     def documents(self, since: datetime | None) -> AsyncIterator[Fetched]: ...
 
     async def list_ids(self) -> set[str]: ...
+
+
+class ConnectorSettings(BaseModel):
+    """A kind's own settings: the `[sources.<kind>]` table of a source in sift.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """What every source has, whatever its kind (the top level of a `[[sources]]` table)."""
+
+    name: str
+    url: str = ""
+    token: str | None = None
+    path: Path | None = None
+    default_access: tuple[str, ...] = ("public",)  # for documents that declare none
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    """A connector module's declaration: its kind, its settings model and its factory."""
+
+    kind: str
+    settings: type[ConnectorSettings]
+    build: Callable[[SourceConfig, Any], Connector]
+    summary: str  # one line for `--help`-like listings and error messages

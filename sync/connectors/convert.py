@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import io
 import re
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -62,9 +63,19 @@ def html_to_markdown(html: str) -> Parsed:
             meta.setdefault(name.strip().lower(), content.strip())
     for tag in soup.find_all(_NOISE_TAGS):
         tag.decompose()
-    converter = MarkdownConverter(heading_style="ATX", bullets="-", code_language="")
+    converter = MarkdownConverter(heading_style="ATX", bullets="-", code_language="",
+                                  code_language_callback=_code_language)
     body = converter.convert_soup(soup)
     return Parsed(re.sub(r"\n{3,}", "\n\n", body).strip() + "\n", meta)
+
+
+def _code_language(pre: Any) -> str:
+    """`<pre><code class="language-x">` (Confluence, most site generators) fences as x."""
+    code = pre.find("code")
+    for name in (code.get("class") or []) if code is not None else []:
+        if str(name).startswith("language-"):
+            return str(name)[len("language-"):]
+    return ""
 
 
 def pdf_to_markdown(data: bytes) -> Parsed:
@@ -83,6 +94,34 @@ def pdf_to_markdown(data: bytes) -> Parsed:
         raise DocumentParseError("the PDF has no extractable text (scanned images?)")
     title = str(info.title).strip() if info is not None and info.title else ""
     return Parsed(text + "\n", {"title": title} if title else {})
+
+
+OFFICE = (".docx", ".pptx", ".xlsx")
+
+
+def file_to_markdown(data: bytes, name: str) -> Parsed:
+    """A file or attachment as Markdown: HTML and PDF keep their metadata; Word, PowerPoint
+    and Excel go through markitdown, whose tables stay Markdown tables."""
+    suffix = name[name.rfind("."):].lower() if "." in name else ""
+    if suffix in (".html", ".htm"):
+        return html_to_markdown(data.decode("utf-8", errors="replace"))
+    if suffix == ".pdf":
+        return pdf_to_markdown(data)
+    if suffix not in OFFICE:
+        raise DocumentParseError(f"{name}: unsupported file type {suffix or '(none)'}")
+    if not zipfile.is_zipfile(io.BytesIO(data)):  # else markitdown falls back to plain text
+        raise DocumentParseError(f"not a readable {suffix} file (not an Office zip package)")
+    from markitdown import MarkItDown, StreamInfo  # heavy import, needed only for these
+
+    try:
+        result = MarkItDown(enable_plugins=False).convert_stream(
+            io.BytesIO(data), stream_info=StreamInfo(extension=suffix))
+    except Exception as exc:  # markitdown wraps each format's own parser errors
+        raise DocumentParseError(f"not a readable {suffix} file: {exc}") from exc
+    body = result.markdown.strip()
+    if not body:
+        raise DocumentParseError(f"the {suffix} file has no text")
+    return Parsed(body + "\n", {"title": result.title} if result.title else {})
 
 
 def first_heading(body: str) -> str:

@@ -1,4 +1,4 @@
-"""The folder connector: a directory tree of Markdown, HTML, plain text and PDF files."""
+"""The folder connector: a directory tree of Markdown, HTML, text, PDF and Office files."""
 
 from __future__ import annotations
 
@@ -10,19 +10,25 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from rag.errors import SyncError
-from sync.connectors.base import DocumentFailure, Fetched
+from rag.errors import ConfigError, SyncError
+from sync.connectors.base import (
+    ConnectorSettings,
+    ConnectorSpec,
+    DocumentFailure,
+    Fetched,
+    SourceConfig,
+)
 from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
     build_document,
+    file_to_markdown,
     html_to_markdown,
-    pdf_to_markdown,
     split_front_matter,
 )
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-         ".txt": "text", ".pdf": "pdf"}
+         ".txt": "text", ".pdf": "file", ".docx": "file", ".pptx": "file", ".xlsx": "file"}
 # Salvages the id of a file whose front matter no longer parses, so that a typo in the YAML
 # is reported without the document's existing chunks being pruned under its real id.
 _DOC_ID_LINE = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?doc_id:[ \t]*['\"]?([^'\"\r\n#]+?)"
@@ -32,6 +38,8 @@ _HTML_DOC_ID = re.compile(r"<meta\s+name=[\"']doc_id[\"']\s+content=[\"']([^\"']
 
 class FolderConnector:
     """Every supported file under `root` is a document; its relative path is the default id."""
+
+    cheap_ids = True  # a directory walk: every run prunes deleted files
 
     def __init__(self, root: Path, *, url_base: str = "",
                  default_access: tuple[str, ...] = ("public",)) -> None:
@@ -101,8 +109,8 @@ class FolderConnector:
     def _parse(self, path: Path) -> Parsed:
         kind = KINDS[path.suffix.lower()]
         data = path.read_bytes()
-        if kind == "pdf":
-            return pdf_to_markdown(data)
+        if kind == "file":
+            return file_to_markdown(data, path.name)
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -125,3 +133,19 @@ def _title_from_name(path: Path) -> str:
     words = re.sub(r"[-_]+", " ", path.stem).strip()
     return words[:1].upper() + words[1:]
 
+
+
+class FolderSettings(ConnectorSettings):
+    """A folder has no settings of its own: `path` (and `url`) sit on the source itself."""
+
+
+def build(source: SourceConfig, _: FolderSettings) -> FolderConnector:
+    if source.path is None:
+        raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
+                          f"'{source.name}' is a folder but has no `path`.")
+    return FolderConnector(source.path, url_base=source.url,
+                           default_access=source.default_access)
+
+
+SPEC = ConnectorSpec("folder", FolderSettings, build, "a directory of Markdown, HTML, text "
+                     "and PDF files")

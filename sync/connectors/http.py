@@ -6,13 +6,21 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urljoin
 
 import httpx
+from pydantic import Field
 
-from rag.errors import SyncError
-from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
+from rag.errors import ConfigError, SyncError
+from sync.connectors.base import (
+    ConnectorSettings,
+    ConnectorSpec,
+    DocumentFailure,
+    Fetched,
+    SourceConfig,
+    SourceDocument,
+)
 from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
@@ -70,6 +78,8 @@ def pick(item: Any, path: str) -> Any:
 
 
 class HttpConnector:
+    cheap_ids = False  # the id listing pages through the whole platform: full passes prune
+
     def __init__(self, config: HttpConfig) -> None:
         self.config = config
         self.fields = {**DEFAULT_FIELDS, **config.fields}
@@ -216,3 +226,35 @@ def _next(body: Any, key: str, response: httpx.Response) -> Any:
         return value
     link = response.links.get("next", {}).get("url")
     return link or None
+
+
+class HttpSettings(ConnectorSettings):
+    """Field mapping and paths of an `http` source: the `[sources.http]` table."""
+
+    list_path: str = "/articles"
+    ids_path: str = "/articles/ids"
+    items_key: str = "items"
+    next_key: str = "next"
+    cursor_param: str = "cursor"
+    page_param: str = ""  # e.g. "page": numbered pages instead of a next link or cursor
+    updated_since_param: str = "updated_since"
+    page_size: int = Field(100, ge=1)
+    page_size_param: str = "limit"
+    body_format: Literal["auto", "html", "markdown"] = "auto"
+    fields: dict[str, str] = Field(default_factory=dict)
+    max_retries: int = Field(5, ge=0)
+    timeout_s: float = Field(30.0, gt=0)
+    max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
+
+
+def build(source: SourceConfig, options: HttpSettings) -> HttpConnector:
+    if not source.url:
+        raise ConfigError(f"source {source.name} has no url", user_message=f"Source "
+                          f"'{source.name}' is http but has no `url` (the API's base URL).")
+    return HttpConnector(HttpConfig(
+        base_url=source.url, token=source.token, fields=dict(options.fields),
+        default_access=source.default_access,
+        **options.model_dump(exclude={"fields"})))
+
+
+SPEC = ConnectorSpec("http", HttpSettings, build, "a REST/JSON API in Sift's own contract")

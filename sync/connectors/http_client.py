@@ -1,10 +1,11 @@
-"""GET JSON from a knowledge platform: bearer auth, retries with backoff honouring Retry-After."""
+"""Requests to a knowledge platform: retries with backoff honouring Retry-After, clear errors."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -23,49 +24,87 @@ def backoff(attempt: int, base_s: float, cap_s: float) -> float:
     return random.uniform(0, min(cap_s, base_s * 2 ** attempt))
 
 
+class Pacer:
+    """A platform's documented request rate (Notion: 3/s): requests start this far apart.
+    One per connector, shared by all its sessions, since the platform counts per token."""
+
+    def __init__(self, per_second: float) -> None:
+        self._spacing = 1.0 / per_second
+        self._next_start = 0.0
+
+    async def wait(self, sleep: Sleep) -> None:
+        now = time.monotonic()
+        wait = self._next_start - now
+        self._next_start = max(now, self._next_start) + self._spacing
+        if wait > 0:
+            await sleep(wait)
+
+
 class JsonClient:
-    """One platform's HTTP API. The token only ever goes into the Authorization header."""
+    """One platform's HTTP API. The token only ever goes into headers, never into a message.
+
+    `label` starts every error sentence ("Source 'wiki' (Confluence)"); `auth_hint` names the
+    settings to check on 401/403. Statuses in a call's `accept` come back to the caller (a
+    304, or a 403 on one page that the connector reports and skips)."""
 
     def __init__(self, client: httpx.AsyncClient, *, max_retries: int = 5,
                  backoff_s: float = 0.5, max_wait_s: float = 60.0,
-                 sleep: Sleep = asyncio.sleep) -> None:
+                 sleep: Sleep = asyncio.sleep, label: str = "The knowledge platform",
+                 auth_hint: str = "the source's token", pacer: Pacer | None = None) -> None:
         self._client = client
         self._max_retries = max_retries
         self._backoff_s = backoff_s
         self._max_wait_s = max_wait_s
         self._sleep = sleep
+        self._label = label
+        self._auth_hint = auth_hint
+        self._pacer = pacer
 
-    async def get(self, url: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
+    async def get(self, url: str, params: Mapping[str, Any] | None = None, *,
+                  headers: Mapping[str, str] | None = None,
+                  accept: frozenset[int] = frozenset()) -> httpx.Response:
+        return await self.request("GET", url, params=params, headers=headers, accept=accept)
+
+    async def request(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
+                      json: Any = None, headers: Mapping[str, str] | None = None,
+                      accept: frozenset[int] = frozenset()) -> httpx.Response:
         attempt = 0
         while True:
-            outcome = await self._attempt(url, params, attempt)
+            if self._pacer is not None:
+                await self._pacer.wait(self._sleep)
+            try:
+                # An empty params dict would make httpx drop the query of a next link.
+                response = await self._client.request(method, url, params=params or None,
+                                                      json=json, headers=headers)
+                outcome = self._judge(response, accept, attempt)
+            except httpx.TransportError as exc:  # connection refused, reset, timeout
+                outcome = self._delay(attempt, None), f"{type(exc).__name__}: {exc}"
             if isinstance(outcome, httpx.Response):
                 return outcome
             wait, problem = outcome
             if attempt >= self._max_retries:
                 shown = self._client.base_url.join(url)
-                raise SyncError(f"GET {shown} failed after {attempt + 1} attempts: {problem}",
-                                user_message=f"The knowledge platform at {shown} kept failing "
-                                f"({problem}) after {attempt + 1} attempts.")
-            log.info("GET %s: %s; retrying in %.1fs", url, problem, wait)
+                raise SyncError(f"{method} {shown} failed after {attempt + 1} attempts: "
+                                f"{problem}", user_message=f"{self._label} at {shown} kept "
+                                f"failing ({problem}) after {attempt + 1} attempts.")
+            log.info("%s %s: %s; retrying in %.1fs", method, url, problem, wait)
             await self._sleep(wait)
             attempt += 1
 
-    async def _attempt(self, url: str, params: Mapping[str, Any] | None,
-                       attempt: int) -> httpx.Response | tuple[float, str]:
+    def _judge(self, response: httpx.Response, accept: frozenset[int],
+               attempt: int) -> httpx.Response | tuple[float, str]:
         """The response, or (seconds to wait, what went wrong) when worth retrying."""
-        try:
-            response = await self._client.get(url, params=params)
-        except httpx.TransportError as exc:  # connection refused, reset, timeout
-            return self._delay(attempt, None), f"{type(exc).__name__}: {exc}"
-        if response.status_code in RETRY_STATUS:
+        status = response.status_code
+        if status in accept:
+            return response
+        if status in RETRY_STATUS:
             hinted = retry_after(response.headers.get("retry-after"))
-            return self._delay(attempt, hinted), f"HTTP {response.status_code}"
-        if response.status_code >= 400:
-            hint = " (check the source's token)" if response.status_code in (401, 403) else ""
-            raise SyncError(f"GET {response.url} returned HTTP {response.status_code}",
-                            user_message=f"The knowledge platform answered HTTP "
-                            f"{response.status_code} for {response.url}{hint}.")
+            return self._delay(attempt, hinted), f"HTTP {status}"
+        if status >= 400:
+            hint = f" (check {self._auth_hint})" if status in (401, 403) else ""
+            raise SyncError(f"{response.request.method} {response.url} returned HTTP {status}",
+                            user_message=f"{self._label} answered HTTP {status} for "
+                            f"{response.url}{hint}.")
         return response
 
     def _delay(self, attempt: int, hinted: float | None) -> float:
@@ -78,6 +117,6 @@ def decode_json(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError as exc:
-        raise SyncError(f"GET {response.url} returned invalid JSON: {exc}",
+        raise SyncError(f"{response.request.method} {response.url} returned invalid JSON: {exc}",
                         user_message=f"The knowledge platform returned malformed JSON for "
                         f"{response.url}.") from exc

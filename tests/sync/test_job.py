@@ -108,16 +108,17 @@ async def test_modify_and_shrink_replaces_chunks_without_leftovers(backend: Back
     assert rows == await clean_run(backend, kb)
 
 
-async def test_deleted_documents_are_pruned_by_a_full_run(backend: Backend, kb: Path) -> None:
+async def test_deleted_files_are_pruned_by_a_plain_sync(backend: Backend, kb: Path) -> None:
+    """A folder's id listing is a directory walk, so every run prunes, not only --full."""
     fill(kb)
     await job(kb, backend.index, backend.embedder, backend.state).run()
     (kb / "it/vpn.md").unlink()
     incremental = await job(kb, backend.index, backend.embedder, backend.state).run()
-    assert incremental.counts.deleted == 0
-    full = await job(kb, backend.index, backend.embedder, backend.state).run(full=True)
-    assert (full.counts.deleted, full.counts.unchanged) == (1, 5)
+    assert (incremental.full, incremental.counts.deleted) == (False, 1)
     assert "it/vpn.md" not in backend.state.documents(SOURCE)
     assert await snapshot(backend.index) == await clean_run(backend, kb)
+    full = await job(kb, backend.index, backend.embedder, backend.state).run(full=True)
+    assert (full.counts.deleted, full.counts.unchanged) == (0, 5)
 
 
 async def test_corrupt_files_are_reported_and_keep_their_chunks(backend: Backend,
@@ -224,6 +225,8 @@ async def test_failed_run_is_recorded_and_not_a_checkpoint(kb: Path) -> None:
 
 class ListConnector:
     """Yields what it is given: failures a real connector could produce."""
+
+    cheap_ids = False
 
     def __init__(self, items: list[Fetched]) -> None:
         self.items = items

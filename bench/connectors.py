@@ -1,0 +1,149 @@
+"""Listing + conversion throughput of each connector against its local fake (pages/s).
+
+Run:  .venv/bin/python -m bench.connectors [--pages 300] [--rounds 2]
+
+Each connector reads the same number of realistic pages (headings, a table, code, lists)
+from its fake over loopback HTTP: `documents(None)` is a full pass (listing, every request a
+page needs, conversion to Markdown), `list_ids()` the id listing a full pass prunes with.
+Conversion alone is timed on the same bodies, so the rest of a pass is HTTP and JSON: the
+column `convert share` says which dominates. Rates are for the connector alone; Notion's
+real 3 requests/s (paced by the connector, disabled here) caps it at 3 / requests per page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sync.connectors.base import SourceConfig, SourceDocument
+from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
+from sync.connectors.confluence_storage import storage_to_markdown
+from sync.connectors.notion import NotionConnector, NotionSettings
+from sync.connectors.notion_blocks import blocks_to_markdown
+from sync.connectors.web import WebConnector, WebSettings
+from sync.connectors.web_pages import extract
+from tests.fakes.confluence_server import EMAIL, TOKEN, FakeConfluence, FakePage
+from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
+from tests.fakes.web_site import FakeSite, SitePage
+
+PROSE = ("The deployment pipeline builds the image, runs the integration suite and promotes "
+         "the release to staging before anyone approves production. ")
+
+
+def storage(i: int) -> str:
+    rows = "".join(f"<tr><td>svc{j}</td><td>team{j}</td></tr>" for j in range(8))
+    return (f"<h1>Runbook {i}</h1>" + f"<p>{PROSE * 6}</p>" * 4
+            + '<ac:structured-macro ac:name="code"><ac:parameter ac:name="language">bash'
+            "</ac:parameter><ac:plain-text-body><![CDATA[make deploy ENV=prod]]>"
+            "</ac:plain-text-body></ac:structured-macro>"
+            '<ac:structured-macro ac:name="info"><ac:rich-text-body><p>Ask in #ops.</p>'
+            f"</ac:rich-text-body></ac:structured-macro><table><tbody>{rows}</tbody></table>")
+
+
+def notion_blocks(i: int) -> list[dict[str, Any]]:
+    cells = [block(f"r{i}-{j}", "table_row", cells=[text(f"svc{j}"), text(f"team{j}")])
+             for j in range(8)]
+    return ([block(f"h{i}", "heading_1", rich_text=text(f"Runbook {i}"))]
+            + [block(f"p{i}-{j}", "paragraph", rich_text=text(PROSE * 6)) for j in range(4)]
+            + [block(f"c{i}", "code", rich_text=text("make deploy ENV=prod"), language="bash"),
+               block(f"l{i}", "bulleted_list_item", [block(f"l{i}a", "to_do", rich_text=text(
+                   "check"), checked=False)], rich_text=text("Steps")),
+               block(f"t{i}", "table", cells, table_width=2, has_column_header=True)])
+
+
+async def timed(run: Callable[[Any], Awaitable[int]], connector: Any) -> tuple[int, float]:
+    started = time.perf_counter()
+    count = await run(connector)
+    return count, time.perf_counter() - started
+
+
+async def full(connector: Any) -> int:
+    return sum([1 async for d in connector.documents(None) if isinstance(d, SourceDocument)])
+
+
+async def ids(connector: Any) -> int:
+    """On a fresh connector: a crawl remembers the URLs its last full pass walked."""
+    return len(await type(connector)(connector.source, connector.settings).list_ids())
+
+
+def report(name: str, pages: int, read: float, listed: float, convert: float) -> None:
+    print(f"{name:<22} {pages / read:>9.1f} {pages / listed:>9.1f} {pages / convert:>9.1f}"
+          f" {convert / read:>8.0%}")
+
+
+async def confluence(pages: int, deployment: str) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeConfluence()
+    for i in range(pages):
+        server.put(FakePage(str(1000 + i), "ENG", f"Runbook {i}", storage(i), labels=["ops"]))
+    await server.start()
+    cloud = deployment == "cloud"
+    source = SourceConfig("wiki", url=server.url + ("/wiki" if cloud else ""), token=TOKEN)
+    conn = ConfluenceConnector(source, ConfluenceSettings(
+        deployment=deployment, email=EMAIL if cloud else "", spaces=["ENG"], page_size=100))
+    return conn, lambda: [storage_to_markdown(storage(i)) for i in range(pages)], server
+
+
+async def notion(pages: int) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeNotion()
+    for i in range(pages):
+        server.pages[f"p{i}"] = NotionPage(f"p{i}", f"Runbook {i}", notion_blocks(i))
+    await server.start()
+    conn = NotionConnector(SourceConfig("notes", url=server.url, token=SECRET),
+                           NotionSettings(requests_per_second=10_000))
+
+    def convert() -> None:
+        for i in range(pages):
+            tree = {f"l{i}": notion_blocks(i)[6]["_children"], f"t{i}": notion_blocks(i)[7][
+                "_children"]}
+            blocks_to_markdown(notion_blocks(i), tree)
+    return conn, convert, server
+
+
+async def web(pages: int, start: str) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeSite()
+    server.robots = ""
+    for i in range(pages):
+        more = (f"/docs/p{i + 1}",) if i + 1 < pages else ()
+        server.pages[f"/docs/p{i}"] = SitePage(f"Runbook {i}", PROSE * 24, more)
+    server.pages["/docs/"] = SitePage("Docs", PROSE, ("/docs/p0",))
+    await server.start()
+    conn = WebConnector(SourceConfig("docs", url=server.url + start),
+                        WebSettings(prefix=f"{server.url}/docs/", delay_s=0,
+                                    max_pages=pages + 1))
+    bodies = [p.html() for p in server.pages.values()]
+    return conn, lambda: [extract(b) for b in bodies], server
+
+
+async def main(pages: int, rounds: int) -> None:
+    cases: list[tuple[str, Callable[[], Awaitable[tuple[Any, Callable[[], None], Any]]]]] = [
+        ("confluence cloud", lambda: confluence(pages, "cloud")),
+        ("confluence datacenter", lambda: confluence(pages, "datacenter")),
+        ("notion", lambda: notion(pages)), ("web sitemap", lambda: web(pages, "/sitemap.xml")),
+        ("web crawl", lambda: web(pages, "/docs/"))]
+    print(f"{pages} pages per connector, best of {rounds} rounds (pages/s)")
+    print(f"{'connector':<22} {'full pass':>9} {'id list':>9} {'convert':>9} {'convert share':>8}")
+    for name, make in cases:
+        conn, convert, server = await make()
+        try:
+            best = [float("inf")] * 3
+            for _ in range(rounds):
+                count, read = await timed(full, conn)
+                _, listed = await timed(ids, conn)
+                started = time.perf_counter()
+                convert()
+                best = [min(best[0], read), min(best[1], listed),
+                        min(best[2], time.perf_counter() - started)]
+            report(name, count, *best)
+        finally:
+            await server.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=300, help="pages per connector")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds; the best one counts")
+    args = parser.parse_args()
+    asyncio.run(main(args.pages, args.rounds))

@@ -1,0 +1,104 @@
+"""The website connector against a local aiohttp site: sitemaps, crawling, robots, validators."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from sync.connectors.base import SourceConfig, SourceDocument
+from sync.connectors.web import WebConnector, WebSettings
+from sync.job import SyncJob
+from tests.fakes.memory_index import MemoryIndex
+from tests.fakes.memory_sync_state import MemorySyncState
+from tests.fakes.web_site import FakeSite, SitePage
+from tests.sync.conftest import HashEmbedder
+from tests.sync.harness import SpyIndex
+
+LONG = ("Install the agent on every workstation, then reboot it so that the service starts "
+        "with the new configuration and reports to the central console.")
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[FakeSite]:
+    server = FakeSite()
+    server.pages = {
+        "/docs/": SitePage("Docs home", LONG, ("/docs/install", "/docs/faq#top",
+                                               "/docs/private/keys", "/blog/news")),
+        "/docs/install": SitePage("Install", LONG.replace("Install", "Deploy"),
+                                  ("/docs/moved",)),
+        "/docs/faq": SitePage("FAQ", "Questions people ask about the agent, answered in "
+                              "full sentences for the knowledge base."),
+        "/docs/private/keys": SitePage("Keys", "secret material"),
+        "/blog/news": SitePage("News", "Not documentation."),
+    }
+    server.redirects["/docs/moved"] = "/blog/elsewhere"
+    await server.start()
+    yield server
+    await server.stop()
+
+
+class Source:
+    def __init__(self, server: FakeSite, start: str, **options: Any) -> None:
+        settings = WebSettings(**{"delay_s": 0, "backoff_s": 0.01, **options})
+        self.connector = WebConnector(SourceConfig("docs", url=server.url + start), settings)
+        self.index, self.state = SpyIndex(MemoryIndex()), MemorySyncState()
+
+    async def sync(self, full: bool = False) -> Any:
+        job = SyncJob("docs", self.connector, self.index, HashEmbedder(), self.state)
+        return await job.run(full=full)
+
+    async def docs(self) -> dict[str, SourceDocument]:
+        return {d.doc_id: d async for d in self.connector.documents(None)
+                if isinstance(d, SourceDocument)}
+
+
+async def test_crawl_stays_under_the_prefix_and_obeys_robots(site: FakeSite) -> None:
+    source = Source(site, "/docs/")
+    summary = await source.sync()
+    assert summary.counts.added == 3
+    assert set(await source.index.list_documents("docs")) == {
+        f"{site.url}/docs/", f"{site.url}/docs/install", f"{site.url}/docs/faq"}
+    assert site.ok("/docs/private/keys") == site.ok("/blog/news") == 0
+    assert site.ok("/blog/elsewhere") == 0  # the redirect off the prefix is not followed
+    assert any("/docs/moved" in e and "not followed" in e for e in summary.errors)
+
+
+async def test_main_content_only_with_title_and_public_access(site: FakeSite) -> None:
+    docs = await Source(site, "/docs/").docs()
+    install = docs[f"{site.url}/docs/install"]
+    assert install.title.startswith("Install") and "Deploy the agent" in install.body
+    assert "Copyright" not in install.body and "Blog" not in install.body
+    assert install.access == ("public",) and install.url == f"{site.url}/docs/install"
+    assert install.updated_at == datetime(2026, 1, 5, 12, tzinfo=UTC)
+
+
+async def test_sitemap_index_is_followed_and_prunes_on_every_run(site: FakeSite) -> None:
+    source = Source(site, "/sitemap.xml", prefix=f"{site.url}/docs/")
+    assert source.connector.cheap_ids
+    first = await source.sync()
+    assert first.counts.added == 3  # private/keys is disallowed, /blog is outside the prefix
+    del site.pages["/docs/faq"]
+    again = await source.sync()
+    assert (again.counts.deleted, again.counts.added, again.counts.updated) == (1, 0, 0)
+    assert f"{site.url}/docs/faq" not in await source.index.list_documents("docs")
+
+
+async def test_a_second_run_reads_nothing_unchanged(site: FakeSite) -> None:
+    source = Source(site, "/docs/")
+    await source.sync()
+    writes, fetched = list(source.index.writes), len([s for s in site.served if s[1] == 200])
+    again = await source.sync()
+    assert source.index.writes == writes and again.counts.added == again.counts.updated == 0
+    assert len([s for s in site.served if s[1] == 200]) == fetched  # every page answered 304
+    site.pages["/docs/faq"] = SitePage("FAQ", "A rewritten answer for everyone to read.",
+                                       modified=datetime(2099, 1, 1, tzinfo=UTC))
+    changed = await source.sync()
+    assert changed.counts.updated == 1
+
+
+async def test_page_limit(site: FakeSite) -> None:
+    docs = await Source(site, "/docs/", max_pages=2).docs()
+    assert len(docs) == 2
