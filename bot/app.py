@@ -27,6 +27,7 @@ from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
 from rag import messages
+from rag.circuit import CircuitBreaker
 from rag.config import (
     GradingConfig,
     ModelConfig,
@@ -43,6 +44,7 @@ from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
 from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
+from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
 from rag.query_cache import QueryVectorCache
@@ -63,6 +65,7 @@ from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
 from sync.connectors import registry
 from sync.connectors.base import Connector
+from sync.interrupt import StopRequest
 from sync.job import JobConfig
 from sync.lock import SyncBusy
 from sync.ports import ChunkIndex
@@ -101,12 +104,19 @@ def configure_logging(level: str) -> None:
     root.handlers[:] = [h for h in root.handlers if not isinstance(h, _StderrHandler)]
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # Client libraries log every request at INFO; keep the log about Sift.
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "apscheduler",
-                  "alembic"):
+    # Client libraries log every request at INFO; keep the log about Sift. The Anthropic
+    # SDK's HTTP stack is quieted by what it is when the client is built (quiet_http_stack).
+    for noisy in ("urllib3", "sentence_transformers", "apscheduler", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
     logging.getLogger("microsoft_agents").setLevel(logging.ERROR)
+
+
+def quiet_http_stack(client_class: type) -> None:
+    """Quiet the packages an SDK's HTTP client class is built from (found from its MRO, so a
+    renamed HTTP library, as httpx -> httpx2 once was, cannot log every call at INFO)."""
+    for package in {k.__module__.split(".")[0] for k in client_class.__mro__} - {"builtins"}:
+        logging.getLogger(package).setLevel(logging.WARNING)
 
 
 def load_settings(config: Path | None = None) -> Settings:
@@ -276,14 +286,16 @@ class App:
             min_tokens=default if s.min_tokens is None else s.min_tokens)
         known = frozenset(["public", *(g.name for g in self.settings.groups)])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
-                         checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known)
+                         checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
+                         max_file_bytes=int(s.max_file_mb * 2**20))
 
-    def sync_runner(self, index: ChunkIndex) -> SyncRunner:
+    def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:
         """Every configured source (the sample knowledge base when none is) over one index."""
         sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
         shared = self.sync_lease if self.database.dialect == "postgresql" else None
         return SyncRunner(sources, index, self.embedder, self.sync_state,
-                          self.data_dir / "locks", self.sync_config, shared_lock=shared)
+                          self.data_dir / "locks", self.sync_config, shared_lock=shared,
+                          stop=stop)
 
     def sync_lease(self, source: str) -> SyncLease:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
@@ -321,9 +333,11 @@ class App:
         s = self.settings
         if s.anthropic_api_key is None:
             return None
-        return AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
-                            base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
-                            timeout_s=s.llm.timeout_s)
+        llm = AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
+                           base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
+                           timeout_s=s.llm.timeout_s)
+        quiet_http_stack(llm.http_client_class)
+        return llm
 
     @cached_property
     def pipeline_config(self) -> PipelineConfig:
@@ -338,9 +352,16 @@ class App:
             fast_share=s.ab.fast_share,
         )
 
+    @cached_property
+    def llm_circuit(self) -> CircuitBreaker | None:
+        """Claude behind the circuit breaker every pipeline of this App shares."""
+        if self.llm is None:
+            return None
+        return CircuitBreaker(self.llm, self.settings.llm.circuit_cooldown_s)
+
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
                  cache: GradeCache | None = None) -> Pipeline:
-        config, llm = self.pipeline_config, self.llm
+        config, llm = self.pipeline_config, self.llm_circuit
         models = config.models
         accurate: Grader | None = None
         generator = None
@@ -359,8 +380,17 @@ class App:
             generator=generator,
             extractive=ExtractiveGenerator(),
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
+            circuit=llm,
         )
-        return Pipeline(stages, config, recorder)
+        return Pipeline(stages, config, recorder, self.output_policy)
+
+    @cached_property
+    def output_policy(self) -> OutputPolicy:
+        """Links allowed in answers: SIFT_OUTPUT__ALLOWED_HOSTS, else the sources' hosts."""
+        hosts = self.settings.output.allowed_hosts
+        if hosts is None:
+            hosts = list(hosts_of(s.url for s in self.settings.resolved_sources if s.url))
+        return OutputPolicy(hosts)
 
     # --- Chat platforms (Slack, Teams) -------------------------------------------------------
 

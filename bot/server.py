@@ -11,23 +11,30 @@ from contextlib import AsyncExitStack
 from bot.admin import routes as admin_console
 from bot.app import App
 from bot.teams.auth import check_exposure
+from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, build_web_app, start_site
 from rag.index import WeaviateIndex
 
 log = logging.getLogger(__name__)
 
 
-async def _start_weaviate(app: App, stack: AsyncExitStack) -> None:
+async def _start_weaviate(app: App, stack: AsyncExitStack) -> WeaviateSupervisor | None:
+    """Start the managed Weaviate and supervise it; None when Sift did not start it."""
     managed = app.managed_weaviate
     if managed is None:
         log.info("using the Weaviate server at %s", app.settings.weaviate_url)
-        return
+        return None
     if managed.status().running:
         log.info("Weaviate already running at %s; leaving it running on exit", managed.url)
-        return
+        return None
     log.info("starting Weaviate at %s (data in %s)", managed.url, managed.data_dir)
-    await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
+    timeout_s = app.settings.weaviate.start_timeout_s
+    await asyncio.to_thread(managed.start, timeout_s)
     stack.callback(managed.stop)
+    supervisor = WeaviateSupervisor(managed, timeout_s)
+    supervisor.start()
+    stack.push_async_callback(supervisor.stop)  # before the stop above: no restart on exit
+    return supervisor
 
 
 def _index_check(index: WeaviateIndex) -> HealthCheck:
@@ -54,12 +61,14 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
     async with AsyncExitStack() as stack:
         stack.push_async_callback(app.aclose)
-        await _start_weaviate(app, stack)
+        supervisor = await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
         index = app.index()
         await index.connect()
         stack.push_async_callback(index.close)
         checks = {"weaviate": _index_check(index), **app.health_checks()}
+        if supervisor is not None:
+            checks["weaviate_process"] = supervisor.health
         web_app = build_web_app(checks)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
         service = app.chat_service(pipeline)

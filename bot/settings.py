@@ -73,6 +73,8 @@ class LLMSettings(_Section):
     answer_max_tokens: int = Field(1200, ge=64)
     # The model's minimum cacheable prompt; shorter system prompts are sent without caching.
     cache_min_tokens: int = Field(1024, ge=0)
+    # After an authentication or spend-limit error: answer from excerpts this long, then probe.
+    circuit_cooldown_s: float = Field(300.0, gt=0)
 
 
 class RetrievalSettings(_Section):
@@ -223,9 +225,16 @@ class SyncSettings(_Section):
     overlap_tokens: int | None = Field(None, ge=0, le=2000)  # unset: target / 8
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     embed_batch: int = Field(64, ge=1, le=4096)  # chunks per embedding call
+    max_file_mb: float = Field(20.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
+
+
+class OutputSettings(_Section):
+    """What an answer may link to; every other link is shown as inert text (README, Security)."""
+
+    allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
 
 
 class ChannelSettings(_Section):
@@ -351,6 +360,19 @@ class Settings(BaseSettings):
     web_chat: WebChatSettings = Field(default_factory=WebChatSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
+    output: OutputSettings = Field(default_factory=OutputSettings)
+
+    @field_validator("sources")
+    @classmethod
+    def _distinct_names(cls, sources: list[SourceSettings]) -> list[SourceSettings]:
+        # A second source of the same name would replace the first, and a full pass would
+        # then delete the first one's documents from the index.
+        names = [s.name for s in sources]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"two [[sources]] share the name '{twice[0]}'; give each a "
+                             "different name")
+        return sources
     channels: list[ChannelSettings] = Field(default_factory=list)
     groups: list[GroupSettings] = Field(default_factory=list)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
@@ -435,7 +457,7 @@ def _explain(error: ValidationError, data: dict[str, Any], toml_path: Path | Non
         return f"Unknown setting '{key}'{where}; check its spelling against the README."
     value = inner.get("inner_input", first.get("input"))
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {value!r})"
-    message = str(first.get("msg", "invalid value")).rstrip(".")
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ").rstrip(".")
     return f"Setting '{key}' {_origin(loc, data, toml_path)} is invalid{shown}: {message}."
 
 

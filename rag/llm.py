@@ -91,6 +91,12 @@ class AnthropicLLM:
     async def close(self) -> None:
         await self._client.close()
 
+    @property
+    def http_client_class(self) -> type:
+        """The HTTP client class the SDK sends requests with (its logging is that stack's):
+        the SDK's default async client, which this class never replaces."""
+        return anthropic.DefaultAsyncHttpxClient
+
     def _body(self, request: LLMRequest) -> dict[str, Any]:
         system: dict[str, Any] = {"type": "text", "text": request.system}
         if request.cache_system:

@@ -12,6 +12,10 @@ EXTRACTIVE_LABEL = "Here are the most relevant excerpts I found (quoted, not sum
 LLM_DOWN_NOTE = (
     "The language model is unavailable right now, so these are the closest excerpts, unchecked."
 )
+WITHHELD_NOTE = (
+    "The written answer was withheld because it repeated my instructions; these are the "
+    "closest excerpts instead."
+)
 UNCITED_NOTE = "Note: parts of this answer are not backed by a cited source."
 GREETING_REPLY = (
     "Hi! Ask me anything about our processes, policies or systems and I'll answer from the "

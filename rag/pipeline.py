@@ -7,15 +7,17 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rag import messages
+from rag.circuit import CircuitBreaker
 from rag.config import PipelineConfig
 from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
+from rag.output_policy import OutputPolicy
 from rag.ports import InteractionRecorder, TextSink
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
@@ -65,14 +67,21 @@ class Stages:
     generator: Generator | None  # None: no LLM configured
     extractive: ExtractiveGenerator
     fallback_extractive: ExtractiveGenerator  # when the answer model fails mid-question
+    circuit: CircuitBreaker | None = None  # open: the LLM is skipped (rag/circuit.py)
+    # when the answer repeated the prompts (rag/output_policy.py)
+    withheld_extractive: ExtractiveGenerator = field(
+        default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
 
 
 class Pipeline:
     def __init__(self, stages: Stages, config: PipelineConfig,
-                 recorder: InteractionRecorder | None = None) -> None:
+                 recorder: InteractionRecorder | None = None,
+                 policy: OutputPolicy | None = None) -> None:
         self._s = stages
         self._config = config
         self._recorder = recorder
+        # Every surface receives the pipeline's text, so the policy is applied here, once.
+        self._policy = policy or OutputPolicy()
 
     def resolve_mode(self, question: Question) -> Mode:
         return self._route(question)[0]
@@ -108,23 +117,27 @@ class Pipeline:
 
     async def _answer(self, question: Question, preview: TextSink | None) -> Answer:
         mode, arm = self._route(question)
+        offline = self._s.circuit is not None and not self._s.circuit.allows_calls()
+        if offline:  # a dead key or spent budget: no call could succeed for now
+            mode, arm = Mode.FAST, ""
         run = _Run(time.perf_counter(), {}, {}, {})
         try:
-            answer = await self._stages(question, mode, run, preview)
+            answer = await self._stages(question, mode, run, preview, offline)
         except SiftError as exc:
             log.error("question failed: %s", exc)
             answer = Answer(exc.user_message, AnswerStatus.ERROR, question, mode=mode)
         except Exception:
             log.exception("question failed unexpectedly")
             answer = Answer(messages.INTERNAL_ERROR, AnswerStatus.ERROR, question, mode=mode)
+        answer = await self._police(answer)
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
         return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models,
                        ab_arm=arm)
 
     async def _stages(self, question: Question, mode: Mode, run: _Run,
-                      preview: TextSink | None) -> Answer:
+                      preview: TextSink | None, offline: bool = False) -> Answer:
         s = self._s
-        use_llm = mode is Mode.ACCURATE or bool(question.history)
+        use_llm = not offline and (mode is Mode.ACCURATE or bool(question.history))
         mark = time.perf_counter()
         understood, usage = await s.understander.understand(question, use_llm)
         mark = run.lap("understand", mark)
@@ -156,8 +169,11 @@ class Pipeline:
         if not chosen:
             return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
 
-        draft, generation_failed = await self._generate(understood.standalone, chosen, question,
-                                                        preview)
+        if offline:
+            draft, generation_failed = await s.fallback_extractive.generate("", chosen), True
+        else:
+            draft, generation_failed = await self._generate(understood.standalone, chosen,
+                                                            question, preview)
         run.lap("generate", mark)
         if draft.usage.calls:
             run.usage["generate"] = draft.usage
@@ -176,6 +192,8 @@ class Pipeline:
                         question: Question, preview: TextSink | None) -> tuple[Draft, bool]:
         if self._s.generator is None:
             return await self._s.extractive.generate(standalone, chosen), False
+        if preview is not None:
+            preview = PolicedPreview(self._policy, [c.chunk.url for c in chosen], preview).show
         try:
             return await self._s.generator.generate(standalone, chosen, question.history,
                                                     preview), False
@@ -183,6 +201,27 @@ class Pipeline:
             # The excerpts are still worth showing; the answer says plainly what happened.
             log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)
             return await self._s.fallback_extractive.generate(standalone, chosen), True
+
+    async def _police(self, answer: Answer) -> Answer:
+        """Off-policy links made inert; an answer that leaks the prompts becomes excerpts."""
+        policy = self._policy
+        verdict = policy.police(answer.text, [c.url for c in answer.citations])
+        if not verdict.leaked:
+            return replace(answer, text=verdict.text)
+        log.warning("the answer repeated the system prompt or its canary; sending excerpts")
+        clean = [c for c in selected_in_order(answer.candidates)
+                 if not policy.leaks(f"{c.chunk.title}\n{c.chunk.section}\n{c.chunk.text}")]
+        draft = await self._s.withheld_extractive.generate(answer.search_query, clean)
+        if draft.no_answer:
+            return replace(answer, text=messages.WITHHELD_NOTE, citations=(),
+                           status=AnswerStatus.DEGRADED, extractive=True)
+        urls = [c.url for c in draft.citations]
+        cited = {c.chunk_id for c in draft.citations}
+        return replace(
+            answer, text=policy.links(draft.text, urls), citations=draft.citations,
+            status=AnswerStatus.DEGRADED, extractive=True, uncited_claims=False,
+            candidates=tuple(replace(c, cited=c.chunk.chunk_id in cited)
+                             for c in answer.candidates))
 
     async def _record(self, answer: Answer) -> Answer:
         if self._recorder is None:
@@ -194,3 +233,23 @@ class Pipeline:
             log.exception("could not record the interaction")
             return answer
         return replace(answer, interaction_id=interaction_id)
+
+
+class PolicedPreview:
+    """Previews pass the output policy too; after a leak, no further preview goes out."""
+
+    def __init__(self, policy: OutputPolicy, urls: Sequence[str], sink: TextSink) -> None:
+        self._policy = policy
+        self._urls = tuple(urls)
+        self._sink = sink
+        self._stopped = False
+
+    async def show(self, text: str) -> None:
+        if self._stopped:
+            return
+        if self._policy.leaks(text):
+            self._stopped = True
+            return
+        shown = self._policy.links(self._policy.hold_back(text), self._urls)
+        if shown:
+            await self._sink(shown)

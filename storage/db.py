@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +34,13 @@ def _sqlite_file(url: URL) -> Path | None:
     if database in ("", ":memory:") or database.startswith("file:"):
         return None
     return Path(database)
+
+
+def _private_file(path: Path) -> None:
+    """Create the database file readable by its owner only (it holds conversations), on first
+    connect; SQLite gives its -wal and -shm files the same permissions."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
@@ -64,9 +73,11 @@ class Database:
         if sqlite:
             path = _sqlite_file(self.url)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.engine = create_engine(self.url, echo=echo,
                                         connect_args={"check_same_thread": False})
+            if path is not None:
+                event.listen(self.engine, "do_connect", lambda *_: _private_file(path))
             _configure_sqlite(self.engine, busy_timeout_ms)
             writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         else:

@@ -65,7 +65,12 @@ class SyncStateRepository:
             session.execute(delete(docs).where(docs.c.source == source, docs.c.doc_id == doc_id))
 
     def start_run(self, source: str, *, full: bool) -> int:
+        """A new run; runs of the source still `running` were killed (the caller holds the
+        source's lock), so they become `abandoned` instead of running forever."""
         with self._db.write() as session:
+            session.execute(update(SyncRun).where(
+                SyncRun.source == source, SyncRun.status == "running").values(
+                status="abandoned", finished_at=self._clock()))
             run = SyncRun(source=source, full=full, status="running",
                           started_at=self._clock(), errors=[])
             session.add(run)

@@ -22,6 +22,7 @@ from rag.ports import Embedder
 from rag.types import Chunk
 from sync.chunk import ChunkingConfig
 from sync.connectors.base import Connector, DocumentFailure, SourceDocument
+from sync.interrupt import StopRequest, SyncInterrupted
 from sync.ports import ChunkIndex, DocumentState, SyncState
 from sync.prepare import content_hash, text_to_embed, to_chunks
 from sync.report import NoProgress, Progress, SyncSummary, Tally, Timers
@@ -39,6 +40,7 @@ class JobConfig:
     # Documents changed shortly before the checkpoint are read again: clocks of the platform
     # and of this machine disagree a little, and re-reading an unchanged one costs a hash.
     checkpoint_overlap_s: float = 300.0
+    max_file_bytes: int = 20 * 1024 * 1024  # larger documents are skipped, by name
     # Declared access groups ("public" included); None: do not check documents against them.
     known_groups: frozenset[str] | None = None
 
@@ -79,7 +81,8 @@ class SyncJob:
 
     def __init__(self, source: str, connector: Connector, index: ChunkIndex,
                  embedder: Embedder, state: SyncState, config: JobConfig | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, stop: StopRequest | None = None) -> None:
+        self.stop = stop or StopRequest()
         self.source = source
         self.connector = connector
         self.index = index
@@ -135,6 +138,7 @@ class SyncJob:
                 await self._consider(run, item)
             if run.pending_chunks >= self.config.embed_batch:
                 await self._flush(run)
+            self.stop.check(self.source)
         await self._flush(run)
         if run.full or self.connector.cheap_ids:  # else pruning waits for the next full pass
             await self._prune(run)
@@ -158,6 +162,13 @@ class SyncJob:
                 run.unknown_groups.setdefault(group, []).append(doc.doc_id)
 
     async def _consider(self, run: _Run, doc: SourceDocument) -> None:
+        size = len(doc.body.encode("utf-8"))
+        if size > self.config.max_file_bytes:
+            limit = self.config.max_file_bytes / 2**20
+            await self._fail(run, DocumentFailure(doc.doc_id, (
+                f"{doc.doc_id} is {size / 2**20:.1f} MB, over the {limit:g} MB limit "
+                "(SIFT_SYNC__MAX_FILE_MB): skipped")))
+            return
         self._check_access(run, doc)
         with self.timers.phase("chunk"):
             digest = content_hash(doc, self.config.chunking)
@@ -195,14 +206,25 @@ class SyncJob:
             self.progress.documents(len(batch))
             return
         chunks = [c for item in batch for c in item.chunks]
-        with self.timers.phase("embed"):  # one call across documents keeps batches full
+        size = self.config.embed_batch
+        for start in range(0, len(chunks), size):  # bounded memory, even for one huge document
+            await self._embed_and_upsert(run, chunks[start:start + size])
+            if len(chunks) > size:
+                done = min(start + size, len(chunks))
+                log.info("sync %s: %s: %d/%d chunks embedded", self.source,
+                         chunks[done - 1].doc_id, done, len(chunks))
+            # Stop between batches; documents not committed yet are redone by the next run.
+            self.stop.check(self.source)
+        for item in batch:
+            await self._commit(run, item)
+
+    async def _embed_and_upsert(self, run: _Run, chunks: list[Chunk]) -> None:
+        with self.timers.phase("embed"):
             vectors = await self.embedder.embed_documents([text_to_embed(c) for c in chunks])
         run.embedded += len(chunks)
         with self.timers.phase("write"):
             await self.index.upsert(chunks, vectors)
         self.progress.chunks(len(chunks))
-        for item in batch:
-            await self._commit(run, item)
 
     async def _commit(self, run: _Run, item: _Pending) -> None:
         doc = item.doc
@@ -249,13 +271,17 @@ class SyncJob:
             return await asyncio.to_thread(call, *args, **kwargs)
 
     async def _abort(self, run: _Run, run_id: int | None, exc: BaseException) -> None:
-        log.error("sync %s failed: %r", self.source, exc, exc_info=exc)
+        if isinstance(exc, SyncInterrupted):
+            log.warning("sync %s stopped at a batch boundary (%s)", self.source, self.stop.reason)
+        else:
+            log.error("sync %s failed: %r", self.source, exc, exc_info=exc)
         if run_id is None:
             return
         errors = [*run.errors[:MAX_ERRORS_KEPT], f"run aborted: {exc}"]
+        status = "interrupted" if isinstance(exc, SyncInterrupted) else "failed"
         try:
             await self._state(self.state.finish_run, run_id, run.tally.freeze(), errors,
-                              status="failed")
+                              status=status)
         except Exception:  # the original failure matters more than its bookkeeping
             log.exception("sync %s: could not record the failed run", self.source)
 

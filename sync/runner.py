@@ -11,6 +11,7 @@ from typing import Protocol
 from rag.errors import SyncError
 from rag.ports import Embedder
 from sync.connectors.base import Connector
+from sync.interrupt import StopRequest
 from sync.job import JobConfig, SyncJob
 from sync.lock import SourceLock
 from sync.ports import ChunkIndex, SyncState
@@ -38,7 +39,9 @@ class SyncRunner:
 
     def __init__(self, sources: Sequence[SyncSource], index: ChunkIndex, embedder: Embedder,
                  state: SyncState, lock_dir: Path, config: JobConfig | None = None, *,
-                 shared_lock: Callable[[str], SharedLock] | None = None) -> None:
+                 shared_lock: Callable[[str], SharedLock] | None = None,
+                 stop: StopRequest | None = None) -> None:
+        self.stop = stop or StopRequest()
         self._sources = {s.name: s for s in sources}
         self.index = index
         self.embedder = embedder
@@ -64,8 +67,9 @@ class SyncRunner:
     async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
                   progress: Progress | None = None) -> SyncSummary:
         source = self.source(name)
+        self.stop.check(name)  # interrupted before this source began: no run to record
         job = SyncJob(name, source.connector, self.index, self.embedder, self.state,
-                      self.config, progress)
+                      self.config, progress, self.stop)
         if dry_run:  # reads only: no need to wait for, or block, a real run
             return await job.run(full=full, dry_run=True)
         async with self._queues.setdefault(name, asyncio.Lock()):

@@ -122,6 +122,7 @@ async def eval_chart(request: web.Request) -> web.StreamResponse:
 
 
 async def channels_page(request: web.Request) -> web.StreamResponse:
-    """The stored channel policies, read-only for now (`sift channels` edits them)."""
+    """The stored channel policies; admins edit them (bot/admin/channels.py)."""
     repository = ChannelPolicyRepository(request.app[KEY].db)
-    return render(request, "channels.html", policies=await asyncio.to_thread(repository.all))
+    return render(request, "channels.html", policies=await asyncio.to_thread(repository.all),
+                  saved=request.query.get("saved", ""))

@@ -6,6 +6,7 @@ import logging
 
 from aiohttp import web
 
+from bot.admin import channels
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
     HERE,
@@ -58,6 +59,9 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_get("/evaluation", evaluation_page)
     sub.router.add_get("/evaluation/{name}/chart.png", eval_chart)
     sub.router.add_get("/channels", channels_page)
+    sub.router.add_get("/channels/edit", channels.edit_form)
+    sub.router.add_post("/channels", channels.save)
+    sub.router.add_post("/channels/remove", channels.remove)
     sub.router.add_static("/static", HERE / "static")
     return sub
 

@@ -99,14 +99,23 @@ class Known:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def _refuse(sentence: str) -> InputError:
-    return InputError(sentence, user_message=sentence)
+class PolicyError(InputError):
+    """A policy refused; `field` names the one at fault (a form marks it)."""
+
+    def __init__(self, sentence: str, field: str) -> None:
+        super().__init__(sentence, user_message=sentence)
+        self.field = field
+
+
+def _refuse(sentence: str, field: str = "channel") -> PolicyError:
+    return PolicyError(sentence, field)
 
 
 def check_channel(platform: str, channel: str) -> None:
     """A malformed id is refused; an unknown but well-formed one is fine (created later)."""
     if platform not in PLATFORMS:
-        raise _refuse(f"Unknown platform '{platform}'; use one of: {', '.join(PLATFORMS)}.")
+        raise _refuse(f"Unknown platform '{platform}'; use one of: {', '.join(PLATFORMS)}.",
+                      "platform")
     if channel in (DEFAULT_CHANNEL, DIRECT_CHANNEL):
         return
     pattern = _SLACK_ID if platform == "slack" else _TEAMS_ID if platform == "teams" else None
@@ -124,7 +133,8 @@ def _check_names(field_name: str, values: Iterable[str], known: Sequence[str] | 
     for value in values:
         if value not in known:
             listed = ", ".join(known) or "none"
-            raise _refuse(f"Unknown {what} '{value}' in `{field_name}`; known {what}s: {listed}.")
+            raise _refuse(f"Unknown {what} '{value}' in `{field_name}`; known {what}s: {listed}.",
+                          field_name)
 
 
 def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
@@ -135,13 +145,14 @@ def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
     for person in policy.escalate_to:
         if not _USER_REF.match(person):
             raise _refuse(f"'{person}' in `escalate_to` is not a Slack user id (U…/W…) or "
-                          "user-group id (S…), nor a Teams user id (29:…) or AAD object id.")
+                          "user-group id (S…), nor a Teams user id (29:…) or AAD object id.",
+                          "escalate_to")
     if policy.only_when_confident and policy.respond is not Respond.QUESTIONS:
         raise _refuse("`only_when_confident` applies to auto-answer channels: set "
-                      "`respond = \"questions\"` too, or leave it off.")
+                      "`respond = \"questions\"` too, or leave it off.", "only_when_confident")
     if policy.channel == DIRECT_CHANNEL and policy.private_answers:
         raise _refuse("`private_answers` does not apply to direct messages, which are private "
-                      "already.")
+                      "already.", "private_answers")
     return replace(policy, sources=tuple(dict.fromkeys(policy.sources)))
 
 

@@ -19,6 +19,7 @@ from bot.app import App, load_settings
 from bot.cli.plain_progress import PlainProgress
 from rag.errors import ConfigError, SyncError
 from rag.index import WeaviateIndex
+from sync.interrupt import stop_on_signals
 from sync.lock import SourceLock
 from sync.report import NoProgress, SyncSummary
 from sync.report import Progress as ProgressPort
@@ -67,14 +68,17 @@ async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
     failures = 0
     summaries: list[SyncSummary] = []
     rebuild = names if args.rebuild else []
-    async with _index(app, rebuild=rebuild, console=console) as index:
-        runner = app.sync_runner(index)
+    async with _index(app, rebuild=rebuild, console=console) as index, \
+            stop_on_signals() as stop:  # Ctrl-C / SIGTERM: stop at the next batch boundary
+        runner = app.sync_runner(index, stop)
         for name in names:
             try:
                 summary = await _one(runner, name, args, console)
             except SyncError as exc:  # one broken source does not stop the others
                 failures += 1
                 console.print(f"sift: {exc.user_message}", style="red", highlight=False)
+                if stop.requested:
+                    break
                 continue
             summaries.append(summary)
             if args.json:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import urllib.request
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -38,6 +40,10 @@ def web_client(token: str, api_url: str = "", *, retries: int = 2,
     """The one Web API client; bolt copies its base URL and retry handlers to every request."""
     base_url = (api_url or DEFAULT_API_URL).rstrip("/") + "/"
     client = AsyncWebClient(token=token, base_url=base_url)
+    # slack_sdk reads HTTPS_PROXY by itself but not NO_PROXY; the other clients honour both.
+    host = urlsplit(base_url).hostname or ""
+    if client.proxy and urllib.request.proxy_bypass(host):
+        client.proxy = None
     extra: list[AsyncRetryHandler] = [
         AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
         AsyncServerErrorRetryHandler(max_retry_count=retries),
@@ -53,8 +59,11 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     """Request verification stays bolt's default (on); there is deliberately no switch."""
     # process_before_response: listeners only parse and hand over to Background, so the ack
     # still leaves at once, and the work is registered before Slack hears back.
+    # bolt hands its logger's filters on to each middleware's logger, verification's included
+    base = logging.getLogger("slack_bolt")
+    base.addFilter(_without_request_body)
     bolt = AsyncApp(client=client, signing_secret=signing_secret,
-                    process_before_response=True, logger=logging.getLogger("slack_bolt"))
+                    process_before_response=True, logger=base)
     bolt.event("app_mention")(handlers.on_mention)
     bolt.event("message")(handlers.on_message)  # every subtype, or bolt answers 404
     bolt.event("reaction_added")(handlers.on_reaction_added)
@@ -66,6 +75,13 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.event("app_home_opened")(handlers.on_home_opened)
     bolt.event("assistant_thread_started")(handlers.on_assistant_thread_started)
     return bolt
+
+
+def _without_request_body(record: logging.LogRecord) -> bool:
+    """Bolt logs a forged request's whole body at INFO: keep the fact, drop the body."""
+    if str(record.msg).startswith("Invalid request signature"):
+        record.msg, record.args = "Slack: refused a request with an invalid signature", ()
+    return True
 
 
 class SlackAdapter:
@@ -118,6 +134,12 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
     token = _secret(settings.slack_bot_token)
     app_token = _secret(settings.slack_app_token)
     secret = _secret(settings.slack_signing_secret)
+    if settings.slack_signing_secret is not None and not secret.strip():
+        raise ConfigError("SIFT_SLACK_SIGNING_SECRET is blank.",
+                          user_message="SIFT_SLACK_SIGNING_SECRET is empty or only spaces: set "
+                          "it to the app's Signing Secret (Basic Information → App "
+                          "Credentials).")
+    secret = secret.strip()  # a pasted secret often brings a newline along
     if not token.startswith("xoxb-"):
         raise ConfigError("SIFT_SLACK_BOT_TOKEN is not a bot token.",
                           user_message="SIFT_SLACK_BOT_TOKEN must be the bot token (xoxb-…).")

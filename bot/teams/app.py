@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Awaitable, Callable
 
+import jwt
 from aiohttp import web
 from microsoft_agents.activity import ActivityTypes
 from microsoft_agents.authentication.msal import MsalConnectionManager
@@ -23,6 +25,7 @@ from bot.teams.connector import RetryingClientFactory, RetryPolicy
 from bot.teams.handlers import TeamsHandlers
 from bot.teams.surface import TeamsOptions
 
+log = logging.getLogger(__name__)
 ROUTE = "/api/messages"
 FEEDBACK_INVOKE = "message/submitAction"
 
@@ -66,7 +69,14 @@ class TeamsEndpoint:
             response = await start_agent_process(request, self.agent, self.adapter)
             return response if response is not None else web.Response(status=202)
 
-        return messages
+        async def checked(request: web.Request) -> web.StreamResponse:
+            if not well_formed_bearer(request.headers.get("Authorization")):
+                log.warning("Teams: refused a request whose token has no usable key id")
+                return web.json_response({"error": "Invalid token or authentication failed."},
+                                         status=401)
+            return await messages(request)
+
+        return checked
 
     def mount(self, web_app: web.Application) -> None:
         # The SDK's JWT check keeps its state under plain string keys (app and request), which
@@ -80,3 +90,18 @@ class TeamsEndpoint:
 
     async def close(self, timeout_s: float = 30.0) -> None:
         await self.tasks.drain(timeout_s)
+
+
+def well_formed_bearer(header: str | None) -> bool:
+    """False for a bearer token the SDK's validator would crash on (no `kid` to find its
+    signing key by, or no readable header): such a request is refused with 401, not a 500."""
+    if header is None:
+        return True  # the SDK decides (401, or anonymous on loopback)
+    parts = header.split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        return True  # the SDK answers 401 itself
+    try:
+        kid = jwt.get_unverified_header(parts[1]).get("kid")
+    except jwt.PyJWTError:
+        return True  # the SDK's validator maps this to 401
+    return isinstance(kid, str) and bool(kid)

@@ -160,11 +160,19 @@ class ManagedWeaviate:
     def api_key(self) -> str:
         """The server's API key, created (readable by this user only) on first use."""
         if not self.key_file.exists():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._make_data_dir()
             fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as handle:
                 handle.write(secrets.token_urlsafe(32))
         return self.key_file.read_text().strip()
+
+    def _make_data_dir(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.data_dir, 0o700)  # also when an older Sift created it world-readable
+
+    def exit_code(self) -> int | None:
+        """The exit status of the server this object started, once it has exited; else None."""
+        return self._process.poll() if self._process is not None else None
 
     @property
     def url(self) -> str:
@@ -207,8 +215,9 @@ class ManagedWeaviate:
                 f"{LOOPBACK} are in use; change SIFT_WEAVIATE__HTTP_PORT / GRPC_PORT or stop "
                 "the other server.",
             )
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with self.log_file.open("ab") as log:
+        self._make_data_dir()
+        with os.fdopen(os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+                       "ab") as log:
             self._process = subprocess.Popen(
                 [str(self.binary), "--host", LOOPBACK, "--port", str(self.ports.http),
                  "--scheme", "http"],
@@ -217,8 +226,11 @@ class ManagedWeaviate:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C in the terminal reaches Sift, which stops us
+                umask=0o077,  # its files hold restricted chunks: readable by this user only
             )
-        self.pid_file.write_text(str(self._process.pid))
+        with os.fdopen(os.open(self.pid_file, os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o600),
+                       "w") as handle:
+            handle.write(str(self._process.pid))
         self._wait_ready(timeout_s)
         return self._process.pid
 

@@ -10,6 +10,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
+from storage.channel_policies import ChannelPolicyRepository
 from tests.admin.conftest import ADMIN_PW, Console
 from tests.browser import open_page, run, wait_for
 from tests.browser import shot as _shot
@@ -85,3 +86,24 @@ async def test_the_other_pages_render(browser: WebDriver, site: str) -> None:
                                  ("evaluation", "/admin/evaluation", "section.eval svg")):
         assert await open_page(browser, site + path, selector)
         await shot(browser, name)
+
+
+async def test_edit_a_channel_policy(browser: WebDriver, site: str,
+                                     console: Console) -> None:
+    (new,) = await sign_in(browser, site, "/admin/channels", "#new-policy")
+    await run(new.click)
+    (channel,) = await wait_for(browser, "#policy-channel")
+    await run(channel.send_keys, "C0HELP001")
+    (sources,) = await wait_for(browser, "#policy-sources")
+    await run(sources.send_keys, "handbook")
+    (respond,) = await wait_for(browser, "#policy-respond")
+    await run(respond.send_keys, "questions")
+    (save,) = await wait_for(browser, "#policy-save")
+    await run(save.click)
+    (saved,) = await wait_for(browser, "#channels-saved")
+    assert "slack:C0HELP001" in await run(lambda: saved.text)
+    await shot(browser, "channels")
+    found = await asyncio.to_thread(ChannelPolicyRepository(console.db).get, "slack",
+                                    "C0HELP001")
+    assert found is not None and found.settings["respond"] == "questions"
+    assert found.settings["sources"] == ["handbook"]

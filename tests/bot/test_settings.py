@@ -191,3 +191,16 @@ def test_settings_read_no_toml_on_their_own(tmp_path: Path,
     write_toml(tmp_path / "sift.toml", "port = 4300\n")
     monkeypatch.chdir(tmp_path)
     assert Settings().port == 3978 and build_settings().port == 3978
+
+
+def test_duplicate_source_names_are_refused_with_one_sentence(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    config = tmp_path / "sift.toml"
+    config.write_text('[[sources]]\nname = "kb"\nkind = "folder"\npath = "/a"\n\n'
+                      '[[sources]]\nname = "kb"\nkind = "folder"\npath = "/b"\n')
+    with pytest.raises(ConfigError) as refused:
+        build_settings(config)
+    assert refused.value.user_message == (
+        f"Setting 'sources' in {config} is invalid: two [[sources]] share the name 'kb'; "
+        "give each a different name.")

@@ -11,6 +11,7 @@ from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.llm import AnthropicLLM
 from rag.messages import LLM_DOWN_NOTE
+from rag.output_policy import OutputPolicy
 from rag.pipeline import Pipeline, Stages
 from rag.ports import GradeCache, InteractionRecorder
 from rag.retrieve import Retriever
@@ -31,7 +32,8 @@ def make_llm(base_url: str, *, max_retries: int = 2, timeout_s: float = 10.0) ->
 def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
                   grading: GradingConfig | None = None, cache: GradeCache | None = None,
                   recorder: InteractionRecorder | None = None,
-                  config: PipelineConfig | None = None) -> Pipeline:
+                  config: PipelineConfig | None = None,
+                  policy: OutputPolicy | None = None) -> Pipeline:
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
@@ -50,7 +52,7 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
         extractive=ExtractiveGenerator(),
         fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
     )
-    return Pipeline(stages, config, recorder)
+    return Pipeline(stages, config, recorder, policy)
 
 
 def chunk(doc_id: str, title: str, text: str, *, section: str = "", index: int = 0,

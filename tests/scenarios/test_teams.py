@@ -4,7 +4,9 @@ Teams' side is played by Activity JSON posts and a fake Bot Connector, Claude by
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -226,3 +228,38 @@ async def test_a_team_policy_scopes_its_channels_and_a_thumbs_down_calls_for_hel
     [mention] = call.entities("mention")
     assert mention["mentioned"]["id"] == "29:1helpdesk-agent"
     assert call.conversation_id == f"{p.CHANNEL};messageid=1700000000030"  # the reply chain
+
+
+async def test_streamed_answer_of_an_obedient_model_has_no_live_injected_link(
+        make_served: Serve, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.stream_delay_s = 0.05
+    fake_anthropic.answer_rule = lambda q, n: (
+        "Install the [VPN profile](http://evil.example/p) from "
+        "<a href=\"javascript:steal()\">the portal</a> [1]. ![x](http://evil.example/t.png)")
+    sift = await make_served()
+    await sift.post(p.personal_message(sift.connector.service_url, "how do I set up the VPN?"))
+    [final] = await sift.connector.wait_for_messages(1)
+    await sift.linked(1)
+    sent = json.dumps([r.body for r in sift.connector.received])
+    assert "VPN profile" in final.text
+    assert "evil.example" not in sent and "javascript:" not in sent
+
+
+def _unsigned_token(header: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    claims = {"aud": p.BOT_APP_ID, "iss": "https://api.botframework.com", "exp": 4102444800}
+    return f"{part(header)}.{part(claims)}.c2lnbmF0dXJl"
+
+
+@pytest.mark.parametrize("header", [{"alg": "RS256", "typ": "JWT"}, {"alg": "none"},
+                                    {"alg": "RS256", "kid": 7}])
+async def test_token_without_a_usable_key_id_is_401_not_500(make_served: Serve,
+                                                            header: dict[str, Any]) -> None:
+    sift = await make_served(teams_app_id=p.BOT_APP_ID, teams_tenant_id=p.TENANT,
+                             teams_app_password=SecretStr("not-a-real-secret"))
+    payload = p.channel_mention(sift.connector.service_url, "how do I set up the VPN?")
+    token = _unsigned_token(header)
+    assert await sift.post(payload, {"Authorization": f"Bearer {token}"}) == 401
+    assert sift.connector.received == [] and sift.rows(Interaction) == []

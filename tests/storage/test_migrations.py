@@ -99,3 +99,18 @@ def test_a_database_from_a_newer_sift_is_a_clear_error(database: Database) -> No
     with pytest.raises(StorageError,
                        match="is at revision 9999, which this version of Sift does not know"):
         database.require_current()
+
+
+def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # the usual default, which would leave the file world-readable
+    try:
+        database = Database(f"sqlite:///{tmp_path / 'new' / 'sift.db'}")
+        database.upgrade()
+        with database.write() as session:
+            session.execute(text("SELECT 1"))
+    finally:
+        os.umask(old)
+    files = [tmp_path / "new" / n for n in ("sift.db", "sift.db-wal", "sift.db-shm")]
+    assert {f.name: oct(f.stat().st_mode & 0o777) for f in files if f.exists()} == {
+        "sift.db": "0o600", "sift.db-wal": "0o600", "sift.db-shm": "0o600"}
+    assert oct((tmp_path / "new").stat().st_mode & 0o777) == "0o700"

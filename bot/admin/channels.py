@@ -1,0 +1,103 @@
+"""The Channels page's forms: edit or remove a channel policy, each field checked."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Any
+
+from aiohttp import web
+
+from bot.admin.console import KEY, PREFIX, render, require_admin
+from bot.chat.policy import (
+    ChannelPolicy,
+    Known,
+    PolicyError,
+    Respond,
+    check_channel,
+    policy_from,
+    policy_settings,
+    validate,
+)
+from storage.channel_policies import ChannelPolicyRepository
+
+log = logging.getLogger(__name__)
+LISTS = ("sources", "escalate_to", "audience")
+SWITCHES = ("only_when_confident", "private_answers", "follow_ups", "enabled")
+
+
+def _known(request: web.Request) -> Known:
+    settings = request.app[KEY].settings
+    return Known(sources=[s.name for s in settings.resolved_sources],
+                 groups=[g.name for g in settings.groups])
+
+
+def _stored(request: web.Request, platform: str, channel: str) -> ChannelPolicy | None:
+    found = ChannelPolicyRepository(request.app[KEY].db).get(platform, channel)
+    return None if found is None else policy_from(found.platform, found.channel, found.label,
+                                                   found.settings)
+
+
+def _form_values(policy: ChannelPolicy) -> dict[str, Any]:
+    values = {"platform": policy.platform, "channel": policy.channel, "label": policy.label,
+              "respond": policy.respond.value}
+    values.update({name: ", ".join(getattr(policy, name)) for name in LISTS})
+    values.update({name: getattr(policy, name) for name in SWITCHES})
+    return values
+
+
+async def edit_form(request: web.Request) -> web.StreamResponse:
+    require_admin(request)
+    platform = request.query.get("platform", "slack")
+    channel = request.query.get("channel", "")
+    policy = await asyncio.to_thread(_stored, request, platform, channel) if channel else None
+    values = _form_values(policy or ChannelPolicy(platform, channel))
+    return render(request, "channel_form.html", values=values, errors={},
+                  known=_known(request), new=policy is None)
+
+
+def _from_form(form: Any) -> ChannelPolicy:
+    def listed(name: str) -> tuple[str, ...]:
+        return tuple(p.strip() for p in str(form.get(name, "")).split(",") if p.strip())
+
+    respond = str(form.get("respond", "mention"))
+    if respond not in {r.value for r in Respond}:
+        raise PolicyError("`respond` is either mention or questions.", "respond")
+    policy = ChannelPolicy(str(form.get("platform", "")).strip(),
+                           str(form.get("channel", "")).strip(),
+                           label=str(form.get("label", "")).strip(), respond=Respond(respond))
+    changes: dict[str, Any] = {name: listed(name) for name in LISTS}
+    changes.update({name: form.get(name) == "on" for name in SWITCHES})
+    return replace(policy, **changes)
+
+
+async def save(request: web.Request) -> web.StreamResponse:
+    """Create or change a policy; a refused field comes back marked, with the sentence why."""
+    require_admin(request)
+    form = await request.post()
+    try:
+        policy = _from_form(form)
+        check_channel(policy.platform, policy.channel)
+        policy = validate(policy, _known(request))
+    except PolicyError as exc:
+        values: dict[str, Any] = {k: str(form.get(k, "")) for k in (
+            "platform", "channel", "label", "respond", *LISTS)}
+        values.update({name: form.get(name) == "on" for name in SWITCHES})
+        return render(request, "channel_form.html", 400, values=values,
+                      errors={exc.field: exc.user_message}, known=_known(request), new=False)
+    repository = ChannelPolicyRepository(request.app[KEY].db)
+    await asyncio.to_thread(repository.put, policy.platform, policy.channel, policy.label,
+                            policy_settings(policy))
+    log.info("console: an admin saved the policy of %s", policy.key)
+    raise web.HTTPSeeOther(f"{PREFIX}/channels?saved={policy.platform}:{policy.channel}")
+
+
+async def remove(request: web.Request) -> web.StreamResponse:
+    require_admin(request)
+    form = await request.post()
+    platform, channel = str(form.get("platform", "")), str(form.get("channel", ""))
+    repository = ChannelPolicyRepository(request.app[KEY].db)
+    await asyncio.to_thread(repository.remove, platform, channel)
+    log.info("console: an admin removed the policy of %s:%s", platform, channel)
+    raise web.HTTPSeeOther(f"{PREFIX}/channels?removed={platform}:{channel}")

@@ -1,0 +1,50 @@
+"""The Slack edge against a bad day: blank secrets, forged requests in the log, proxies."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, cast
+
+import pytest
+from pydantic import SecretStr
+
+from bot.settings import Settings
+from bot.slack.app import build_slack_adapter, web_client
+from rag.errors import ConfigError
+from tests.bot.slack.conftest import Q_TS, SlackStack
+from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, app_mention, next_event_id
+from tests.fakes.slack_server import FakeSlack
+
+
+@pytest.mark.parametrize("secret", ["   ", "\n\t"])
+def test_a_blank_signing_secret_is_refused(secret: str) -> None:
+    settings = Settings(slack_bot_token=SecretStr(BOT_TOKEN),
+                        slack_signing_secret=SecretStr(secret))
+    with pytest.raises(ConfigError) as refused:
+        build_slack_adapter(settings, cast(Any, None))
+    assert "SIFT_SLACK_SIGNING_SECRET is empty or only spaces" in refused.value.user_message
+
+
+async def test_a_forged_request_body_never_reaches_the_log(stack: SlackStack,
+                                                           caplog: pytest.LogCaptureFixture
+                                                           ) -> None:
+    caplog.set_level(logging.DEBUG)
+    body = json.dumps(app_mention(f"<@{BOT_USER}> my password is hunter2-FORGED", ts=Q_TS,
+                                  event_id=next_event_id()))
+    delivery = await stack.driver.post(body, "application/json",
+                                       headers={"X-Slack-Signature": "v0=" + "0" * 64})
+    assert delivery.status == 401
+    assert "invalid signature" in caplog.text  # the refusal itself is still logged
+    assert "hunter2-FORGED" not in caplog.text
+
+
+async def test_no_proxy_is_honoured_as_well_as_https_proxy(fake_slack: FakeSlack,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    client = web_client(BOT_TOKEN, fake_slack.api_url, retries=0)
+    assert (await client.auth_test())["ok"]  # straight to the (local) Web API
+    monkeypatch.setenv("NO_PROXY", "chat.internal")
+    assert web_client(BOT_TOKEN, fake_slack.api_url).proxy == "http://127.0.0.1:9"
