@@ -1,6 +1,15 @@
-"""Grading benchmark: pointwise-concurrent vs batched against a fake LLM with fixed latency.
+"""Grading benchmark: pointwise, batched and early-stop grading against a fake Claude whose
+latency grows with the length of its reply, as a real model's does.
 
-Run:  .venv/bin/python -m bench.grading [--latency 0.4] [--candidates 20] [--queries 10]
+Run:  .venv/bin/python -m bench.grading [--first-token-ms 500] [--per-token-ms 8]
+      [--candidates 20] [--queries 10]
+
+The fake model answers after a time to first token plus a per-output-token time. The defaults
+are assumptions typical of a small Claude model (Haiku class: about half a second to the first
+token, then roughly 125 output tokens a second); pass your own measurements to replace them.
+A third of the candidates answer the question (graded 0.9), the rest do not (0.2), each with
+a one-sentence reason of realistic length, so that batched grading pays for writing all its
+reasons in one reply and early stop has something to stop on.
 
 Reports, per strategy, the wall time of grading N candidates against the floor of one LLM
 round trip, grading tokens per query, and the orchestration overhead of a whole question:
@@ -23,10 +32,16 @@ from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, Selection
 from rag.grade import LLMGrader
 from rag.ports import LLM, LLMRequest, LLMResponse, TextSink
 from rag.types import Candidate, Chunk, Question
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency
 from tests.fakes.memory_index import MemoryIndex
 from tests.rag.builders import make_llm, make_pipeline
 
+OTHER = ("Production database credentials are rotated by the platform team on a quarterly "
+         "schedule; the change calendar lists the windows and the approvers for each cluster. ")
+REASONS = {True: "The excerpt gives the staging credential rotation procedure step by step, "
+                 "with the Vault role and the pod restart order, which answers the question.",
+           False: "The excerpt covers production credential scheduling, a neighbouring topic "
+                  "that shares vocabulary but does not answer the staging question."}
 PARAGRAPH = ("To rotate the staging database credentials, request a new lease from Vault with "
              "the staging role, update the deployment secret and restart the api pods one at a "
              "time so that connections drain. Production follows a different procedure. ")
@@ -49,9 +64,16 @@ class HashEmbedder:
 
 
 def chunks(n: int) -> list[Chunk]:
+    """Every third candidate answers the question; the others only share its words."""
     return [Chunk(chunk_id=f"kb:doc{i}:0", doc_id=f"doc{i}", source="kb",
-                  title=f"Runbook {i}: staging database credentials", text=PARAGRAPH * 6,
+                  title=f"Runbook {i}: staging database credentials",
+                  text=(PARAGRAPH if i % 3 == 0 else OTHER) * 6,
                   section="Procedure", content_hash=f"h{i}") for i in range(n)]
+
+
+def realistic_grade(question: str, document: str) -> tuple[float, str]:
+    relevant = "staging role" in document
+    return (0.9 if relevant else 0.2), REASONS[relevant]
 
 
 @dataclass
@@ -85,11 +107,11 @@ class TimedLLM:
         return total
 
 
-def _serve(latency: float, port: multiprocessing.SimpleQueue) -> None:
+def _serve(latency: ModelLatency, port: multiprocessing.SimpleQueue) -> None:
     async def run() -> None:
         fake = FakeAnthropic()
-        fake.latency_s.update({kind: latency for kind in
-                               ("grade", "grade_batch", "answer", "understand", "other")})
+        fake.model_latency = latency
+        fake.grade_rule = realistic_grade
         await fake.start()
         port.put(fake.url)
         await asyncio.Event().wait()  # until the parent terminates the process
@@ -97,7 +119,7 @@ def _serve(latency: float, port: multiprocessing.SimpleQueue) -> None:
     asyncio.run(run())
 
 
-def start_fake(latency: float) -> tuple[str, multiprocessing.Process]:
+def start_fake(latency: ModelLatency) -> tuple[str, multiprocessing.Process]:
     """The fake Messages API in a process of its own, so that it shares no event loop."""
     queue: multiprocessing.SimpleQueue = multiprocessing.SimpleQueue()
     process = multiprocessing.Process(target=_serve, args=(latency, queue), daemon=True)
@@ -158,21 +180,27 @@ async def overhead(url: str, n: int, queries: int) -> tuple[list[float], list[fl
     return extra, retrieval
 
 
-async def main(latency: float, n: int, queries: int) -> None:
+def strategies(n: int) -> list[tuple[str, GradingConfig]]:
+    wave = GradingConfig(concurrency=n, early_stop=True, early_stop_wave=5,
+                         early_stop_enough=6, early_stop_score=0.8)
+    return [("pointwise", GradingConfig(concurrency=n)),
+            ("batched x5", GradingConfig(strategy="batched", batch_size=5, concurrency=n)),
+            (f"batched x{n}", GradingConfig(strategy="batched", batch_size=n)),
+            ("early stop", wave)]
+
+
+async def main(latency: ModelLatency, n: int, queries: int) -> None:
     url, server = start_fake(latency)
     try:
         rtt = await floor(url, 5)
-        rows = [
-            await grade_runs(url, GradingConfig(concurrency=n), "pointwise", n, queries),
-            await grade_runs(url, GradingConfig(strategy="batched", batch_size=5,
-                                                concurrency=n), "batched x5", n, queries),
-            await grade_runs(url, GradingConfig(strategy="batched", batch_size=n),
-                             f"batched x{n}", n, queries),
-        ]
+        rows = [await grade_runs(url, config, label, n, queries)
+                for label, config in strategies(n)]
         extra, retrieval = await overhead(url, n, queries)
     finally:
         server.terminate()
-    print(f"fake LLM latency {latency * 1000:.0f} ms; {n} candidates; {queries} queries")
+    print(f"fake model: {latency.first_token_s * 1000:.0f} ms to the first token + "
+          f"{latency.per_output_token_s * 1000:.1f} ms per output token; {n} candidates "
+          f"(a third relevant); {queries} queries")
     print(f"floor: one LLM round trip = {rtt * 1000:.1f} ms (median of 5)\n")
     print(f"{'strategy':<12} {'calls':>5} {'p50 ms':>8} {'max ms':>8} {'x floor':>8} "
           f"{'in tok':>8} {'out tok':>8}")
@@ -191,8 +219,12 @@ async def main(latency: float, n: int, queries: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--latency", type=float, default=0.4, help="seconds per fake LLM call")
+    parser.add_argument("--first-token-ms", type=float, default=500.0,
+                        help="fake model's time to first token (default 500, Haiku-class)")
+    parser.add_argument("--per-token-ms", type=float, default=8.0,
+                        help="fake model's time per output token (default 8, ~125 tokens/s)")
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--queries", type=int, default=10)
     args = parser.parse_args()
-    asyncio.run(main(args.latency, args.candidates, args.queries))
+    asyncio.run(main(ModelLatency(args.first_token_ms / 1000, args.per_token_ms / 1000),
+                     args.candidates, args.queries))

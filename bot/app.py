@@ -47,6 +47,7 @@ from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.prior import DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
@@ -59,6 +60,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.leases import Lease, LeaseTaken
+from storage.overrides import HistoryOfDocuments, OverrideRepository
 from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
@@ -238,6 +240,21 @@ class App:
         return GradeCacheRepository(self.database, ttl=ttl)
 
     @cached_property
+    def overrides(self) -> OverrideRepository:
+        return OverrideRepository(self.database)
+
+    @cached_property
+    def document_priors(self) -> DocumentPriors:
+        from bot.priors import StoredPriors
+
+        s = self.settings
+        history = HistoryOfDocuments(self.database,
+                                     relevant_threshold=s.storage.relevant_threshold)
+        config = PriorConfig(low=s.prior.low, high=s.prior.high,
+                             half_life_days=s.prior.half_life_days)
+        return StoredPriors(self.overrides, history, config, learn=s.prior.learn)
+
+    @cached_property
     def sync_state(self) -> SyncStateRepository:
         return SyncStateRepository(self.database)
 
@@ -360,7 +377,8 @@ class App:
         return CircuitBreaker(self.llm, self.settings.llm.circuit_cooldown_s)
 
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
-                 cache: GradeCache | None = None) -> Pipeline:
+                 cache: GradeCache | None = None,
+                 priors: DocumentPriors | None = None) -> Pipeline:
         config, llm = self.pipeline_config, self.llm_circuit
         models = config.models
         accurate: Grader | None = None
@@ -380,6 +398,7 @@ class App:
             generator=generator,
             extractive=ExtractiveGenerator(),
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
+            priors=priors,
             circuit=llm,
         )
         return Pipeline(stages, config, recorder, self.output_policy)

@@ -70,7 +70,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if supervisor is not None:
             checks["weaviate_process"] = supervisor.health
         web_app = build_web_app(checks)
-        pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
+        pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
+                                priors=app.document_priors)
         service = app.chat_service(pipeline)
         seeded = await asyncio.to_thread(app.seed_channel_policies)
         if seeded:

@@ -101,8 +101,21 @@ class GradingSettings(_Section):
 
 class SelectionSettings(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
-    max_chunks: int = Field(12, ge=1, le=100)
-    per_document: int = Field(5, ge=1, le=100)
+    max_chunks: int = Field(10, ge=1, le=100)
+    per_document: int = Field(2, ge=1, le=100)
+    floor: int = Field(5, ge=0, le=100)
+    floor_min: float = Field(0.4, ge=0.0, le=1.0)
+    relative: float = Field(0.8, ge=0.0, le=1.0)
+    retrieval_weight: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class PriorSettings(_Section):
+    """The learned document prior (admin overrides apply whatever `learn` says)."""
+
+    learn: bool = True
+    low: float = Field(0.7, gt=0.0, le=1.0)
+    high: float = Field(1.4, ge=1.0, le=5.0)
+    half_life_days: float = Field(90.0, gt=0)
 
 
 class StorageSettings(_Section):
@@ -352,6 +365,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     grading: GradingSettings = Field(default_factory=GradingSettings)
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    prior: PriorSettings = Field(default_factory=PriorSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)

@@ -30,9 +30,16 @@ class GradingConfig:
 
 @dataclass(frozen=True)
 class SelectionConfig:
-    threshold: float = 0.5
-    max_chunks: int = 12
-    per_document: int = 5
+    """The selection rules (rag/select.py explains them)."""
+
+    threshold: float = 0.5  # a grade this high makes a question answerable
+    max_chunks: int = 10
+    per_document: int = 2
+    floor: int = 5  # the first N documents in retrieval order are kept ...
+    floor_min: float = 0.4  # ... unless graded below this (a verdict of off-topic)
+    relative: float = 0.8  # beyond the floor: a grade at least this share of the best
+    # Order: 0 is by grade alone (the heuristic grade already holds the retrieval score).
+    retrieval_weight: float = 0.0
 
 
 @dataclass(frozen=True)

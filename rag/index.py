@@ -71,6 +71,8 @@ def build_filter(filters: SearchFilters | None) -> Any:
         parts.append(Filter.by_property("doc_type").contains_any(list(filters.doc_types)))
     if filters.tags:  # tags are stored lowercased
         parts.append(Filter.by_property("tags").contains_any([t.lower() for t in filters.tags]))
+    if filters.exclude_docs:
+        parts.append(Filter.by_property("doc_id").contains_none(list(filters.exclude_docs)))
     return Filter.all_of(parts) if parts else None
 
 

@@ -19,6 +19,7 @@ from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.output_policy import OutputPolicy
 from rag.ports import InteractionRecorder, TextSink
+from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
 from rag.types import (
@@ -71,6 +72,7 @@ class Stages:
     # when the answer repeated the prompts (rag/output_policy.py)
     withheld_extractive: ExtractiveGenerator = field(
         default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
+    priors: DocumentPriors | None = None  # admin overrides and the learned document prior
 
 
 class Pipeline:
@@ -149,8 +151,10 @@ class Pipeline:
                           search_query="", mode=mode)
 
         # Always filtered: no groups matches nothing (an empty list is never "everything").
-        filters = SearchFilters.for_context(question.context)
+        filters = replace(SearchFilters.for_context(question.context),
+                          exclude_docs=await hidden_documents(s.priors))
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
+        candidates = await adjusted(s.priors, candidates)
         mark = run.lap("retrieve", mark)
 
         grader = s.accurate_grader if mode is Mode.ACCURATE and s.accurate_grader else s.fast_grader

@@ -42,6 +42,7 @@ class SearchFilters:
     sources: tuple[str, ...] | None = None
     doc_types: tuple[str, ...] | None = None
     tags: tuple[str, ...] | None = None
+    exclude_docs: tuple[str, ...] = ()  # documents an admin hid: never returned
 
     @classmethod
     def for_context(cls, context: AskContext) -> SearchFilters:
@@ -153,6 +154,8 @@ class Candidate:
     grade: Grade | None = None
     selected: bool = False
     cited: bool = False
+    pinned: bool = False  # an admin pinned its document: first, and always selected
+    position: int = 0  # selected: its place in what the answer model sees (1 = first)
 
 
 @dataclass(frozen=True)

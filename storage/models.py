@@ -150,6 +150,20 @@ class DocumentStats(Base):
     restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+class DocumentOverride(Base):
+    """An admin's decision about one document: pin, boost, demote or hide (one per document)."""
+
+    __tablename__ = "document_overrides"
+    __table_args__ = (CheckConstraint("kind IN ('pin', 'boost', 'demote', 'hide')", name="kind"),)
+
+    doc_id: Mapped[str] = mapped_column(String, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), index=True)
+    factor: Mapped[float | None] = mapped_column(Float)  # boost/demote; None: the default
+    note: Mapped[str] = mapped_column(Text, default="")
+    set_by: Mapped[str] = mapped_column(String, default="")
+    updated_at: Mapped[datetime]
+
+
 class GradeCacheEntry(Base):
     """A grade, valid only for the same question, chunk content and grader version."""
 

@@ -92,7 +92,8 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
     await asyncio.to_thread(app.database.upgrade)
     try:
         async with connected_index(app, announce=announce) as index:
-            pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
+            pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
+                                    priors=app.document_priors)
             # The model load is start-up, not the first question's retrieval time.
             await app.embedder.embed_query("warm-up")
             return await work(app, pipeline)

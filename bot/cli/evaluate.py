@@ -47,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="questions in flight at once (default 1: undisturbed latencies)")
     parser.add_argument("--judge-model", default="", metavar="MODEL",
                         help="model for the answer judge (default: the answer model)")
+    parser.add_argument("--simulate-feedback", type=int, default=0, metavar="N",
+                        help="replay the questions N times with votes simulated from the "
+                        "qrels, and report nDCG@10 of the graded mode before and after the "
+                        "learned document prior, for honest, random, inverted and one lying "
+                        "account's votes (needs the graded mode)")
+    parser.add_argument("--feedback-noise", type=float, default=0.1, metavar="P",
+                        help="chance an honest simulated vote is flipped (default 0.1)")
     parser.set_defaults(handler=_eval)
 
 
@@ -104,7 +111,9 @@ def _eval(args: argparse.Namespace) -> int:
 
     options = Options(ks=_ints(args.k), modes=_modes(args.modes), limit=args.limit,
                       concurrency=max(1, args.concurrency), rebuild=args.rebuild,
-                      judge_model=args.judge_model)
+                      judge_model=args.judge_model,
+                      simulate_feedback=max(0, args.simulate_feedback),
+                      feedback_noise=min(1.0, max(0.0, args.feedback_noise)))
     app = App(load_settings(args.config))
     data = datasets.load(args.dataset)
     out = eval_dir(app, data)
@@ -164,6 +173,10 @@ def _write(report: Report, report_path: Path, json_path: Path) -> None:
     if answers is not None:
         print(f"\nanswers: faithfulness {answers.faithfulness or 0:.3f}, accuracy "
               f"{answers.accuracy or 0:.2f} (0-2), refusal rate {answers.refusal_rate:.3f}")
+    if report.feedback:
+        from bot.evaluate.report import feedback_table
+
+        print("\n" + "\n".join(feedback_table(report)))
     if report.note:
         print(f"\n{report.note}")
     print(f"\nReport: {report_path}\nChart:  {chart if chart_name else '(none)'}\n"

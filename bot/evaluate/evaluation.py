@@ -12,12 +12,15 @@ from pathlib import Path
 
 from bot.app import App
 from bot.evaluate.dataset import EvalSet
+from bot.evaluate.feedback_sim import VOTERS, SimOptions, SimQuestion, SimResult, simulate
 from bot.evaluate.indexing import EvalIndex, IndexInfo, collection_name, fingerprint
 from bot.evaluate.judge import Judge
 from bot.evaluate.runner import MODES, Plan, QueryResult, Runner
 from bot.evaluate.summary import Results, summarise
+from rag.heuristic import heuristic_score
 from rag.index import WeaviateIndex
 from rag.retrieve import Retriever
+from rag.types import Candidate, Grade, GradeSource
 from sync.report import NoProgress, Progress
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,8 @@ class Options:
     concurrency: int = 1
     rebuild: bool = False
     judge_model: str = ""  # default: the configured answer model
+    simulate_feedback: int = 0  # rounds of simulated votes (0: no simulation)
+    feedback_noise: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class Report:
     settings: RunSettings
     results: Results
     note: str = ""  # why the answer metrics are missing, when they are
+    feedback: tuple[SimResult, ...] = ()  # --simulate-feedback: one run per kind of voter
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     seconds: float = 0.0
 
@@ -156,4 +162,27 @@ async def evaluate(app: App, dataset: EvalSet, options: Options,
     note = "" if llm is not None or "graded" not in options.modes else NO_LLM_NOTE
     return Report(dataset.name, str(dataset.path), len(dataset.queries), info,
                   _settings(app, options, depth), summary, note,
+                  _simulations(app, results, options),
                   seconds=round(time.perf_counter() - started, 2))
+
+
+def _simulations(app: App, results: list[QueryResult],
+                 options: Options) -> tuple[SimResult, ...]:
+    """The feedback replay over the graded mode's candidates, once per kind of voter."""
+    if not options.simulate_feedback:
+        return ()
+    questions = [SimQuestion(r.query.relevant, r.answer.candidates, r.query.text)
+                 for r in results if r.answer is not None and r.query.relevant]
+    selection = app.pipeline_config.selection
+    threshold = app.settings.storage.relevant_threshold
+    regrade = None if app.llm is not None else heuristic_grade
+    return tuple(simulate(questions, SimOptions(options.simulate_feedback,
+                                                options.feedback_noise, voters,
+                                                relevant_threshold=threshold),
+                          selection, regrade=regrade)
+                 for voters in VOTERS)
+
+
+def heuristic_grade(question: str, candidate: Candidate) -> Grade:
+    score, reason = heuristic_score(question, candidate)
+    return Grade(score, reason, GradeSource.HEURISTIC)

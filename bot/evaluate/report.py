@@ -64,6 +64,9 @@ def to_json(report: Report) -> dict[str, Any]:
         "stages": {s.stage: _stage_json(s) for s in res.stages},
         "settings": asdict(report.settings),
         "per_query": [asdict(row) for row in res.rows],
+        "feedback": [{"voters": f.voters, "noise": f.noise, "votes": f.votes,
+                      "ndcg_at_10": [_r(v) for v in f.ndcg], "gain": _r(f.gain)}
+                     for f in report.feedback],
         "started_at": report.started_at, "seconds": report.seconds,
     }
 
@@ -191,7 +194,22 @@ def to_markdown(report: Report, chart: str | None = None) -> str:
     for mode, m in report.results.modes.items():
         lines += _mode_section(report, mode, m)
     lines += _misses(report)
+    if report.feedback:
+        lines += ["## Simulated feedback (learned document prior)", "",
+                  *feedback_table(report)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def feedback_table(report: Report) -> list[str]:
+    """nDCG@10 of the graded mode before and after the replayed votes, per kind of voter."""
+    rows = [[f.voters, f"{f.noise:g}" if f.voters == "honest" else "-", str(f.votes),
+             f"{f.ndcg[0]:.3f}", f"{f.ndcg[-1]:.3f}", f"{f.gain * 100:+.1f}"]
+            for f in report.feedback]
+    rounds = len(report.feedback[0].ndcg) - 1 if report.feedback else 0
+    return [f"{rounds} replays of every question; honest votes follow the qrels (flipped with "
+            "the noise probability); random and inverted voters are everyone; one-account adds "
+            "one account voting against the qrels on every answer.", "",
+            *_table(["voters", "noise", "votes", "nDCG@10 before", "after", "points"], rows), ""]
 
 
 def write_chart(report: Report, path: Path) -> None:

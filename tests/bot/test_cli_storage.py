@@ -31,8 +31,8 @@ def test_upgrade_an_empty_file_then_report(db_file: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report"]) == 1
     assert "has no Sift tables: run `sift db upgrade` first." in capsys.readouterr().err
+    head = Database(f"sqlite:///{db_file}").head_revision()
     assert main(["db", "upgrade"]) == 0
-    head = Database(f"sqlite:///{db_file}").head_revision()  # the newest migration on disk
     assert f"migrated from empty to revision {head}" in capsys.readouterr().out
     assert "interactions" in inspect(Database(f"sqlite:///{db_file}").engine).get_table_names()
     assert main(["db", "upgrade"]) == 0

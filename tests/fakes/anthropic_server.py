@@ -42,6 +42,21 @@ class Reply:
     break_after: int | None = None  # streaming: an overloaded error event after N text deltas
 
 
+@dataclass
+class ModelLatency:
+    """How long a real model takes: time to first token, then a steady pace per output token.
+
+    Zero by default (tests stay fast). `bench.grading` sets figures typical of a small Claude
+    model, so that output length drives latency as it does for the real API.
+    """
+
+    first_token_s: float = 0.0
+    per_output_token_s: float = 0.0
+
+    def seconds(self, output_tokens: int) -> float:
+        return self.first_token_s + self.per_output_token_s * output_tokens
+
+
 def error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message},
             "request_id": "req_fake"}
@@ -106,6 +121,7 @@ class FakeAnthropic(LocalServer):
         self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
         self.accuracy_rule: Callable[[str, str, str], int] = always_correct
         self.stream_delay_s = 0.0  # between streamed text deltas
+        self.model_latency = ModelLatency()  # added to latency_s, by the reply's length
         self.in_flight = 0
         self.max_in_flight = 0
         self._ids = itertools.count(1)
@@ -139,9 +155,11 @@ class FakeAnthropic(LocalServer):
             text = scripted.raw if scripted is not None and scripted.raw is not None \
                 else self._default(kind, body)
             message = self._message(body, system, text)
-            if body.get("stream"):
+            if body.get("stream"):  # the per-token time is spent between the deltas
+                await asyncio.sleep(self.model_latency.first_token_s)
                 return await self._sse(request, message,
                                        scripted.break_after if scripted else None)
+            await asyncio.sleep(self.model_latency.seconds(message["usage"]["output_tokens"]))
             return web.json_response(message, headers={"request-id": "req_fake"})
         finally:
             self.in_flight -= 1
@@ -165,16 +183,18 @@ class FakeAnthropic(LocalServer):
             await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
 
         text, usage = message["content"][0]["text"], message["usage"]
+        pieces = [p for p in _DELTA.findall(text) if p]
+        pace = self.model_latency.per_output_token_s * usage["output_tokens"] / max(1, len(pieces))
         start = {**message, "content": [], "stop_reason": None,
                  "usage": {**usage, "output_tokens": 1}}
         await send("message_start", {"type": "message_start", "message": start})
         await send("content_block_start", {"type": "content_block_start", "index": 0,
                                            "content_block": {"type": "text", "text": ""}})
-        for n, piece in enumerate(p for p in _DELTA.findall(text) if p):
+        for n, piece in enumerate(pieces):
             if break_after is not None and n >= break_after:
                 await send("error", error("overloaded_error", "Overloaded"))
                 return
-            await asyncio.sleep(self.stream_delay_s)
+            await asyncio.sleep(self.stream_delay_s + pace)
             await send("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                "delta": {"type": "text_delta", "text": piece}})
         await send("content_block_stop", {"type": "content_block_stop", "index": 0})

@@ -36,6 +36,8 @@ def _allowed(chunk: Chunk, filters: SearchFilters | None) -> bool:
         return True
     if filters.access is not None and not set(chunk.access) & set(filters.access):
         return False
+    if chunk.doc_id in filters.exclude_docs:
+        return False
     if filters.sources and chunk.source not in filters.sources:
         return False
     if filters.tags and not {t.lower() for t in chunk.tags} & {t.lower() for t in filters.tags}:

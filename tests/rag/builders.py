@@ -14,6 +14,7 @@ from rag.messages import LLM_DOWN_NOTE
 from rag.output_policy import OutputPolicy
 from rag.pipeline import Pipeline, Stages
 from rag.ports import GradeCache, InteractionRecorder
+from rag.prior import DocumentPriors
 from rag.retrieve import Retriever
 from rag.types import Chunk
 from rag.understand import Understander
@@ -33,7 +34,8 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
                   grading: GradingConfig | None = None, cache: GradeCache | None = None,
                   recorder: InteractionRecorder | None = None,
                   config: PipelineConfig | None = None,
-                  policy: OutputPolicy | None = None) -> Pipeline:
+                  policy: OutputPolicy | None = None,
+                  priors: DocumentPriors | None = None) -> Pipeline:
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
@@ -51,6 +53,7 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
         if llm else None,
         extractive=ExtractiveGenerator(),
         fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
+        priors=priors,
     )
     return Pipeline(stages, config, recorder, policy)
 

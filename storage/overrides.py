@@ -1,0 +1,130 @@
+"""Document overrides (pin, boost, demote, hide) and the history behind the learned prior."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, func, select
+
+from storage.columns import utc_now
+from storage.db import Database
+from storage.errors import StorageError
+from storage.models import (
+    DocumentOverride,
+    DocumentStats,
+    Feedback,
+    Interaction,
+    InteractionSource,
+    table,
+)
+from storage.upsert import upsert
+
+KINDS = ("pin", "boost", "demote", "hide")
+
+
+@dataclass(frozen=True)
+class OverrideRow:
+    doc_id: str
+    kind: str
+    factor: float | None
+    note: str
+    set_by: str
+    updated_at: datetime
+
+
+@dataclass
+class DocHistory:
+    """One document's recent history: graded retrievals (relevant?, when) and the current
+    votes on answers that cited it (who, +1/-1, when)."""
+
+    grades: list[tuple[bool, datetime]] = field(default_factory=list)
+    votes: list[tuple[str, int, datetime]] = field(default_factory=list)
+
+
+class OverrideRepository:
+    """Admin overrides, one per document; setting a new one replaces the old."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    def set(self, doc_id: str, kind: str, *, factor: float | None = None, note: str = "",
+            set_by: str = "") -> None:
+        if kind not in KINDS:
+            raise StorageError(f"An override is one of {', '.join(KINDS)}, not {kind!r}.")
+        if not doc_id.strip():
+            raise StorageError("An override needs a document id.")
+        row = {"doc_id": doc_id, "kind": kind, "factor": factor, "note": note,
+               "set_by": set_by, "updated_at": self._clock()}
+        with self._db.write() as session:
+            session.execute(upsert(self._db.dialect, table(DocumentOverride), [row],
+                                   keys=("doc_id",),
+                                   replace=("kind", "factor", "note", "set_by", "updated_at")))
+
+    def reset(self, doc_id: str) -> bool:
+        """Remove the document's override; False when it had none."""
+        statement = table(DocumentOverride).delete().where(DocumentOverride.doc_id == doc_id)
+        with self._db.write() as session:
+            return cast(CursorResult[Any], session.execute(statement)).rowcount > 0
+
+    def all(self, kind: str | None = None) -> list[OverrideRow]:
+        query = select(DocumentOverride).order_by(DocumentOverride.kind, DocumentOverride.doc_id)
+        if kind is not None:
+            query = query.where(DocumentOverride.kind == kind)
+        with self._db.read() as session:
+            return [OverrideRow(o.doc_id, o.kind, o.factor, o.note, o.set_by, o.updated_at)
+                    for o in session.scalars(query)]
+
+    def hidden(self) -> list[str]:
+        query = select(DocumentOverride.doc_id).where(DocumentOverride.kind == "hide")
+        with self._db.read() as session:
+            return sorted(session.scalars(query))
+
+    def for_documents(self, doc_ids: Sequence[str]) -> dict[str, OverrideRow]:
+        query = select(DocumentOverride).where(DocumentOverride.doc_id.in_(list(doc_ids)))
+        with self._db.read() as session:
+            return {o.doc_id: OverrideRow(o.doc_id, o.kind, o.factor, o.note, o.set_by,
+                                          o.updated_at) for o in session.scalars(query)}
+
+
+class HistoryOfDocuments:
+    """Reads the evidence the learned prior weighs, for the documents of one question."""
+
+    def __init__(self, db: Database, *, relevant_threshold: float = 0.5,
+                 window_days: float = 365.0, clock: Callable[[], datetime] = utc_now) -> None:
+        self._db = db
+        self._threshold = relevant_threshold
+        self._window = timedelta(days=window_days)  # older evidence has decayed to ~nothing
+        self._clock = clock
+
+    def base_rate(self) -> float | None:
+        """The share of graded retrievals that were relevant, over all documents."""
+        query = select(func.sum(DocumentStats.graded_relevant), func.sum(DocumentStats.graded))
+        with self._db.read() as session:
+            relevant, graded = session.execute(query).one()
+        return relevant / graded if graded else None
+
+    def for_documents(self, doc_ids: Sequence[str]) -> dict[str, DocHistory]:
+        found: dict[str, DocHistory] = {d: DocHistory() for d in doc_ids}
+        if not doc_ids:
+            return found
+        since = self._clock() - self._window
+        s, i, f = InteractionSource, Interaction, Feedback
+        graded = (select(s.doc_id, func.max(s.grade_score), i.created_at)
+                  .join(i, i.id == s.interaction_id)
+                  .where(s.doc_id.in_(list(doc_ids)), s.grade_score.is_not(None),
+                         i.created_at >= since)
+                  .group_by(s.interaction_id, s.doc_id, i.created_at))
+        # One row per (vote, document): a document cited twice in one answer is one citation.
+        votes = (select(s.doc_id, f.user_id, f.vote, f.updated_at).distinct()
+                 .join(f, f.interaction_id == s.interaction_id)
+                 .where(s.doc_id.in_(list(doc_ids)), s.cited, f.updated_at >= since))
+        with self._db.read() as session:
+            for doc, best, at in session.execute(graded):
+                found[doc].grades.append((best is not None and best >= self._threshold, at))
+            for doc, user, vote, at in session.execute(votes):
+                found[doc].votes.append((user, vote, at))
+        return found
