@@ -176,7 +176,7 @@ class SyncJob:
             if old is not None and self._up_to_date(run, old, digest):
                 run.tally.unchanged += 1
                 self.progress.documents(1)
-                if old.restricted != ("public" not in doc.access):  # a row from before 0005
+                if old.restricted != ("public" not in doc.access):  # a row from before 0006
                     await self._state(self.state.record_document, self.source, doc.doc_id,
                                       content_hash=digest, chunk_count=old.chunk_count,
                                       updated_at=doc.updated_at,

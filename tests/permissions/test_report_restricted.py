@@ -38,7 +38,7 @@ async def test_never_retrieved_hides_restricted_ids_until_asked(db: Database,
     assert sorted(d.doc_id for d in hidden) == [RESTRICTED, RESTRICTED, "open.md"]
     shown = build_report(db, ReportOptions(include_restricted=True)).never_retrieved
     assert sorted(d.doc_id for d in shown) == ["hr-layoffs.md", "open.md", "typo.md"]
-    # A row from before migration 0005 counts as restricted; the next sync of the unchanged
+    # A row from before migration 0006 counts as restricted; the next sync of the unchanged
     # file sets it right without re-indexing it.
     with db.write() as session:
         session.execute(text("UPDATE source_documents SET restricted = true "
