@@ -97,6 +97,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
                 slack.mount(web_app)
             stack.push_async_callback(slack.close)  # after the site stops: drain answers
         # --- end Slack ---------------------------------------------------------------------
+        for problem in await app.access_resolver.startup_problems():  # named, not fatal
+            log.warning("permissions: %s", problem)
         syncs = app.sync_scheduler(app.sync_runner(index))  # started below, after the site
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin

@@ -35,6 +35,7 @@ def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool,
         "grade_reason": grade.reason if grade else "",
         "grade_source": str(grade.source) if grade else None,
         "selected": candidate.selected, "cited": cited, "citation": citation,
+        "access": list(chunk.access),
     }
 
 
@@ -45,6 +46,7 @@ class RecalledCitation:
     title: str
     url: str
     chunk_id: str
+    access: tuple[str, ...] = ()  # the groups that could read it when answered; () nobody
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,8 @@ class InteractionRepository:
                 InteractionSource.interaction_id == interaction_id,
                 InteractionSource.citation.is_not(None)).order_by(InteractionSource.citation))
             citations = tuple(RecalledCitation(c.citation or 0, c.doc_id, c.title, c.url,
-                                               c.chunk_id) for c in cited)
+                                               c.chunk_id, tuple(c.access or ()))
+                              for c in cited)
             return Recalled(row.platform, row.channel, row.user_id, row.question, row.answer,
                             row.status, citations)
 

@@ -99,6 +99,8 @@ class InteractionSource(Base):
     selected: Mapped[bool] = mapped_column(Boolean, default=False)
     cited: Mapped[bool] = mapped_column(Boolean, default=False)
     citation: Mapped[int | None] = mapped_column(Integer)  # its [n] in the answer, when cited
+    # Its access groups when answered: sharing re-checks them (None, from before: nobody).
+    access: Mapped[list[str] | None] = mapped_column(JSON)
 
 
 class Feedback(Base):
@@ -210,6 +212,7 @@ class SourceDocument(Base):
     last_synced: Mapped[datetime]
     status: Mapped[str] = mapped_column(String(16))  # ok, failed
     error: Mapped[str] = mapped_column(Text, default="")
+    restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class EventKey(Base):

@@ -113,16 +113,18 @@ def _low_grade(session: Session, options: ReportOptions) -> list[DocumentFinding
             for d in session.scalars(query)]
 
 
-def _never_retrieved(session: Session, limit: int) -> tuple[list[UnretrievedDocument], int]:
+def _never_retrieved(session: Session, limit: int,
+                     include_restricted: bool) -> tuple[list[UnretrievedDocument], int]:
     """Synced documents no question has ever retrieved."""
-    base = (select(SourceDocument.source, SourceDocument.doc_id)
+    base = (select(SourceDocument.source, SourceDocument.doc_id, SourceDocument.restricted)
             .outerjoin(DocumentStats, DocumentStats.doc_id == SourceDocument.doc_id)
             .where(SourceDocument.status == "ok",
                    func.coalesce(DocumentStats.retrieved, 0) == 0))
     total = session.scalar(select(func.count()).select_from(base.subquery())) or 0
     rows = session.execute(base.order_by(SourceDocument.source, SourceDocument.doc_id)
                            .limit(limit))
-    return [UnretrievedDocument(r.source, r.doc_id) for r in rows], int(total)
+    return [UnretrievedDocument(r.source, RESTRICTED if r.restricted and not include_restricted
+                                else r.doc_id) for r in rows], int(total)
 
 
 def build_report(db: Database, options: ReportOptions | None = None, *,
@@ -133,7 +135,8 @@ def build_report(db: Database, options: ReportOptions | None = None, *,
     with db.read() as session:
         rows = _interaction_rows(session, since)
         low = _low_grade(session, options)
-        never, never_total = _never_retrieved(session, options.limit)
+        never, never_total = _never_retrieved(session, options.limit,
+                                              options.include_restricted)
     return Report(
         since=since, until=until, statuses=status_counts(rows),
         latencies=tuple(stage_latencies(rows)), feedback=feedback_summary(rows),

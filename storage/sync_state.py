@@ -30,6 +30,7 @@ class DocumentRecord:
     updated_at: datetime | None
     last_synced: datetime
     error: str = ""
+    restricted: bool = False
 
 
 class SyncStateRepository:
@@ -41,17 +42,19 @@ class SyncStateRepository:
         query = select(SourceDocument).where(SourceDocument.source == source)
         with self._db.read() as session:
             return {d.doc_id: DocumentRecord(d.doc_id, d.content_hash, d.chunk_count, d.status,
-                                             d.updated_at, d.last_synced, d.error)
+                                             d.updated_at, d.last_synced, d.error,
+                                             d.restricted)
                     for d in session.scalars(query)}
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
-                        error: str = "") -> None:
+                        error: str = "", restricted: bool = False) -> None:
         row = {"source": source, "doc_id": doc_id, "content_hash": content_hash,
                "chunk_count": chunk_count, "updated_at": updated_at,
                "last_synced": self._clock(), "status": status,
-               "error": error[:MAX_ERROR_CHARS]}
-        changed = ("content_hash", "chunk_count", "updated_at", "last_synced", "status", "error")
+               "error": error[:MAX_ERROR_CHARS], "restricted": restricted}
+        changed = ("content_hash", "chunk_count", "updated_at", "last_synced", "status", "error",
+                   "restricted")
         with self._db.write() as session:
             session.execute(upsert(self._db.dialect, table(SourceDocument), [row],
                                    keys=("source", "doc_id"), replace=changed))

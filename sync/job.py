@@ -176,6 +176,11 @@ class SyncJob:
             if old is not None and self._up_to_date(run, old, digest):
                 run.tally.unchanged += 1
                 self.progress.documents(1)
+                if old.restricted != ("public" not in doc.access):  # a row from before 0006
+                    await self._state(self.state.record_document, self.source, doc.doc_id,
+                                      content_hash=digest, chunk_count=old.chunk_count,
+                                      updated_at=doc.updated_at,
+                                      restricted="public" not in doc.access)
                 return
             chunks = to_chunks(self.source, doc, digest, self.config.chunking)
         existed = bool(old and old.content_hash) or doc.doc_id in run.indexed
@@ -229,7 +234,7 @@ class SyncJob:
                 await self.index.delete_document(self.source, doc.doc_id, keep_hash=item.digest)
         await self._state(self.state.record_document, self.source, doc.doc_id,
                           content_hash=item.digest, chunk_count=len(item.chunks),
-                          updated_at=doc.updated_at)
+                          updated_at=doc.updated_at, restricted="public" not in doc.access)
         setattr(run.tally, item.kind, getattr(run.tally, item.kind) + 1)
         run.tally.chunks_written += len(item.chunks)
         self.progress.documents(1)
@@ -246,7 +251,7 @@ class SyncJob:
         await self._state(self.state.record_document, self.source, failure.doc_id,
                           content_hash=old.content_hash if old else "",
                           chunk_count=old.chunk_count if old else 0, updated_at=None,
-                          status="failed", error=failure.error)
+                          status="failed", error=failure.error, restricted=True)
 
     async def _prune(self, run: _Run) -> None:
         """Delete documents the source no longer has (its own listing is the authority)."""

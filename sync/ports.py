@@ -37,6 +37,9 @@ class DocumentState(Protocol):
     @property
     def status(self) -> str: ...  # "ok" or "failed"
 
+    @property
+    def restricted(self) -> bool: ...
+
 
 @dataclass(frozen=True)
 class RunCounts:
@@ -63,6 +66,7 @@ class SyncState(Protocol):
         updated_at: datetime | None,
         status: str = "ok",
         error: str = "",
+        restricted: bool = False,  # not readable by the public: reports hide its id
     ) -> None: ...
 
     def forget_document(self, source: str, doc_id: str) -> None: ...

@@ -191,6 +191,13 @@ class ChatFlow:
                 log.exception("help request in %s failed", channel)
                 await _tell_failure(surface, cid)
 
+    async def shareable(self, answer: Answer, platform: Platform, channel: str) -> bool:
+        """A share click is checked again: the button was only offered, a click can be forged
+        (another answer's id, another channel)."""
+        policy = await self.policies.find(platform, channel, direct=False)
+        return answer.status in (AnswerStatus.ANSWERED, AnswerStatus.DEGRADED) and \
+            may_share(policy, answer)
+
     async def _escalate(self, platform: Platform, channel: str, surface: Surface, *,
                         team: str = "") -> bool:
         policy = await self.policies.find(platform, channel, direct=False, team=team)
@@ -220,11 +227,16 @@ def _sharing(delivery: Delivery, msg: ChatMessage, policy: ChannelPolicy,
     if not delivery.private or answer.status not in (
             AnswerStatus.ANSWERED, AnswerStatus.DEGRADED):
         return delivery
-    channel_groups = (PUBLIC, *policy.audience)
-    access = {c.chunk.chunk_id: c.chunk.access for c in answer.candidates}
-    if all(visible_to(access.get(c.chunk_id, ()), channel_groups) for c in answer.citations):
+    if may_share(policy, answer):
         return replace(delivery, share=True)
     return replace(delivery, share_blocked=messages.SHARE_BLOCKED)
+
+
+def may_share(policy: ChannelPolicy, answer: Answer) -> bool:
+    """Every cited document is visible to everyone the channel's policy says is there."""
+    channel_groups = (PUBLIC, *policy.audience)
+    access = {c.chunk.chunk_id: c.chunk.access for c in answer.candidates}
+    return all(visible_to(access.get(c.chunk_id, ()), channel_groups) for c in answer.citations)
 
 
 async def _tell_failure(surface: Surface, cid: str) -> None:

@@ -15,6 +15,8 @@ from rag.types import (
     Answer,
     AnswerStatus,
     AskContext,
+    Candidate,
+    Chunk,
     Citation,
     Platform,
     Question,
@@ -43,6 +45,9 @@ class CitedLike(Protocol):
 
     @property
     def chunk_id(self) -> str: ...
+
+    @property
+    def access(self) -> tuple[str, ...]: ...
 
 
 class RecalledLike(Protocol):
@@ -215,8 +220,12 @@ class ChatService:
                              user=found.user)
         citations = tuple(Citation(c.n, c.doc_id, c.title, c.url, c.chunk_id)
                           for c in found.citations)
+        # The cited chunks with the access they had: a share is checked against it again.
+        cited = tuple(Candidate(c.n, Chunk(c.chunk_id, c.doc_id, "", c.title, "", c.url,
+                                           access=tuple(c.access)), 0.0, selected=True,
+                                cited=True) for c in found.citations)
         return Answer(found.text, AnswerStatus(found.status), Question(found.question, context),
-                      citations=citations, interaction_id=interaction_id)
+                      citations=citations, candidates=cited, interaction_id=interaction_id)
 
     async def asked_by(self, platform: Platform, user: str, limit: int = 5) -> list[str]:
         rows = await asyncio.to_thread(self._stores.links.asked_by, platform.value, user, limit)

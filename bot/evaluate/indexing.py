@@ -62,6 +62,7 @@ class _Doc:
     content_hash: str
     chunk_count: int
     status: str
+    restricted: bool = False
 
 
 class BuildState:
@@ -75,8 +76,8 @@ class BuildState:
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
-                        error: str = "") -> None:
-        self._docs[doc_id] = _Doc(doc_id, content_hash, chunk_count, status)
+                        error: str = "", restricted: bool = False) -> None:
+        self._docs[doc_id] = _Doc(doc_id, content_hash, chunk_count, status, restricted)
 
     def forget_document(self, source: str, doc_id: str) -> None:
         self._docs.pop(doc_id, None)

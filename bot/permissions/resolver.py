@@ -76,11 +76,12 @@ class GroupResolver:
 
     async def startup_problems(self) -> list[str]:
         """Sentences for the operator: group definitions that cannot work as written."""
+        handles = sorted(self.directory.slack_handles)
+        if not handles:
+            return []
         if self._slack is None:
-            handles = sorted(self.directory.slack_handles)
             return [f"[[groups]] name Slack user groups ({', '.join(handles)}) but "
-                    "SIFT_SLACK_BOT_TOKEN is not set; nobody gets those groups"] if handles \
-                else []
+                    "SIFT_SLACK_BOT_TOKEN is not set; nobody gets a group through them"]
         try:
             missing = await self._slack.missing_handles()
         except LookupFailed as exc:

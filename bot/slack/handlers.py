@@ -123,13 +123,16 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts)
-        self._background.spawn(self._share(int(button.value), button.user, surface))
+        self._background.spawn(self._share(int(button.value), button.user, button.channel,
+                                           surface))
 
-    async def _share(self, interaction_id: int, user: str, surface: SlackSurface) -> None:
+    async def _share(self, interaction_id: int, user: str, channel: str,
+                     surface: SlackSurface) -> None:
         with correlated() as cid:
             try:
                 answer = await self._flow.service.recall(interaction_id)
-                if answer is None or answer.question.context.user != user:
+                if answer is None or answer.question.context.user != user or \
+                        not await self._flow.shareable(answer, Platform.SLACK, channel):
                     await surface.notice(messages.SHARE_UNAVAILABLE)
                     return
                 ref = await surface.deliver(answer, Delivery())

@@ -163,7 +163,7 @@ def _text(value: Any) -> str:
 def _near_access(key: str) -> bool:
     """`Access`, `acess`, `accesss`, `access_groups`: someone meant `access` and must be told."""
     folded = key.strip().casefold().replace("-", "_")
-    return key != "access" and (folded.startswith("access") or
+    return key != "access" and (folded.startswith("access_") or
                                 difflib.SequenceMatcher(None, folded, "access").ratio() >= 0.8)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.chat.service import ChatStores
-from rag.types import Answer, Citation
+from rag.types import Answer
 from storage.errors import StorageError, UnknownInteraction
 
 
@@ -63,8 +63,11 @@ class MemoryInteractions:
         if row is None:
             return None
         a, ctx = row.answer, row.answer.question.context
+        access = {c.chunk.chunk_id: c.chunk.access for c in a.candidates}
+        cited = tuple(RecalledCitation(c.n, c.doc_id, c.title, c.url, c.chunk_id,
+                                       access.get(c.chunk_id, ())) for c in a.citations)
         return Recalled(str(ctx.platform), ctx.channel, ctx.user, a.question.text, a.text,
-                        str(a.status), a.citations)
+                        str(a.status), cited)
 
     def asked_by(self, platform: str, user: str, limit: int = 5) -> list[Asked]:
         mine = [r.answer for _, r in sorted(self.rows.items(), reverse=True)
@@ -81,7 +84,17 @@ class Recalled:
     question: str
     text: str
     status: str
-    citations: tuple[Citation, ...]
+    citations: tuple[RecalledCitation, ...]
+
+
+@dataclass(frozen=True)
+class RecalledCitation:
+    n: int
+    doc_id: str
+    title: str
+    url: str
+    chunk_id: str
+    access: tuple[str, ...]
 
 
 @dataclass(frozen=True)

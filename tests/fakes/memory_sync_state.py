@@ -18,6 +18,7 @@ class StoredDocument:
     status: str = "ok"
     error: str = ""
     updated_at: datetime | None = None
+    restricted: bool = False
 
 
 @dataclass
@@ -46,11 +47,11 @@ class MemorySyncState:
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
-                        error: str = "") -> None:
+                        error: str = "", restricted: bool = False) -> None:
         with self._lock:
             self.writes += 1
             self.docs.setdefault(source, {})[doc_id] = StoredDocument(
-                doc_id, content_hash, chunk_count, status, error, updated_at)
+                doc_id, content_hash, chunk_count, status, error, updated_at, restricted)
 
     def forget_document(self, source: str, doc_id: str) -> None:
         with self._lock:

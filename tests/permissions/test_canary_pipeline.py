@@ -15,33 +15,14 @@ from bot.chat.access import Asker, Audience, Visibility
 from bot.settings import GroupSettings
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
-from rag.index import WeaviateIndex
 from rag.types import AnswerStatus, AskContext, Platform, Question
-from sync.connectors.folder import FolderConnector
-from sync.job import SyncJob
-from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import FakeSlack
-from tests.permissions.canary import HR_EMAIL, QUESTION, markers_in, visible, write_canaries
+from tests.permissions.canary import HR_EMAIL, QUESTION, markers_in, visible
 from tests.scenarios.stack import settings_for
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-async def canary_collection(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder,
-                            tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    root = tmp_path_factory.mktemp("canary-kb")
-    write_canaries(root)
-    name = unique_collection("CanaryP")
-    index = WeaviateIndex(index_config(weaviate_server, name), embedder.name, embedder.dimension)
-    await index.connect()
-    await SyncJob("canary", FolderConnector(root), index, embedder, MemorySyncState()).run()
-    yield name
-    await index.drop()
-    await index.close()
 
 
 @pytest.fixture
@@ -94,11 +75,8 @@ ASKERS = [
 @pytest.mark.parametrize(("user", "visibility", "audience", "expected"), ASKERS,
                          ids=lambda v: str(v))
 async def test_each_marker_reaches_exactly_the_places_it_may(
-        app: App, fake_anthropic: FakeAnthropic, user: str, visibility: Visibility,
+        app: App, echoing_claude: FakeAnthropic, user: str, visibility: Visibility,
         audience: tuple[str, ...], expected: set[str]) -> None:
-    fake_anthropic.grade_rule = lambda q, d: (0.9, "Names the budget code.")
-    fake_anthropic.answer_from_prompt = lambda prompt: "Codes: " + " ".join(
-        sorted(markers_in(prompt))) + " [1]."
     groups = await app.access_resolver.groups_for(
         Asker(Platform.SLACK, user, "T111"), Audience(visibility, audience))
     index = app.index()
@@ -111,7 +89,7 @@ async def test_each_marker_reaches_exactly_the_places_it_may(
     finally:
         await index.close()
     assert answer.status is AnswerStatus.ANSWERED
-    assert markers_in(json.dumps([r.body for r in fake_anthropic.requests])) == expected
+    assert markers_in(json.dumps([r.body for r in echoing_claude.requests])) == expected
     assert markers_in(answer.text) == expected
     assert markers_in(" ".join(previews.texts)) <= expected and previews.texts
     assert markers_in(" ".join(c.chunk.text for c in answer.candidates)) == expected

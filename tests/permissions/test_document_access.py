@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from sync.connectors.convert import Parsed, build_document, read_access, split_front_matter
+from sync.connectors.convert import (
+    Parsed,
+    build_document,
+    html_to_markdown,
+    read_access,
+    split_front_matter,
+)
 from sync.connectors.folder import FolderConnector
 from sync.connectors.http import HttpConfig, HttpConnector
 from sync.job import JobConfig, SyncJob
@@ -96,3 +102,14 @@ async def test_sync_indexes_restricted_and_reports_bad_and_unknown_groups_once(
     unknown = [w for w in warnings if "'secops'" in w]
     assert len(unknown) == 1 and "secret1.md and 1 more" in unknown[0]
     assert len(warnings) == 3
+
+
+def test_html_meta_access_and_lookalike_names() -> None:
+    page = html_to_markdown('<html><head><title>Pay</title><meta name="access" content="hr">'
+                            '<meta name="accessibility" content="wcag"></head>'
+                            '<body><p>Bands.</p></body></html>')
+    doc = build_document("pay.html", page)
+    assert doc.access == ("hr",) and doc.warnings == ()
+    typo = html_to_markdown('<html><head><meta name="Acess" content="hr"></head>'
+                            '<body><p>Bands.</p></body></html>')
+    assert build_document("pay.html", typo).access == ()

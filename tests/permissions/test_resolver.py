@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.app import App
 from bot.chat.access import PUBLIC, Asker, Audience, Visibility
 from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import GraphCredentials, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
-from bot.settings import GroupSettings
+from bot.settings import GroupSettings, TeamsSettings
+from bot.weaviate.process import ManagedWeaviate
 from rag.types import Platform
+from tests.conftest import unique_collection
+from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT, FakeGraph
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import Failure, FakeSlack
+from tests.scenarios.stack import ServedSift, settings_for
 
 GROUPS = [
     GroupSettings(name="hr", emails=["Hana@Acme.example"], slack_usergroups=["@people-ops"]),
@@ -179,3 +186,22 @@ def test_directory_matches_case_insensitively_and_only_declared_rules() -> None:
     assert d.groups_of(Identity(email="x@finance.acme.example.evil")) == ()
     assert d.groups_of(Identity(slack_usergroups=frozenset({"People-Ops"}))) == ("hr",)
     assert d.groups_of(Identity()) == ()
+
+
+async def test_serve_names_a_missing_slack_usergroup_at_start_up(
+        slack: FakeSlack, tmp_path: Path, weaviate_server: ManagedWeaviate,
+        fake_anthropic: FakeAnthropic, caplog: pytest.LogCaptureFixture) -> None:
+    groups = [GroupSettings(name="hr", slack_usergroups=["people-ops"]),
+              GroupSettings(name="legal", slack_usergroups=["legal-team"])]
+    settings = settings_for(tmp_path, weaviate_server, unique_collection("Perm"),
+                            fake_anthropic, groups=groups,
+                            slack_bot_token=SecretStr(BOT_TOKEN), slack_api_url=slack.api_url,
+                            slack_signing_secret=SecretStr("secret"),
+                            teams=TeamsSettings(enabled=False))
+    served = ServedSift(App(settings))
+    with caplog.at_level(logging.WARNING):
+        await served.start()
+        await served.stop()
+    problems = [r.getMessage() for r in caplog.records if "permissions:" in r.getMessage()]
+    assert len(problems) == 1
+    assert "'legal'" in problems[0] and "'legal-team'" in problems[0]

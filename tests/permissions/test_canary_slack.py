@@ -1,0 +1,206 @@
+"""The canary suite through `sift serve` over signed Slack HTTP: every surface (mention,
+auto-answer, thread follow-up, DM, assistant thread, /sift and share-to-channel), askers in
+and out of each group, and what reaches Slack and Claude is exactly what the rule allows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from bot.app import App
+from bot.settings import ChannelSettings, GroupSettings
+from bot.slack.http import EVENTS_PATH
+from bot.slack.render import SHARE_ACTION
+from bot.weaviate.process import ManagedWeaviate
+from rag.embed import LocalEmbedder
+from storage.models import Interaction
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.slack_driver import SlackDriver
+from tests.fakes.slack_payloads import (
+    BOT_TOKEN,
+    BOT_USER,
+    CHANNEL,
+    DM,
+    SIGNING_SECRET,
+    USER,
+    app_mention,
+    button_action,
+    message,
+    next_event_id,
+    slash_command,
+)
+from tests.fakes.slack_server import FakeSlack
+from tests.permissions.canary import HR_EMAIL, PUB, QUESTION, markers_in, visible
+from tests.scenarios.slack_stack import SlackSift
+from tests.scenarios.stack import ServedSift, settings_for
+
+pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
+
+HR_CHANNEL, AUTO_CHANNEL = "C0HRTEAM", "C0AUTO01"
+EVE, EVE_DM = "U0EVE", "D0EVE"
+Serve = Callable[[], Awaitable[SlackSift]]
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    server.add_user(USER, HR_EMAIL)  # the usual asker is in hr (by email)
+    server.add_user(EVE, "eve@x.example")  # in no group
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def serve(tmp_path: Path, weaviate_server: ManagedWeaviate, canary_collection: str,
+                embedder: LocalEmbedder, echoing_claude: FakeAnthropic,
+                slack: FakeSlack) -> AsyncIterator[Serve]:
+    running: list[SlackSift] = []
+
+    async def make() -> SlackSift:
+        settings = settings_for(
+            tmp_path, weaviate_server, canary_collection, echoing_claude, sources=[],
+            slack_bot_token=SecretStr(BOT_TOKEN), slack_signing_secret=SecretStr(SIGNING_SECRET),
+            slack_api_url=slack.api_url,
+            groups=[GroupSettings(name="hr", emails=[HR_EMAIL]),
+                    GroupSettings(name="finance", domains=["finance.acme.example"])],
+            channels=[ChannelSettings(platform="slack", channel=HR_CHANNEL, audience=["hr"]),
+                      ChannelSettings(platform="slack", channel=AUTO_CHANNEL,
+                                      respond="questions")])
+        app = App(settings)
+        app.__dict__["embedder"] = embedder
+        sift = ServedSift(app)
+        await sift.start()
+        driver = SlackDriver(slack, sift.base_url + EVENTS_PATH, sift.stop)
+        await driver.start()
+        running.append(SlackSift(sift, driver, slack))
+        return running[-1]
+
+    yield make
+    for served in running:
+        await served.driver.stop()
+        await served.sift.stop()
+
+
+def seen_by_slack(slack: FakeSlack, channel: str) -> set[str]:
+    """Markers in everything Sift sent to Slack for `channel` (posts, streams, ephemerals)."""
+    return markers_in(json.dumps([c.args for c in slack.calls
+                                  if c.args.get("channel") == channel]))
+
+
+def seen_by_claude(claude: FakeAnthropic) -> set[str]:
+    return markers_in(json.dumps([r.body for r in claude.requests]))
+
+
+async def ask(s: SlackSift, surface: str, user: str, channel: str) -> dict[str, Any]:
+    """One question on one surface; returns the /sift ephemeral payload when there is one."""
+    ts = "1700007000.000100"
+    if surface == "mention":
+        s.slack.add_message(channel, user, f"<@{BOT_USER}> {QUESTION}", ts)
+        payload = app_mention(f"<@{BOT_USER}> {QUESTION}", ts=ts, user=user, channel=channel,
+                              event_id=next_event_id())
+        assert (await s.driver.event(payload)).status == 200
+    elif surface in ("auto", "dm", "assistant"):
+        thread = "1700006999.000100" if surface == "assistant" else ""
+        s.slack.add_message(channel, user, QUESTION, ts, thread)
+        payload = message(QUESTION, ts=ts, thread_ts=thread, user=user, channel=channel,
+                          channel_type="im" if channel.startswith("D") else "channel",
+                          event_id=next_event_id())
+        assert (await s.driver.event(payload)).status == 200
+    else:
+        assert (await s.driver.command(slash_command(QUESTION, channel=channel,
+                                                     user=user))).status == 200
+        [private] = await s.slack.wait_for("chat.postEphemeral")
+        await s.rows(Interaction, 1)
+        return private.args
+    await s.rows(Interaction, 1)
+    return {}
+
+
+SURFACES = [
+    ("mention", USER, CHANNEL, visible()),  # hr's member, in a channel without an audience
+    ("mention", EVE, HR_CHANNEL, visible("hr")),  # anyone, in the channel whose audience is hr
+    ("auto", USER, AUTO_CHANNEL, visible()),  # an auto-answer channel: public
+    ("dm", USER, DM, visible("hr")),  # a DM: the asker's own groups
+    ("dm", EVE, EVE_DM, visible()),
+    ("assistant", USER, DM, visible("hr")),  # the assistant panel is a DM thread
+    ("command", USER, CHANNEL, visible("hr")),  # /sift: ephemeral, the asker's own groups
+    ("command", EVE, CHANNEL, visible()),
+]
+
+
+@pytest.mark.parametrize(("surface", "user", "channel", "expected"), SURFACES,
+                         ids=lambda v: str(v))
+async def test_each_surface_shows_exactly_what_its_readers_may_see(
+        serve: Serve, echoing_claude: FakeAnthropic, surface: str, user: str, channel: str,
+        expected: set[str]) -> None:
+    s = await serve()
+    await ask(s, surface, user, channel)
+    await s.driver.settle()
+    assert seen_by_slack(s.slack, channel) == expected
+    assert seen_by_claude(echoing_claude) == expected
+
+
+def share_offered(private: dict[str, Any]) -> bool:
+    blocks = private["blocks"]
+    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+    return any(e.get("action_id") == SHARE_ACTION for b in blocks if b["type"] == "actions"
+               for e in b["elements"])
+
+
+@pytest.mark.parametrize(("user", "channel", "offered"), [
+    (USER, CHANNEL, False),  # cites hr documents: #general may not see them
+    (EVE, CHANNEL, True),  # cites public documents only
+    (USER, HR_CHANNEL, True),  # hr documents, and the channel's audience is hr
+])
+async def test_share_to_channel_only_when_every_cited_document_is_visible_there(
+        serve: Serve, user: str, channel: str, offered: bool) -> None:
+    s = await serve()
+    private = await ask(s, "command", user, channel)
+    assert share_offered(private) is offered
+    if not offered:
+        [row] = await s.rows(Interaction, 1)
+        # Even a forged click on a share button the answer never had posts nothing.
+        await s.driver.click(button_action(SHARE_ACTION, str(row.id), ephemeral=True,
+                                           message_ts="1.1", channel=channel, user=user))
+    await s.driver.settle()
+    assert [c for c in s.slack.calls_to("chat.postMessage")
+            if c.args["channel"] == channel] == []
+
+
+async def test_a_dm_conversation_never_feeds_a_channel_thread(
+        serve: Serve, echoing_claude: FakeAnthropic) -> None:
+    s = await serve()
+    await ask(s, "dm", USER, DM)  # hr's answer, in the DM: it names hr's markers
+    await s.slack.wait_for("chat.postMessage")
+    assert seen_by_slack(s.slack, DM) == visible("hr")
+    s.slack.add_message(CHANNEL, USER, f"<@{BOT_USER}> {QUESTION}", "1700008000.000100")
+    await s.driver.event(app_mention(f"<@{BOT_USER}> {QUESTION}", ts="1700008000.000100",
+                                     event_id=next_event_id()))
+    await s.rows(Interaction, 2)
+    echoing_claude.requests.clear()
+    await s.driver.reply("and what was the code again?", ts="1700008002.000100",
+                         thread_ts="1700008000.000100")
+    await s.rows(Interaction, 3)
+    await s.driver.settle()
+    assert seen_by_slack(s.slack, CHANNEL) == {PUB}
+    assert seen_by_claude(echoing_claude) == {PUB}  # the follow-up's history: channel only
+
+
+async def test_a_share_click_forged_for_another_channel_posts_nothing_there(
+        serve: Serve) -> None:
+    s = await serve()
+    private = await ask(s, "command", USER, HR_CHANNEL)  # hr's answer, shareable in #hr-team
+    assert share_offered(private)
+    [row] = await s.rows(Interaction, 1)
+    await s.driver.click(button_action(SHARE_ACTION, str(row.id), ephemeral=True,
+                                       message_ts="1.1", channel=CHANNEL, user=USER))
+    await s.driver.settle()
+    assert seen_by_slack(s.slack, CHANNEL) == set()
+    assert [c for c in s.slack.calls_to("chat.postMessage")
+            if c.args["channel"] == CHANNEL] == []
