@@ -12,7 +12,6 @@ from bot.settings import Settings
 if TYPE_CHECKING:
     from bot.app import App
 
-NOT_CONFIGURED = "not configured"
 
 
 def _slack(settings: Settings, base: str) -> str:
@@ -38,6 +37,18 @@ def _admin(on: bool, base: str) -> str:
         "Admin console: off (SIFT_ADMIN__PASSWORD is not set)")
 
 
+def _web_chat(settings: Settings, base: str) -> str:
+    # Mirrors App.web_chat: the page has no sign-in, so it stays on loopback.
+    from bot.teams.auth import is_loopback
+
+    if not settings.web_chat.enabled:
+        return "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
+    if not is_loopback(settings.host):
+        return (f"Web chat: off (SIFT_HOST {settings.host} is reachable from other machines "
+                "and the page has no sign-in of its own)")
+    return f"Web chat: open {base}/ in a browser"
+
+
 def _source(settings: Settings, name: str, last: datetime | None) -> str:
     if last is not None:
         when = f"last synced {last:%Y-%m-%d %H:%M} UTC"
@@ -53,7 +64,7 @@ def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None],
     """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
     base = f"http://{settings.host}:{settings.port}"
     lines = [_slack(settings, base), _teams(settings, base),
-             _admin(admin, base), f"Web chat: {NOT_CONFIGURED}"]
+             _admin(admin, base), _web_chat(settings, base)]
     lines += [_source(settings, s.name, last_syncs.get(s.name))
               for s in settings.resolved_sources]
     return lines

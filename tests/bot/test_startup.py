@@ -27,7 +27,7 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
         "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
         "SIFT_TEAMS_APP_ID is not set)",
         "Admin console: off (SIFT_ADMIN__PASSWORD is not set)",
-        "Web chat: not configured",
+        "Web chat: open http://127.0.0.1:4000/ in a browser",
         "Source sample: never synced; a first sync starts now",
     ]
 
@@ -55,3 +55,11 @@ def test_slack_over_http_and_teams_switched_off() -> None:
     assert lines[0] == "Slack: on, HTTP events at http://127.0.0.1:4000/slack/events"
     assert lines[1] == "Teams: off (SIFT_TEAMS__ENABLED is false)"
     assert lines[-1] == "Source sample: never synced (run `sift sync`)"
+
+
+def test_web_chat_stays_off_beyond_loopback_and_when_switched_off() -> None:
+    public = surface_lines(Settings(host="0.0.0.0", port=4000, teams={"enabled": False}), {})
+    assert public[3] == ("Web chat: off (SIFT_HOST 0.0.0.0 is reachable from other machines "
+                         "and the page has no sign-in of its own)")
+    off = surface_lines(Settings(port=4000, web_chat={"enabled": False}), {})
+    assert off[3] == "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
