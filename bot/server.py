@@ -13,7 +13,7 @@ from bot.app import App
 from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.weaviate.supervisor import WeaviateSupervisor
-from bot.web import Health, HealthCheck, build_web_app, start_site
+from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
 from rag.index import WeaviateIndex
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,24 @@ def _index_check(index: WeaviateIndex) -> HealthCheck:
     return check
 
 
+async def _warm_up(app: App, readiness: Readiness) -> None:
+    """Load the embedding model before the first question, whose timings would else hold it."""
+    readiness.loading("embedding model", f"loading {app.embedder.name}")
+    try:
+        await app.embedder.embed_query("warm-up")
+    except Exception as exc:  # not ready, and /readyz says why; questions will retry the load
+        log.exception("the embedding model failed to load")
+        readiness.loading("embedding model", f"failed to load: {exc}")
+        return
+    readiness.done("embedding model")
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
 def _stop_event() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -70,7 +88,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         checks = {"weaviate": _index_check(index), **app.health_checks()}
         if supervisor is not None:
             checks["weaviate_process"] = supervisor.health
-        web_app = build_web_app(checks)
+        readiness = Readiness()
+        web_app = build_web_app(checks, readiness=readiness)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                 priors=app.document_priors)
         service = app.chat_service(pipeline)
@@ -102,10 +121,11 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         syncs = app.sync_scheduler(app.sync_runner(index))  # started below, after the site
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
-        # Load the embedding model before the first question, whose timings would else hold it.
-        await app.embedder.embed_query("warm-up")
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
+        # The model loads after the site is up: /readyz says 503 "loading" until it has.
+        warm_up = asyncio.create_task(_warm_up(app, readiness))
+        stack.push_async_callback(_cancel, warm_up)
         # --- Sync: scheduled passes per source; a first full pass starts in the background --
         syncs.start()
         stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs

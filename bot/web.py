@@ -43,9 +43,42 @@ def _health_handler(
     return healthz
 
 
-def build_web_app(checks: Mapping[str, HealthCheck], *, timeout_s: float = 5.0) -> web.Application:
+class Readiness:
+    """What is still loading after the server started (the embedding model, say)."""
+
+    def __init__(self) -> None:
+        self._loading: dict[str, str] = {}
+
+    def loading(self, name: str, detail: str) -> None:
+        self._loading[name] = detail
+
+    def done(self, name: str) -> None:
+        self._loading.pop(name, None)
+
+    @property
+    def pending(self) -> dict[str, str]:
+        return dict(self._loading)
+
+
+def _ready_handler(readiness: Readiness, health: Callable[[web.Request], Awaitable[web.Response]]
+                   ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def readyz(request: web.Request) -> web.Response:
+        pending = readiness.pending
+        if pending:
+            return web.json_response({"status": "loading", "loading": pending}, status=503)
+        return await health(request)  # loaded: ready when its dependencies answer
+
+    return readyz
+
+
+def build_web_app(checks: Mapping[str, HealthCheck], *, timeout_s: float = 5.0,
+                  readiness: Readiness | None = None) -> web.Application:
+    """/healthz: each dependency's health; /readyz: 503 naming what still loads, then the
+    same as /healthz (a load balancer sends questions only once it says 200)."""
     app = web.Application(client_max_size=4 * 1024 * 1024)
-    app.router.add_get("/healthz", _health_handler(checks, timeout_s))
+    health = _health_handler(checks, timeout_s)
+    app.router.add_get("/healthz", health)
+    app.router.add_get("/readyz", _ready_handler(readiness or Readiness(), health))
     return app
 
 

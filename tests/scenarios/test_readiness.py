@@ -1,0 +1,75 @@
+"""`sift serve` answers HTTP before the model has loaded; /readyz tells when it can answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.app import App
+from bot.weaviate.process import ManagedWeaviate
+from rag.embed import LocalEmbedder
+from rag.types import Vector
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.scenarios.stack import ServedSift, settings_for
+
+pytestmark = pytest.mark.weaviate
+
+
+class SlowToLoad:
+    """The real model, whose first use waits until the test lets it finish "loading"."""
+
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self._inner = inner
+        self.loaded = asyncio.Event()
+        self.fail = False
+        self.name, self.dimension = inner.name, inner.dimension
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        return await self._inner.embed_documents(texts)
+
+    async def embed_query(self, text: str) -> Vector:
+        await self.loaded.wait()
+        if self.fail:
+            raise RuntimeError("model file damaged")
+        return await self._inner.embed_query(text)
+
+
+async def get(url: str) -> tuple[int, dict[str, object]]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, json.loads(await response.text())
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: ManagedWeaviate,
+                                             corpus: str, embedder: LocalEmbedder,
+                                             fake_anthropic: FakeAnthropic,
+                                             fails: bool) -> None:
+    app = App(settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[]))
+    slow = SlowToLoad(embedder)
+    slow.fail = fails
+    app.__dict__["embedder"] = slow
+    sift = ServedSift(app)
+    await sift.start()  # returns while the model is still "loading"
+    try:
+        status, body = await get(sift.base_url + "/readyz")
+        assert status == 503 and body["status"] == "loading"
+        assert body["loading"] == {"embedding model": f"loading {embedder.name}"}
+        assert (await get(sift.base_url + "/healthz"))[0] == 200  # the process lives
+        slow.loaded.set()
+        for _ in range(100):
+            status, body = await get(sift.base_url + "/readyz")
+            if status == 200 or "failed" in json.dumps(body):
+                break
+            await asyncio.sleep(0.05)
+        if fails:
+            assert status == 503
+            assert body["loading"] == {"embedding model": "failed to load: model file damaged"}
+        else:
+            assert status == 200 and body["status"] == "ok"
+    finally:
+        await sift.stop()
