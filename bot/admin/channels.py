@@ -1,4 +1,4 @@
-"""The Channels page's forms: edit or remove a channel policy, each field checked."""
+"""The console's steering forms: channel policies (each field checked), document overrides."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from bot.chat.policy import (
     validate,
 )
 from storage.channel_policies import ChannelPolicyRepository
+from storage.overrides import KINDS, OverrideRepository
 
 log = logging.getLogger(__name__)
 LISTS = ("sources", "escalate_to", "audience")
@@ -101,3 +102,22 @@ async def remove(request: web.Request) -> web.StreamResponse:
     await asyncio.to_thread(repository.remove, platform, channel)
     log.info("console: an admin removed the policy of %s:%s", platform, channel)
     raise web.HTTPSeeOther(f"{PREFIX}/channels?removed={platform}:{channel}")
+
+
+async def override(request: web.Request) -> web.StreamResponse:
+    """Pin, boost, demote or hide one document, or reset it (the same as `sift docs`)."""
+    require_admin(request)
+    form = await request.post()
+    doc_id, kind = str(form.get("doc_id", "")).strip(), str(form.get("kind", ""))
+    repository = OverrideRepository(request.app[KEY].db)
+    if kind == "reset":
+        await asyncio.to_thread(repository.reset, doc_id)
+    elif kind in KINDS and doc_id:
+        await asyncio.to_thread(repository.set, doc_id, kind, set_by="console")
+    else:
+        raise web.HTTPBadRequest(text=f"Choose one of {', '.join((*KINDS, 'reset'))} for a "
+                                 "document.")
+    log.info("console: an admin set %s on document %s", kind, doc_id)
+    back = str(form.get("back", ""))
+    raise web.HTTPSeeOther(back if back.startswith(f"{PREFIX}/documents") else
+                           f"{PREFIX}/documents")

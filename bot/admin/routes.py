@@ -62,6 +62,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_get("/channels/edit", channels.edit_form)
     sub.router.add_post("/channels", channels.save)
     sub.router.add_post("/channels/remove", channels.remove)
+    sub.router.add_post("/documents/override", channels.override)
     sub.router.add_static("/static", HERE / "static")
     return sub
 

@@ -74,3 +74,35 @@ async def test_a_hostile_label_is_escaped(console: Console) -> None:
     await console.client.post("/admin/channels", data=form(csrf, label="<script>x()</script>"))
     page = await (await console.client.get("/admin/channels")).text()
     assert "<script>x()" not in page and "&lt;script&gt;x()" in page
+
+
+async def test_an_admin_steers_a_document_and_a_viewer_cannot(console: Console) -> None:
+    from storage.overrides import OverrideRepository
+
+    repository = OverrideRepository(console.db)
+    await console.sign_in()
+    page = await (await console.client.get("/admin/documents?view=all")).text()
+    assert 'value="hide"' in page and 'action="/admin/documents/override"' in page
+    csrf = await console.csrf("/admin/documents?view=all")
+    response = await console.client.post("/admin/documents/override", allow_redirects=False,
+                                         data={"csrf": csrf, "doc_id": "doc-3", "kind": "hide",
+                                               "back": "/admin/documents?view=all"})
+    assert response.status == 303 and response.headers["Location"].startswith(
+        "/admin/documents")
+    assert (await asyncio.to_thread(repository.for_documents, ["doc-3"]))["doc-3"].kind == "hide"
+    await console.client.post("/admin/documents/override", data={
+        "csrf": csrf, "doc_id": "doc-3", "kind": "reset"})
+    assert await asyncio.to_thread(repository.for_documents, ["doc-3"]) == {}
+    bad = await console.client.post("/admin/documents/override", data={
+        "csrf": csrf, "doc_id": "doc-3", "kind": "delete"})
+    assert bad.status == 400
+    forged = await console.client.post("/admin/documents/override", data={
+        "csrf": "forged", "doc_id": "doc-3", "kind": "hide"})
+    assert forged.status == 403
+    await console.client.post("/admin/logout", data={"csrf": csrf})
+    await console.sign_in(VIEWER_PW)
+    viewer_csrf = await console.csrf("/admin/documents?view=all")
+    denied = await console.client.post("/admin/documents/override", data={
+        "csrf": viewer_csrf, "doc_id": "doc-3", "kind": "hide"})
+    assert denied.status == 403
+    assert await asyncio.to_thread(repository.for_documents, ["doc-3"]) == {}
