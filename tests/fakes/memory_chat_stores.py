@@ -7,10 +7,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from bot.chat.service import ChatStores
 from rag.types import Answer
 from storage.errors import StorageError, UnknownInteraction
+from storage.interactions import AskedBefore, Recalled, RecalledCitation
 
 
 class MemoryDedupe:
@@ -69,38 +71,12 @@ class MemoryInteractions:
         return Recalled(str(ctx.platform), ctx.channel, ctx.user, a.question.text, a.text,
                         str(a.status), cited)
 
-    def asked_by(self, platform: str, user: str, limit: int = 5) -> list[Asked]:
+    def asked_by(self, platform: str, user: str, limit: int = 5) -> list[AskedBefore]:
         mine = [r.answer for _, r in sorted(self.rows.items(), reverse=True)
                 if str(r.answer.question.context.platform) == platform
                 and r.answer.question.context.user == user]
-        return [Asked(a.question.text, str(a.status)) for a in mine[:limit]]
-
-
-@dataclass(frozen=True)
-class Recalled:
-    platform: str
-    channel: str
-    user: str
-    question: str
-    text: str
-    status: str
-    citations: tuple[RecalledCitation, ...]
-
-
-@dataclass(frozen=True)
-class RecalledCitation:
-    n: int
-    doc_id: str
-    title: str
-    url: str
-    chunk_id: str
-    access: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Asked:
-    question: str
-    status: str
+        return [AskedBefore(a.question.text, str(a.status), datetime.now(UTC))
+                for a in mine[:limit]]
 
 
 @dataclass
