@@ -301,7 +301,8 @@ class App:
             target_tokens=target,
             overlap_tokens=default if s.overlap_tokens is None else s.overlap_tokens,
             min_tokens=default if s.min_tokens is None else s.min_tokens)
-        known = frozenset(["public", *(g.name for g in self.settings.groups)])
+        known = frozenset(["public", *(g.name for g in self.settings.groups),
+                           *(p for g in self.settings.groups for p in g.principals)])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
                          max_file_bytes=int(s.max_file_mb * 2**20))

@@ -276,6 +276,9 @@ class GroupSettings(_Section):
     slack_usergroups: list[str] = Field(default_factory=list)  # handles, without the "@"
     entra_groups: list[str] = Field(default_factory=list)  # Microsoft Entra group object ids
     entra_members: list[str] = Field(default_factory=list)  # AAD object ids, without Graph
+    # Platform principals a connector puts in `access` ("confluence:group:hr",
+    # "confluence:space:HR", "notion:workspace"): this group's members may read them.
+    principals: list[str] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod

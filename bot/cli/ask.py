@@ -77,7 +77,8 @@ def _listed(value: str) -> tuple[str, ...]:
 async def _access_groups(app: App, args: argparse.Namespace) -> tuple[str, ...]:
     """Plain `sift ask` answers as the public; --as as that person would see it privately."""
     if args.groups is not None:
-        return tuple(dict.fromkeys((PUBLIC, *_listed(args.groups))))
+        named = tuple(dict.fromkeys((PUBLIC, *_listed(args.groups))))
+        return app.access_resolver.directory.with_principals(named)
     if args.as_email is not None:
         asker = Asker(Platform.TERMINAL, getpass.getuser(), email=args.as_email.strip())
         return await app.access_resolver.groups_for(asker, Audience(Visibility.PRIVATE))

@@ -30,6 +30,7 @@ class _Group:
     slack_usergroups: frozenset[str]
     entra_groups: frozenset[str]
     entra_members: frozenset[str]
+    principals: tuple[str, ...] = ()
 
 
 class GroupDirectory:
@@ -38,12 +39,23 @@ class GroupDirectory:
     def __init__(self, groups: Sequence[GroupSettings]) -> None:
         self._groups = [
             _Group(g.name, _norm(g.emails), _norm(d.lstrip("@") for d in g.domains),
-                   _norm(g.slack_usergroups), _norm(g.entra_groups), _norm(g.entra_members))
+                   _norm(g.slack_usergroups), _norm(g.entra_groups), _norm(g.entra_members),
+                   tuple(g.principals))
             for g in groups]
 
     @property
     def names(self) -> frozenset[str]:
         return frozenset(g.name for g in self._groups)
+
+    @property
+    def principals(self) -> frozenset[str]:
+        """Every platform principal some group maps (documents carrying one are known)."""
+        return frozenset(p for g in self._groups for p in g.principals)
+
+    def with_principals(self, names: Sequence[str]) -> tuple[str, ...]:
+        """`names` and the platform principals those groups map, without repeats."""
+        mapped = [p for g in self._groups if g.name in names for p in g.principals]
+        return tuple(dict.fromkeys((*names, *mapped)))
 
     @property
     def slack_handles(self) -> frozenset[str]:

@@ -31,8 +31,11 @@ class GroupResolver:
 
     async def groups_for(self, asker: Asker, audience: Audience) -> tuple[str, ...]:
         if audience.visibility is Visibility.CHANNEL:
-            return (PUBLIC, *self._declared(audience.groups))
-        return (PUBLIC, *await self.own_groups(asker))
+            groups = (PUBLIC, *self._declared(audience.groups))
+        else:
+            groups = (PUBLIC, *await self.own_groups(asker))
+        # A group's members also read what the connectors mark with the principals it maps.
+        return self.directory.with_principals(groups)
 
     def _declared(self, groups: tuple[str, ...]) -> list[str]:
         known = self.directory.names

@@ -1,0 +1,43 @@
+"""Platform principals (what connectors put in `access`) mapped onto Sift groups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.app import App
+from bot.chat.access import Asker, Audience, Visibility
+from bot.permissions.directory import GroupDirectory
+from bot.permissions.resolver import GroupResolver
+from bot.settings import GroupSettings, Settings
+from rag.types import Platform
+
+GROUPS = [GroupSettings(name="hr", emails=["hana@acme.example"],
+                        principals=["confluence:group:hr", "confluence:space:HR"]),
+          GroupSettings(name="staff", domains=["acme.example"],
+                        principals=["notion:workspace"])]
+
+
+def resolver() -> GroupResolver:
+    return GroupResolver(GroupDirectory(GROUPS))
+
+
+async def test_members_read_what_their_groups_map() -> None:
+    hana = Asker(Platform.TERMINAL, "hana", email="hana@acme.example")
+    groups = await resolver().groups_for(hana, Audience(Visibility.PRIVATE))
+    assert groups == ("public", "hr", "staff", "confluence:group:hr", "confluence:space:HR",
+                      "notion:workspace")
+
+
+async def test_a_channel_audience_maps_too_and_outsiders_get_public_only() -> None:
+    channel = await resolver().groups_for(Asker(Platform.SLACK, "U1"),
+                                          Audience(Visibility.CHANNEL, ("hr",)))
+    assert channel == ("public", "hr", "confluence:group:hr", "confluence:space:HR")
+    stranger = Asker(Platform.TERMINAL, "eve", email="eve@elsewhere.example")
+    assert await resolver().groups_for(stranger, Audience(Visibility.PRIVATE)) == ("public",)
+
+
+def test_mapped_principals_are_known_to_sync(tmp_path: Path) -> None:
+    known = App(Settings(data_dir=tmp_path, groups=GROUPS)).sync_config.known_groups
+    assert known is not None
+    assert {"confluence:group:hr", "notion:workspace", "hr"} <= known
+    assert "confluence:group:finance" not in known  # unmapped: nobody's group reads it
