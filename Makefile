@@ -13,7 +13,7 @@ FIND_LINKS ?= $(or $(PIP_FIND_LINKS),/opt/wheels)
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
 	@echo "make test     install what is missing, then run the full test suite"
-	@echo "make install  only the install step (PostgreSQL, chromium, .venv, packages, Weaviate)"
+	@echo "make install  only the install step (.venv, packages, the Weaviate binary)"
 	@echo "make lint     ruff + mypy"
 
 $(BIN)/uv:
@@ -29,7 +29,8 @@ $(STAMP): pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --python $(BIN)/python -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-# System packages the tests use: the PostgreSQL server and the console's headless browser.
+# System packages only the tests use: the PostgreSQL server and a headless browser (the
+# console's and the web chat's browser tests). `make run` does not need them.
 
 system-packages:
 	@missing=""; \
@@ -45,13 +46,13 @@ system-packages:
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
-install: system-packages $(STAMP)
+install: $(STAMP)
 	$(BIN)/sift weaviate install
 
 run: install
 	$(BIN)/sift serve
 
-test: install
+test: system-packages install
 	$(BIN)/pytest
 
 lint: $(STAMP)
