@@ -12,15 +12,12 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.app import App
 from bot.settings import ChannelSettings, GroupSettings
-from bot.slack.http import EVENTS_PATH
 from bot.slack.render import SHARE_ACTION
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.slack_driver import SlackDriver
 from tests.fakes.slack_payloads import (
     BOT_TOKEN,
     BOT_USER,
@@ -36,8 +33,8 @@ from tests.fakes.slack_payloads import (
 )
 from tests.fakes.slack_server import FakeSlack
 from tests.permissions.canary import HR_EMAIL, PUB, QUESTION, markers_in, visible
-from tests.scenarios.slack_stack import SlackSift
-from tests.scenarios.stack import ServedSift, settings_for
+from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
+from tests.scenarios.stack import settings_for
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 
@@ -72,19 +69,11 @@ async def serve(tmp_path: Path, weaviate_server: ManagedWeaviate, canary_collect
             channels=[ChannelSettings(platform="slack", channel=HR_CHANNEL, audience=["hr"]),
                       ChannelSettings(platform="slack", channel=AUTO_CHANNEL,
                                       respond="questions")])
-        app = App(settings)
-        app.__dict__["embedder"] = embedder
-        sift = ServedSift(app)
-        await sift.start()
-        driver = SlackDriver(slack, sift.base_url + EVENTS_PATH, sift.stop)
-        await driver.start()
-        running.append(SlackSift(sift, driver, slack))
+        running.append(await serve_on_slack(settings, embedder, slack))
         return running[-1]
 
     yield make
-    for served in running:
-        await served.driver.stop()
-        await served.sift.stop()
+    await stop_all(running)
 
 
 def seen_by_slack(slack: FakeSlack, channel: str) -> set[str]:

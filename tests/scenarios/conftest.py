@@ -9,15 +9,12 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.app import App
-from bot.slack.http import EVENTS_PATH
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.slack_driver import SlackDriver
 from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET
 from tests.fakes.slack_server import FakeSlack
-from tests.scenarios.slack_stack import Serve, SlackSift
+from tests.scenarios.slack_stack import Serve, SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
 
 
@@ -40,18 +37,10 @@ async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: 
             slack_bot_token=SecretStr(BOT_TOKEN), slack_signing_secret=SecretStr(SIGNING_SECRET),
             slack_api_url=fake_slack.api_url, sources=[])
         values.update(kw)
-        app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
-                               **values))
-        app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
-        sift = ServedSift(app)
-        await sift.start()
-        # settle = stop: `sift serve` drains the Slack work it started before it returns
-        driver = SlackDriver(fake_slack, sift.base_url + EVENTS_PATH, sift.stop)
-        await driver.start()
-        running.append(SlackSift(sift, driver, fake_slack))
+        settings = settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
+                                **values)
+        running.append(await serve_on_slack(settings, embedder, fake_slack))
         return running[-1]
 
     yield make
-    for served in running:
-        await served.driver.stop()
-        await served.sift.stop()
+    await stop_all(running)

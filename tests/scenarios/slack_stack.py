@@ -9,6 +9,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.app import App
+from bot.settings import Settings
+from bot.slack.http import EVENTS_PATH
+from rag.embed import LocalEmbedder
 from storage.models import DocumentStats
 from tests.fakes.slack_driver import SlackDriver
 from tests.fakes.slack_server import Call, FakeSlack
@@ -46,3 +50,22 @@ class SlackSift:
 
 
 Serve = Callable[..., Awaitable[SlackSift]]
+
+
+async def serve_on_slack(settings: Settings, embedder: LocalEmbedder,
+                         slack: FakeSlack) -> SlackSift:
+    """`sift serve` with `settings`, the session's model, and a driver playing Slack."""
+    app = App(settings)
+    app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
+    sift = ServedSift(app)
+    await sift.start()
+    # settle = stop: `sift serve` drains the Slack work it started before it returns
+    driver = SlackDriver(slack, sift.base_url + EVENTS_PATH, sift.stop)
+    await driver.start()
+    return SlackSift(sift, driver, slack)
+
+
+async def stop_all(running: list[SlackSift]) -> None:
+    for served in running:
+        await served.driver.stop()
+        await served.sift.stop()
