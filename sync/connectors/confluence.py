@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Literal
 
 import httpx
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
@@ -21,6 +21,7 @@ from sync.connectors.base import (
     SourceDocument,
 )
 from sync.connectors.confluence_api import CloudApi, DataCenterApi, Page, Space
+from sync.connectors.confluence_push import ConfluenceReceiver
 from sync.connectors.confluence_storage import storage_to_markdown
 from sync.connectors.convert import DocumentParseError, as_datetime
 from sync.connectors.http_client import JsonClient
@@ -38,6 +39,8 @@ class ConfluenceSettings(ConnectorSettings):
     timeout_s: float = Field(30.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)
     backoff_s: float = Field(0.5, gt=0)
+    webhook_secret: SecretStr | None = None  # Data Center webhooks' secret (push notifications)
+    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
 
 
 class ConfluenceConnector:
@@ -127,5 +130,9 @@ def build(source: SourceConfig, settings: ConfluenceSettings) -> ConfluenceConne
     return ConfluenceConnector(source, settings)
 
 
+def push(source: SourceConfig, settings: ConfluenceSettings) -> ConfluenceReceiver:
+    return ConfluenceReceiver(settings.webhook_secret, settings.webhook_tolerance_s)
+
+
 SPEC = ConnectorSpec("confluence", ConfluenceSettings, build, "Confluence Cloud or Data Center "
-                     "pages by space")
+                     "pages by space", push=push)
