@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Literal
@@ -16,6 +16,7 @@ from sync.connectors.base import (
     ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
+    DocumentGone,
     Fetched,
     SourceConfig,
     SourceDocument,
@@ -93,6 +94,21 @@ class ConfluenceConnector:
                     yield (self._document(detailed) if isinstance(detailed, Page) else
                            DocumentFailure(page.id, f"page {page.id} ({page.title}): cannot "
                                            f"read its labels or restrictions ({detailed})"))
+
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        """Pages by id (a webhook named them): gone when deleted, trashed, moved out of the
+        chosen spaces, or no longer readable by the token."""
+        async with self._api() as api:
+            spaces, _ = await self._spaces(api)
+            for doc_id in doc_ids:
+                page = await api.page(doc_id, spaces) if doc_id.isdigit() else None
+                if page is None:
+                    yield DocumentGone(doc_id)
+                    continue
+                detailed = await api.details(page)
+                yield (self._document(detailed) if isinstance(detailed, Page) else
+                       DocumentFailure(page.id, f"page {page.id} ({page.title}): cannot "
+                                       f"read its labels or restrictions ({detailed})"))
 
     async def list_ids(self) -> set[str]:
         async with self._api() as api:
