@@ -166,7 +166,8 @@ def _write(report: Report, report_path: Path, json_path: Path) -> None:
                          encoding="utf-8")
     index = report.index
     how = (f"reused ({index.seconds:.1f} s)" if index.reused
-           else f"built in {index.seconds:.0f} s")
+           else f"built in {index.seconds:.0f} s"
+           + (f", resuming with {index.resumed} documents indexed" if index.resumed else ""))
     print(f"\n{report.dataset}: {report.queries} questions; index {index.collection} {how}\n")
     print("\n".join(retrieval_table(report)))
     answers = report.results.answers

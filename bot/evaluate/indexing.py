@@ -19,6 +19,7 @@ from sync.chunk import ChunkingConfig
 from sync.connectors.base import Fetched, SourceDocument
 from sync.job import JobConfig, SyncJob
 from sync.ports import RunCounts
+from sync.prepare import content_hash, to_chunks
 from sync.report import Progress
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,12 @@ class IndexInfo:
     embedder: str = ""
     chunking: str = ""
     phases: Mapping[str, float] | None = None  # build only: seconds per sync phase
+    resumed: int = 0  # documents an interrupted build had already indexed (kept, not redone)
+
+
+def source_document(doc: CorpusDoc) -> SourceDocument:
+    return SourceDocument(doc_id=doc.doc_id, title=doc.title or doc.doc_id, body=doc.text,
+                          url=doc.url)
 
 
 class CorpusConnector:
@@ -49,8 +56,7 @@ class CorpusConnector:
 
     async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
         for doc in self._corpus:
-            yield SourceDocument(doc_id=doc.doc_id, title=doc.title or doc.doc_id,
-                                 body=doc.text, url=doc.url)
+            yield source_document(doc)
 
     async def list_ids(self) -> set[str]:
         return {d.doc_id for d in self._corpus}
@@ -66,7 +72,8 @@ class _Doc:
 
 
 class BuildState:
-    """A throwaway SyncState: each build is a full pass into a fresh collection."""
+    """A throwaway SyncState: each build is a full pass, fresh or resuming an interrupted one
+    (then it starts with the documents already complete in the collection)."""
 
     def __init__(self) -> None:
         self._docs: dict[str, _Doc] = {}
@@ -109,7 +116,11 @@ def collection_name(slug: str, digest: str) -> str:
 
 
 class EvalIndex:
-    """Builds the collection through SyncJob, or reuses it when its marker and counts agree."""
+    """Builds the collection through SyncJob, or reuses it when its marker and counts agree.
+
+    A collection without a matching marker is an interrupted (or damaged) build: the build
+    resumes, keeping each document whose chunks of the current version are all there.
+    """
 
     def __init__(self, index: WeaviateIndex, embedder: Embedder, source: str,
                  job: JobConfig, marker: Path) -> None:
@@ -128,12 +139,35 @@ class EvalIndex:
             if kept is not None:
                 return IndexInfo(**{**asdict(kept), "reused": True,
                                     "seconds": round(time.perf_counter() - started, 2)})
+        state = BuildState()
         if await self._index.collection_exists():
-            log.info("dropping %s to rebuild it", self._index.config.collection)
-            await self._index.drop()
-        await self._index.close()  # reconnect with `ensure`: creates the collection
+            if rebuild:
+                log.info("dropping %s to rebuild it", self._index.config.collection)
+                await self._index.drop()
+            else:  # an interrupted build: an hour of embedding is not thrown away
+                state = await self._complete(corpus)
+        await self._index.close()  # reconnect with `ensure`: creates the collection if needed
         await self._index.connect(ensure=True)
-        return await self._build(corpus, progress, started)
+        return await self._build(corpus, progress, started, state)
+
+    async def _complete(self, corpus: Sequence[CorpusDoc]) -> BuildState:
+        """The documents whose every chunk of the current version is already indexed."""
+        hashes = await self._index.list_documents(self._source)
+        counts = await self._index.count_by_document(self._source)
+        state = BuildState()
+        for doc in corpus:
+            found = hashes.get(doc.doc_id)
+            if not found:
+                continue
+            fetched = source_document(doc)
+            digest = content_hash(fetched, self._job.chunking)
+            chunks = len(to_chunks(self._source, fetched, digest, self._job.chunking))
+            if found == {digest} and counts.get(doc.doc_id) == chunks:
+                state.record_document(self._source, doc.doc_id, content_hash=digest,
+                                      chunk_count=chunks, updated_at=None)
+        log.info("resuming the build of %s: %d of %d documents already indexed",
+                 self._index.config.collection, len(state.documents(self._source)), len(corpus))
+        return state
 
     async def _reusable(self) -> IndexInfo | None:
         if not await self._index.collection_exists() or not self._marker.is_file():
@@ -145,22 +179,23 @@ class EvalIndex:
         per_doc = await self._index.count_by_document(self._source)
         if recorded.collection != self._index.config.collection or \
                 (len(per_doc), sum(per_doc.values())) != (recorded.documents, recorded.chunks):
-            log.info("collection %s differs from its build record; rebuilding",
+            log.info("collection %s differs from its build record; completing it",
                      self._index.config.collection)
             return None
         return recorded
 
     async def _build(self, corpus: Sequence[CorpusDoc], progress: Progress,
-                     started: float) -> IndexInfo:
+                     started: float, state: BuildState) -> IndexInfo:
+        resumed = len(state.documents(self._source))
         job = SyncJob(self._source, CorpusConnector(corpus), self._index, self._embedder,
-                      BuildState(), self._job, progress)
+                      state, self._job, progress)
         summary = await job.run(full=True)
         per_doc = await self._index.count_by_document(self._source)
         seconds = round(time.perf_counter() - started, 2)
         info = IndexInfo(self._index.config.collection, False, seconds, len(per_doc),
                          sum(per_doc.values()), seconds, self._embedder.name,
                          self._job.chunking.fingerprint(),
-                         {k: round(v, 2) for k, v in summary.phases.items()})
+                         {k: round(v, 2) for k, v in summary.phases.items()}, resumed)
         if summary.counts.failed:
             log.warning("%d document(s) could not be indexed: %s", summary.counts.failed,
                         "; ".join(summary.errors[:3]))

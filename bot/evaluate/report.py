@@ -139,6 +139,8 @@ def _index_line(report: Report) -> str:
     if i.reused:
         built = f"; built earlier in {i.build_seconds:.0f} s" if i.build_seconds else ""
         return f"reused in {i.seconds:.1f} s{built}"
+    if i.resumed:  # a rate over the whole index would count chunks embedded before
+        return f"built in {i.seconds:.0f} s (resumed: {i.resumed} documents were already indexed)"
     rate = f", {i.chunks / i.build_seconds:.0f} chunks/s" if i.build_seconds else ""
     return f"built in {i.seconds:.0f} s{rate}"
 

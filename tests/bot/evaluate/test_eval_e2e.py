@@ -169,3 +169,44 @@ async def test_answer_metrics_with_a_judge(sift_env: Path, fake_anthropic: FakeA
     assert (team["dataset"], team["queries"], team["evaluated"]) == ("team", 2, 1)
     assert team["index"]["reused"] and team["modes"]["graded"]["recall@5"] == 1.0
     assert team["answers"]["accuracy_counts"] == {"2": 1, "1": 0, "0": 0, "-1": 1}
+
+
+def weaviate_call(server: ManagedWeaviate, method: str, path: str,
+                  body: dict[str, Any] | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"{server.url}{path}", data=data, method=method,
+        headers={"Authorization": f"Bearer {server.api_key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        text = reply.read()
+    return json.loads(text) if text else None
+
+
+def test_an_interrupted_build_resumes_and_redoes_only_what_is_missing_or_stale(
+        sift_env: Path, weaviate_server: ManagedWeaviate) -> None:
+    dataset = write_beir(sift_env / "tiny")
+    first = sift_eval(dataset, sift_env / "a", "--modes", "bm25,hybrid")
+    collection = first["index"]["collection"]
+    # What a kill mid-build leaves: no marker, a page never written, a page of another version
+    for marker in (sift_env / "data" / "eval" / "tiny").glob("index-*.json"):
+        marker.unlink()
+    listed = weaviate_call(weaviate_server, "GET", f"/v1/objects?class={collection}&limit=100")
+    by_doc = {o["properties"]["doc_id"]: o["id"] for o in listed["objects"]}
+    weaviate_call(weaviate_server, "DELETE", f"/v1/objects/{collection}/{by_doc['d02']}")
+    weaviate_call(weaviate_server, "PATCH", f"/v1/objects/{collection}/{by_doc['d03']}",
+                  {"class": collection, "properties": {"content_hash": "an older version"}})
+
+    resumed = sift_eval(dataset, sift_env / "b", "--modes", "bm25,hybrid")
+    index = resumed["index"]
+    assert (index["reused"], index["collection"], index["resumed"]) == (False, collection, 10)
+    assert (index["documents"], index["chunks"]) == (12, 12)
+    assert "resumed: 10 documents were already indexed" in resumed["markdown"]
+    hashes = {o["properties"]["doc_id"]: o["properties"]["content_hash"] for o in weaviate_call(
+        weaviate_server, "GET", f"/v1/objects?class={collection}&limit=100")["objects"]}
+    assert "an older version" not in hashes.values() and len(set(hashes)) == 12
+    metrics = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
+    for mode in ("bm25", "hybrid"):
+        assert {k: resumed["modes"][mode][k] for k in metrics} == \
+            {k: first["modes"][mode][k] for k in metrics}
+    again = sift_eval(dataset, sift_env / "c", "--modes", "bm25")
+    assert again["index"]["reused"]  # the completed build wrote its marker
