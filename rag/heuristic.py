@@ -1,10 +1,12 @@
-"""A fast, honest heuristic grader: term coverage, exact phrases and title match, no LLM."""
+"""A fast, honest heuristic grader: weighted term coverage, phrases, titles, no LLM."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag.grade import GradingResult
 from rag.types import Candidate, Grade, GradeSource
@@ -38,28 +40,70 @@ def _phrases(words: list[str]) -> list[str]:
     return [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
 
-def heuristic_score(question: str, candidate: Candidate) -> tuple[float, str]:
-    """Score in [0, 1] and a one-sentence reason that says what matched."""
+@dataclass(frozen=True)
+class _Text:
+    """One candidate's words, as the scoring needs them."""
+
+    stems: frozenset[str]
+    joined: str  # its words in order, for exact phrases
+    title: frozenset[str]
+
+    @classmethod
+    def of(cls, candidate: Candidate) -> _Text:
+        chunk = candidate.chunk
+        words = terms(f"{chunk.title} {chunk.section} {chunk.text} {' '.join(chunk.tags)}")
+        return cls(frozenset(map(_stem, words)), " ".join(words),
+                   frozenset(_stem(w) for w in terms(chunk.title)))
+
+
+def term_weights(asked: Sequence[str], documents: Sequence[frozenset[str]]) -> dict[str, float]:
+    """An inverse document frequency over the candidates' documents, per asked stem.
+
+    A term every candidate has tells them apart no better than a stopword; a rare one decides.
+    A term no candidate has weighs most, so a question whose key term nothing contains grades
+    low everywhere (it stays unanswerable rather than answered from the easy terms).
+    """
+    n = len(documents)
+    return {s: math.log(1 + (n + 1) / (sum(1 for d in documents if s in d) + 1)) for s in asked}
+
+
+def _reason(covered: int, asked: int, title: float, phrase: float) -> str:
+    return (f"heuristic: covers {covered}/{asked} question terms"
+            f"{', title matches' if title > 0 else ''}"
+            f"{', exact phrase found' if phrase > 0 else ''}.")
+
+
+def heuristic_scores(question: str,
+                     candidates: Sequence[Candidate]) -> list[tuple[float, str]]:
+    """Per candidate, a score in [0, 1] and a one-sentence reason that says what matched.
+
+    Scores are relative to the pool graded together: terms weigh by their rarity among the
+    candidates' documents, and the retrieval score counts as a share of the best one (fused
+    scores of different questions are not on one scale).
+    """
     asked = list(dict.fromkeys(terms(question)))
     if not asked:
-        return 0.0, "heuristic: the question has no searchable terms."
-    chunk = candidate.chunk
-    body_words = terms(f"{chunk.title} {chunk.section} {chunk.text} {' '.join(chunk.tags)}")
-    body_stems = {_stem(w) for w in body_words}
-    covered = [w for w in asked if _stem(w) in body_stems]
-    coverage = len(covered) / len(asked)
-    body_text = " ".join(body_words)
+        return [(0.0, "heuristic: the question has no searchable terms.")] * len(candidates)
+    stems = list(dict.fromkeys(map(_stem, asked)))
+    texts = [_Text.of(c) for c in candidates]
+    documents: dict[str, set[str]] = {}
+    for candidate, text in zip(candidates, texts, strict=True):
+        documents.setdefault(candidate.chunk.doc_id, set()).update(text.stems)
+    weight = term_weights(stems, [frozenset(d) for d in documents.values()])
+    total = sum(weight.values())
+    best = max((c.retrieval_score for c in candidates), default=0.0)
     pairs = _phrases(asked)
-    phrase = sum(1 for p in pairs if p in body_text) / len(pairs) if pairs else coverage
-    title_stems = {_stem(w) for w in terms(chunk.title)}
-    title = len([w for w in asked if _stem(w) in title_stems]) / len(asked)
-    retrieval = min(1.0, max(0.0, candidate.retrieval_score))
-    score = (W_COVERAGE * coverage + W_RETRIEVAL * retrieval + W_PHRASE * phrase
-             + W_TITLE * title)
-    reason = (f"heuristic: covers {len(covered)}/{len(asked)} question terms"
-              f"{', title matches' if title > 0 else ''}"
-              f"{', exact phrase found' if phrase > 0 else ''}.")
-    return round(min(1.0, score), 4), reason
+    scored = []
+    for candidate, text in zip(candidates, texts, strict=True):
+        coverage = sum(weight[s] for s in stems if s in text.stems) / total
+        title = sum(weight[s] for s in stems if s in text.title) / total
+        phrase = sum(1 for p in pairs if p in text.joined) / len(pairs) if pairs else coverage
+        retrieval = min(1.0, max(0.0, candidate.retrieval_score / best)) if best > 0 else 0.0
+        score = (W_COVERAGE * coverage + W_RETRIEVAL * retrieval + W_PHRASE * phrase
+                 + W_TITLE * title)
+        covered = sum(1 for s in stems if s in text.stems)
+        scored.append((round(min(1.0, score), 4), _reason(covered, len(stems), title, phrase)))
+    return scored
 
 
 class HeuristicGrader:
@@ -67,7 +111,7 @@ class HeuristicGrader:
 
     async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult:
         result = GradingResult()
-        for candidate in candidates:
-            score, reason = heuristic_score(question, candidate)
+        for candidate, (score, reason) in zip(candidates, heuristic_scores(question, candidates),
+                                              strict=True):
             result.grades[candidate.chunk.chunk_id] = Grade(score, reason, GradeSource.HEURISTIC)
         return result

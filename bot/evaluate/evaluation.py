@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +17,7 @@ from bot.evaluate.indexing import EvalIndex, IndexInfo, collection_name, fingerp
 from bot.evaluate.judge import Judge
 from bot.evaluate.runner import MODES, Plan, QueryResult, Runner
 from bot.evaluate.summary import Results, summarise
-from rag.heuristic import heuristic_score
+from rag.heuristic import heuristic_scores
 from rag.index import WeaviateIndex
 from rag.retrieve import Retriever
 from rag.types import Candidate, Grade, GradeSource
@@ -183,6 +183,6 @@ def _simulations(app: App, results: list[QueryResult],
                  for voters in VOTERS)
 
 
-def heuristic_grade(question: str, candidate: Candidate) -> Grade:
-    score, reason = heuristic_score(question, candidate)
-    return Grade(score, reason, GradeSource.HEURISTIC)
+def heuristic_grade(question: str, candidates: Sequence[Candidate]) -> list[Grade]:
+    return [Grade(score, reason, GradeSource.HEURISTIC)
+            for score, reason in heuristic_scores(question, candidates)]

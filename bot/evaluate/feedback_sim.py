@@ -22,9 +22,9 @@ from rag.prior import (
 from rag.select import select, selected_in_order
 from rag.types import Candidate, Grade
 
-# Grades again after the prior moved retrieval scores (the heuristic grade depends on them;
-# an LLM's does not, and then there is no regrading).
-Regrade = Callable[[str, Candidate], Grade]
+# Grades the pool again after the prior moved retrieval scores (the heuristic grade depends on
+# them; an LLM's does not, and then there is no regrading). One grade per candidate, in order.
+Regrade = Callable[[str, Sequence[Candidate]], list[Grade]]
 
 VOTERS = ("honest", "random", "inverted", "one-account")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # simulated time: one day per round
@@ -80,7 +80,8 @@ def _graded(question: SimQuestion, adjust: Mapping[str, Adjustment],
     candidates = rerank(question.candidates, adjust)
     if regrade is None:
         return candidates
-    return [replace(c, grade=regrade(question.text, c)) for c in candidates]
+    return [replace(c, grade=g)
+            for c, g in zip(candidates, regrade(question.text, candidates), strict=True)]
 
 
 def _shown(candidates: Sequence[Candidate], selection: SelectionConfig) -> list[str]:
