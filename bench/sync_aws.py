@@ -151,7 +151,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N pages (quick trials)")
     parser.add_argument("--embed-batch", type=int, default=64, help="chunks per embed call")
     parser.add_argument("--model-batch", type=int, default=32, help="the model's batch size")
-    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8", "torch"))
+    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8"))
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
