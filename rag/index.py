@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -291,11 +292,9 @@ class WeaviateIndex:
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
         """Hybrid search (relative-score fusion); alpha 0 is BM25 only, 1 is vectors only."""
-        if not await self.is_ready():  # gRPC would retry a dead server for a minute
-            raise RetrievalError(f"{self.where} is not reachable")
         fetch = limit * 2 if diversity else limit  # MMR picks `limit` out of a wider pool
         boost = f"^{self.config.title_boost:g}"
-        response = await self._run("search", self._collection.query.hybrid(
+        query = self._collection.query.hybrid(
             query=query,
             vector=list(vector) if vector is not None else None,
             alpha=alpha,
@@ -307,6 +306,15 @@ class WeaviateIndex:
                                  if diversity else None),
             return_metadata=MetadataQuery(score=True),
             return_properties=schema.RETURNED,
-        ), self.config.query_timeout_s)
+        )
+        # gRPC would retry a dead server for a minute, so a readiness check (HTTP) runs beside
+        # the query rather than before it: its round trip is no longer added to every search.
+        searching = asyncio.ensure_future(self._run("search", query, self.config.query_timeout_s))
+        if not await self.is_ready():
+            searching.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RetrievalError):
+                await searching
+            raise RetrievalError(f"{self.where} is not reachable")
+        response = await searching
         return [SearchHit(schema.from_properties(dict(o.properties)), float(o.metadata.score or 0))
                 for o in response.objects]
