@@ -24,8 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.app import App
+from bot.settings import Settings
 from rag.embed import LocalEmbedder
-from sync.chunk import ChunkingConfig, chunk_markdown, embedding_text
+from sync.chunk import chunk_markdown, embedding_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
 BATCH = 32
@@ -36,9 +38,10 @@ Runner = Callable[[list[str]], np.ndarray]
 def sample_chunks(corpus: Path, count: int, seed: int) -> list[str]:
     pages = [json.loads(line) for line in corpus.open(encoding="utf-8")]
     random.Random(seed).shuffle(pages)
+    chunking = App(Settings()).sync_config.chunking  # the production sizes
     texts: list[str] = []
     for page in pages:
-        for chunk in chunk_markdown(page["text"], ChunkingConfig(), page["title"]):
+        for chunk in chunk_markdown(page["text"], chunking, page["title"]):
             texts.append(embedding_text(page["title"], chunk.section, chunk.text))
         if len(texts) >= count:
             break
