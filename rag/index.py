@@ -291,6 +291,8 @@ class WeaviateIndex:
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
         """Hybrid search (relative-score fusion); alpha 0 is BM25 only, 1 is vectors only."""
+        if self._client is None:  # e.g. the server was down when Sift started
+            raise RetrievalError(f"{self.where} is not reachable")
         fetch = limit * 2 if diversity else limit  # MMR picks `limit` out of a wider pool
         boost = f"^{self.config.title_boost:g}"
         request = self._collection.query.hybrid(
