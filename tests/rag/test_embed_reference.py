@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +27,11 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def run_python(code: str, *args: str) -> str:
     """Runs `code` in a fresh interpreter of this venv, with nothing of this process's state."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    if "XDG_CACHE_HOME" in os.environ:  # where the session's graph was built
+        env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
     done = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, check=False,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                               "HOME": str(Path.home())})
+                          text=True, timeout=600, check=False, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
 
