@@ -241,7 +241,7 @@ class SyncSettings(_Section):
     # Chunks per embedding call. The embedder sorts each call's texts by length before batching
     # them, so a wide call pads less: 256 pads 5% of the tokens where 64 padded 18%.
     embed_batch: int = Field(256, ge=1, le=4096)
-    max_file_mb: float = Field(20.0, gt=0)  # larger documents are skipped and reported by name
+    max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
