@@ -4,6 +4,7 @@ forged, replayed or misdirected one is 401 and changes nothing; a flood is one s
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -62,8 +63,9 @@ async def push(sift: ServedSift, kind: str, article: int, path: str = HOOK) -> i
     return status
 
 
-async def test_pushed_changes_reach_the_index_within_seconds(make_served: Serve,
-                                                              zendesk: FakeZendesk) -> None:
+async def test_pushed_changes_reach_the_index_within_seconds(
+        make_served: Serve, zendesk: FakeZendesk, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     served = await make_served(sources=[desk("desk", zendesk, WEBHOOK_SECRET),
                                         desk("other", zendesk, "the other desk's secret")])
     sift = served.sift
@@ -83,6 +85,9 @@ async def test_pushed_changes_reach_the_index_within_seconds(make_served: Serve,
         await _a_flood_is_coalesced(sift, zendesk, index)
     finally:
         await index.close()
+    assert "push to desk refused" in caplog.text  # the operator learns why, with a reference
+    assert "pushed sync of desk" in caplog.text  # and what each pushed sync did
+    assert WEBHOOK_SECRET not in caplog.text and TOKEN not in caplog.text
 
 
 async def _attacks_change_nothing(sift: ServedSift, zendesk: FakeZendesk,
