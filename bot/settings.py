@@ -239,7 +239,7 @@ class SyncSettings(_Section):
     overlap_tokens: int | None = Field(None, ge=0, le=2000)  # unset: target / 8
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     embed_batch: int = Field(64, ge=1, le=4096)  # chunks per embedding call
-    max_file_mb: float = Field(20.0, gt=0)  # larger documents are skipped and reported by name
+    max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
