@@ -20,9 +20,9 @@ from bot.admin.console import (
     logout,
     templates,
 )
-from bot.admin.gaps import CACHE, VectorCache, gaps_page
+from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
 from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
-from bot.admin.overview import DAILY, DailyCache, overview_page
+from bot.admin.overview import overview_page
 from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
 from rag.ports import Embedder
@@ -44,8 +44,8 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
                        Sessions(admin.session_minutes * 60),
                        LoginLimiter(admin.login_attempts, admin.login_window_s), templates())
-    sub[CACHE] = VectorCache(embedder)
-    sub[DAILY] = DailyCache()
+    sub[INDEXER] = GapIndexer(db, embedder)
+    sub.cleanup_ctx.append(sub[INDEXER].background)  # gap questions embedded as they come
     sub.router.add_get("/login", login_form)
     sub.router.add_post("/login", login)
     sub.router.add_post("/logout", logout)

@@ -13,11 +13,13 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import insert, update
 
+from bot.admin.gaps import INDEXER
 from bot.admin.routes import mount
 from bot.settings import Settings
 from rag.embed import LocalEmbedder
 from storage.db import Database
 from storage.models import DocumentStats, Feedback, Interaction, InteractionSource
+from storage.rollup import rebuild
 from storage.sync_state import SyncStateRepository
 from sync.connectors.folder import FolderConnector
 from sync.runner import SyncRunner, SyncSource
@@ -54,6 +56,7 @@ def seed_hostile(db: Database) -> None:
     with db.write() as session:  # one document only some people may read
         session.execute(update(DocumentStats).where(DocumentStats.doc_id == SECRET_DOC)
                         .values(restricted=True, title="Layoff plan 2027"))
+        rebuild(session.connection())
 
 
 @pytest.fixture(scope="module")
@@ -122,5 +125,6 @@ async def console(seeded: Database, embedder: LocalEmbedder,
     assert sub is not None
     scheduler.start()
     async with TestClient(TestServer(root)) as client:
+        await sub[INDEXER].catch_up()  # as a server that has run a while has
         yield Console(client, sub, seeded, settings, scheduler)
     await scheduler.stop()

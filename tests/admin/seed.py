@@ -17,6 +17,7 @@ from storage.models import (
     SourceDocument,
     SyncRun,
 )
+from storage.rollup import rebuild
 
 NOW = datetime.now(UTC).replace(microsecond=0)  # recent: the pages look back from now
 SCRIPT = "<script>alert(1)</script>"
@@ -52,7 +53,8 @@ def _sources(i: int, docs: int) -> list[dict[str, Any]]:
 
 def seed(db: Database, count: int, *, days: int = 30, docs: int = 300, now: datetime = NOW,
          batch: int = 5000) -> None:
-    """`count` interactions over `days`, four candidates each, a vote on every third."""
+    """`count` interactions over `days`, four candidates each, a vote on every third; the
+    per-day rollups counted from them."""
     rng = random.Random(7)
     step = days * 86400 / count
     with db.write() as session:
@@ -72,6 +74,7 @@ def seed(db: Database, count: int, *, days: int = 30, docs: int = 300, now: date
         session.execute(insert(DocumentStats), [_doc_stats(d, now) for d in range(docs)])
         session.execute(insert(SourceDocument), [_source_doc(d, now) for d in range(docs + 20)])
         session.execute(insert(SyncRun), [_run(k, now) for k in range(5)])
+        rebuild(session.connection())  # rows went in around the repositories: count them
 
 
 def _doc_stats(d: int, now: datetime) -> dict[str, Any]:

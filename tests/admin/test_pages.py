@@ -97,6 +97,7 @@ async def test_a_question_shows_candidates_grades_reasons_and_feedback(admin: Co
 
 async def test_content_gaps_group_similar_questions(admin: Console) -> None:
     html = await _html(admin, "/admin/gaps?window=90d")
+    assert "still being indexed" not in html
     groups = re.findall(r'<span class="count">(\d+) question', html)
     sizes = [int(g) for g in groups]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] > 1
