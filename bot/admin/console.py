@@ -93,10 +93,11 @@ def render(request: web.Request, name: str, status: int = 200, **context: Any) -
 
 
 def safe_next(target: str | None) -> str:
-    """Only a path inside the console: a sign-in link cannot send anyone elsewhere."""
+    """Only a path inside the console, or the web chat at /: a sign-in link cannot send
+    anyone elsewhere."""
     target = target or ""
     parts = urlsplit(target)
-    inside = parts.path == PREFIX or parts.path.startswith(PREFIX + "/")
+    inside = parts.path in (PREFIX, "/") or parts.path.startswith(PREFIX + "/")
     if parts.scheme or parts.netloc or "\\" in target or not inside:
         return PREFIX + "/"
     return parts.path + (f"?{parts.query}" if parts.query else "")
@@ -114,7 +115,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     if request.path.startswith(OPEN_PATHS):
         return await handler(request)
     console = request.app[KEY]
-    session = console.sessions.get(request.cookies.get(COOKIE))
+    session = session_of(console, request)
     if session is None:
         wanted = request.path_qs if request.method == "GET" else PREFIX + "/"
         raise web.HTTPSeeOther(f"{PREFIX}/login?next={quote(wanted, safe='')}")
@@ -140,9 +141,21 @@ def require_admin(request: web.Request) -> None:
 
 
 def _set_cookie(response: web.StreamResponse, console: Console, name: str, value: str,
-                max_age: int | None) -> None:
-    response.set_cookie(name, value, path=PREFIX, httponly=True, samesite="Strict",
+                max_age: int | None, path: str = PREFIX) -> None:
+    response.set_cookie(name, value, path=path, httponly=True, samesite="Strict",
                         secure=console.admin.secure_cookie, max_age=max_age)
+
+
+def open_session(console: Console, response: web.StreamResponse, role: str,
+                 email: str = "") -> None:
+    """Sign in: the session cookie covers the whole site, since the web chat at / accepts
+    the console's sign-in (SameSite=Strict: no other site's page can send it)."""
+    token, _ = console.sessions.open(role, email)
+    _set_cookie(response, console, COOKIE, token, None, path="/")
+
+
+def session_of(console: Console, request: web.Request) -> Session | None:
+    return console.sessions.get(request.cookies.get(COOKIE))
 
 
 async def login_form(request: web.Request) -> web.StreamResponse:
@@ -175,10 +188,9 @@ async def login(request: web.Request) -> web.StreamResponse:
         console.limiter.failed(address)
         log.info("console: failed sign-in from %s", address)
         return _login_page(request, WRONG_PASSWORD, 401)
-    token, _ = console.sessions.open(role)
     log.info("console: %s signed in from %s", role, address)
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
-    _set_cookie(response, console, COOKIE, token, None)
+    open_session(console, response, role)
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)
     raise response
 
@@ -186,5 +198,5 @@ async def login(request: web.Request) -> web.StreamResponse:
 async def logout(request: web.Request) -> web.StreamResponse:
     request.app[KEY].sessions.close(request.cookies.get(COOKIE))
     response = web.HTTPSeeOther(f"{PREFIX}/login")
-    response.del_cookie(COOKIE, path=PREFIX)
+    response.del_cookie(COOKIE, path="/")
     raise response

@@ -18,6 +18,7 @@ from bot.admin.console import (
     login,
     login_form,
     logout,
+    session_of,
     templates,
 )
 from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
@@ -25,6 +26,7 @@ from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_pa
 from bot.admin.overview import overview_page
 from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
+from bot.webchat.app import Gate, Reader
 from rag.ports import Embedder
 from storage.db import Database
 
@@ -82,3 +84,15 @@ def mount(web_app: web.Application, db: Database, settings: Settings, embedder: 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:
     raise web.HTTPFound(PREFIX + "/")
+
+
+def chat_gate(sub: web.Application) -> Gate:
+    """The web chat's sign-in beyond loopback: a console session (viewer or admin) lets a
+    person in; they ask as the email their sign-in gave, else as the public."""
+    console = sub[KEY]
+
+    def reader(request: web.Request) -> Reader | None:
+        session = session_of(console, request)
+        return None if session is None else Reader(session.email)
+
+    return Gate(reader, f"{PREFIX}/login?next=/")

@@ -64,7 +64,8 @@ def test_day_cost() -> None:
 @pytest.mark.parametrize(("target", "expected"), [
     ("/admin/questions?x=1", "/admin/questions?x=1"), ("/admin", "/admin"),
     ("https://evil.example/admin/", "/admin/"), ("//evil.example/admin", "/admin/"),
-    ("/administrator", "/admin/"), ("", "/admin/"), (None, "/admin/")])
+    ("/administrator", "/admin/"), ("", "/admin/"), (None, "/admin/"), ("/", "/"),
+    ("//", "/admin/")])
 def test_safe_next(target: str | None, expected: str) -> None:
     assert safe_next(target) == expected
 
