@@ -34,7 +34,7 @@ def _teams(settings: Settings, base: str) -> str:
 def _admin(on: bool, base: str) -> str:
     # Told, not read from the settings: the console drops the passwords once it has hashed them.
     return f"Admin console: on at {base}/admin/" if on else (
-        "Admin console: off (SIFT_ADMIN__PASSWORD is not set)")
+        "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)")
 
 
 def _web_chat(settings: Settings, base: str, admin: bool) -> str:

@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from bot.admin import channels
+from bot.admin import channels, oidc, sso
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
     HERE,
@@ -35,17 +35,25 @@ log = logging.getLogger(__name__)
 
 def console_app(db: Database, settings: Settings, embedder: Embedder,
                 sync: SyncControl | None) -> web.Application | None:
-    """The console's sub-application; None when SIFT_ADMIN__PASSWORD is not set."""
+    """The console's sub-application; None when neither SIFT_ADMIN__PASSWORD nor
+    SIFT_ADMIN__OIDC__ISSUER is set (ConfigError for an OIDC setting that cannot work)."""
     admin = settings.admin
+    oidc.check(admin.oidc)
     credentials = Credentials.from_secrets(admin.password, admin.viewer_password)
     # Only the hashes stay: the plain passwords leave the settings once read.
     admin.password = admin.viewer_password = None
-    if not credentials.enabled:
+    if not credentials.enabled and not admin.oidc.enabled:
         return None
     sub = web.Application(middlewares=[guard])
+    provider = oidc.Provider(admin.oidc) if admin.oidc.enabled else None
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
                        Sessions(admin.session_minutes * 60),
-                       LoginLimiter(admin.login_attempts, admin.login_window_s), templates())
+                       LoginLimiter(admin.login_attempts, admin.login_window_s), templates(),
+                       provider)
+    if provider is not None:
+        sub.router.add_get("/oidc/start", sso.start)
+        sub.router.add_get("/oidc/callback", sso.callback)
+        sub.on_cleanup.append(lambda _: provider.close())
     sub[INDEXER] = GapIndexer(db, embedder)
     sub.cleanup_ctx.append(sub[INDEXER].background)  # gap questions embedded as they come
     sub.router.add_get("/login", login_form)
@@ -74,7 +82,8 @@ def mount(web_app: web.Application, db: Database, settings: Settings, embedder: 
     """Add /admin to `sift serve`'s web app when configured; the console's app if it was."""
     sub = console_app(db, settings, embedder, sync)
     if sub is None:
-        log.info("admin console off (set SIFT_ADMIN__PASSWORD to turn it on)")
+        log.info("admin console off (set SIFT_ADMIN__PASSWORD or SIFT_ADMIN__OIDC__ISSUER "
+                 "to turn it on)")
         return None
     web_app.router.add_get(PREFIX, _to_console)  # before the sub-app, which would claim it
     web_app.add_subapp(PREFIX, sub)

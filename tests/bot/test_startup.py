@@ -26,7 +26,7 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
         "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
         "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
         "SIFT_TEAMS_APP_ID is not set)",
-        "Admin console: off (SIFT_ADMIN__PASSWORD is not set)",
+        "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Web chat: open http://127.0.0.1:4000/ in a browser",
         "Source sample: never synced; a first sync starts now",
     ]
