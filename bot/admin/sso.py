@@ -8,7 +8,7 @@ import secrets
 import aiohttp
 from aiohttp import web
 
-from bot.admin.console import KEY, PREFIX, login_page, open_session, safe_next
+from bot.admin.console import KEY, PREFIX, login_page, open_session, render, safe_next
 from bot.admin.oidc import Provider, Refused
 
 log = logging.getLogger(__name__)
@@ -59,10 +59,13 @@ async def callback(request: web.Request) -> web.StreamResponse:
         return _refused(request, UNREACHABLE, f"token exchange failed: {exc!r}", 502)
     log.info("console: %s signed in through single sign-on as %s from %s", person.role,
              person.email or "?", request.remote or "?")
-    response = web.HTTPSeeOther(pending.next)
+    # A page that moves on by itself rather than a redirect: the browser arrived from the
+    # provider's site, and would leave the SameSite=Strict session cookie off a redirect
+    # in that chain; the page's own navigation is same-site, so the cookie goes along.
+    response = render(request, "continue.html", target=pending.next)
     open_session(console, response, person.role, person.email)
     response.del_cookie(STATE_COOKIE, path=SSO)
-    raise response
+    return response
 
 
 def _refused(request: web.Request, sentence: str, cause: str, status: int) -> web.Response:
