@@ -125,7 +125,10 @@ class Provider:
         async with self._client().get(url) as response:
             if response.status != 200:
                 raise Refused(PROVIDER_SAID_NO, f"GET {url} answered HTTP {response.status}")
-            found = await response.json(content_type=None)
+            try:
+                found = await response.json(content_type=None)
+            except ValueError:
+                found = None
         if not isinstance(found, dict):
             raise Refused(PROVIDER_SAID_NO, f"GET {url} did not answer a JSON object")
         return found
@@ -195,7 +198,10 @@ class Provider:
             if response.status != 200:  # the body may echo what we sent: not logged
                 raise Refused(PROVIDER_SAID_NO,
                               f"the token endpoint answered HTTP {response.status}")
-            body = await response.json(content_type=None)
+            try:
+                body = await response.json(content_type=None)
+            except ValueError:
+                body = None
         token = body.get("id_token") if isinstance(body, dict) else None
         if not isinstance(token, str):
             raise Refused(PROVIDER_SAID_NO, "the token response has no id_token")

@@ -183,6 +183,13 @@ async def test_a_replayed_code_is_refused(sso: Sso) -> None:
     assert not await sso.signed_in()
 
 
+async def test_a_token_endpoint_answering_html_signs_nobody_in(sso: Sso) -> None:
+    sso.fake.token_page = "<html><body>Maintenance</body></html>"
+    refused = await sso.callback(await sso.consent())
+    assert refused.status == 403 and PROVIDER_SAID_NO in unescape(await refused.text())
+    assert not await sso.signed_in()
+
+
 async def test_the_client_secret_reaches_no_log_and_no_page(
         sso: Sso, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)

@@ -59,6 +59,7 @@ class FakeOidc(LocalServer):
         self.authorize_queries: list[dict[str, str]] = []
         self.token_forms: list[dict[str, str]] = []
         self.token_auth: list[str] = []
+        self.token_page: str | None = None  # an HTML page instead of the token response
         self.app.router.add_get("/.well-known/openid-configuration", self.discovery)
         self.app.router.add_get("/jwks", self.jwks)
         self.app.router.add_get("/authorize", self.authorize)
@@ -113,6 +114,8 @@ class FakeOidc(LocalServer):
                 or challenge.decode() != grant.challenge):
             return web.json_response({"error": "invalid_grant"}, status=400)
         grant.used = True  # a code is good once
+        if self.token_page is not None:
+            return web.Response(text=self.token_page, content_type="text/html")
         return web.json_response({"access_token": secrets.token_urlsafe(16),
                                   "token_type": "Bearer", "expires_in": 3600,
                                   "id_token": self.id_token(grant.nonce)})
