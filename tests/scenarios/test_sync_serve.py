@@ -72,7 +72,8 @@ async def test_start_up_lines_and_a_source_no_longer_configured(
     base = first.base_url
     assert "  Slack: off (SIFT_SLACK_BOT_TOKEN is not set)" in out
     assert f"  Web chat: open {base}/ in a browser" in out
-    assert "  Admin console: off (SIFT_ADMIN__PASSWORD is not set)" in out
+    assert ("  Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER "
+            "is set)") in out
     assert "  Source old: never synced; a first sync starts now" in out
 
     second = served_with("runbooks")
