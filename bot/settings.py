@@ -169,7 +169,8 @@ class TeamsSettings(_Section):
 
 
 class WebChatSettings(_Section):
-    """The chat page at / of `sift serve` (on loopback only: it has no sign-in of its own)."""
+    """The chat page at / of `sift serve`: open on loopback; beyond it only behind the admin
+    console's sign-in."""
 
     enabled: bool = True
 
