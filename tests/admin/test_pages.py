@@ -30,7 +30,7 @@ async def _html(console: Console, path: str, status: int = 200) -> str:
 @pytest.mark.parametrize("path", [
     "/admin/?window=90d", f"/admin/questions?q={SCRIPT[:7]}", f"/admin/questions/{SCRIPT_ID}",
     "/admin/gaps?window=90d", "/admin/documents?view=down", "/admin/documents?view=all",
-    "/admin/evaluation"])
+    "/admin/evaluation", "/admin/sources", f"/admin/login?next=/admin/{SCRIPT}"])
 async def test_markup_in_questions_and_titles_is_escaped(admin: Console, path: str) -> None:
     html = await _html(admin, path)
     assert SCRIPT not in html
