@@ -38,7 +38,7 @@ PAGES = ["/admin/", "/admin/?window=7d", "/admin/questions", "/admin/questions?s
          "/admin/questions?q=vpn", "/admin/questions?vote=down&channel=%23team-3",
          "/admin/questions?doc=d17", "/admin/questions/{middle}", "/admin/gaps",
          "/admin/documents", "/admin/documents?view=never", "/admin/documents?view=down",
-         "/admin/sources", "/admin/evaluation"]
+         "/admin/sources", "/admin/evaluation", "/admin/channels"]
 PASSWORD = "bench"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
