@@ -13,6 +13,7 @@ import grpc
 import httpx
 import weaviate
 from weaviate.classes.aggregate import GroupByAggregate
+from weaviate.classes.config import ConsistencyLevel
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Diversity as WeaviateDiversity
@@ -43,6 +44,9 @@ class IndexConfig:
     query_timeout_s: float = 30.0
     insert_timeout_s: float = 120.0
     title_boost: float = 2.0
+    replication_factor: int = 1  # used when the collection is created
+    read_consistency: str = "QUORUM"  # ONE, QUORUM or ALL of the replicas
+    write_consistency: str = "QUORUM"
 
 
 def _endpoints(config: IndexConfig) -> dict[str, Any]:
@@ -103,9 +107,18 @@ class WeaviateIndex:
 
     @property
     def _collection(self) -> Any:
+        """The collection for reads, at the configured read consistency."""
+        return self._handle(self.config.read_consistency)
+
+    @property
+    def _writes(self) -> Any:
+        return self._handle(self.config.write_consistency)
+
+    def _handle(self, consistency: str) -> Any:
         if self._client is None:
             raise RetrievalError(f"{self.where}: the index is not connected (call connect())")
-        return self._client.collections.use(self.config.collection)
+        return self._client.collections.use(self.config.collection).with_consistency_level(
+            ConsistencyLevel(consistency))
 
     async def connect(self, *, ensure: bool = True) -> None:
         """Connect; with `ensure`, create the collection or check it matches the embedder."""
@@ -145,7 +158,8 @@ class WeaviateIndex:
         assert self._client is not None
         name = self.config.collection
         if not await self.collection_exists():
-            options = schema.collection_options(schema.describe(self.embedder, self.dimension))
+            options = schema.collection_options(schema.describe(self.embedder, self.dimension),
+                                                self.config.replication_factor)
             await self._run("create the collection",
                             self._client.collections.create(name, **options),
                             self.config.insert_timeout_s)
@@ -163,6 +177,11 @@ class WeaviateIndex:
                 f"configured ({self.embedder}, {self.dimension} dims): re-sync with "
                 "`sift sync --rebuild`.",
             )
+        factor = config.replication_config.factor
+        if factor != self.config.replication_factor:  # fixed at creation; say so, keep going
+            log.warning("collection %s keeps %d copies of each chunk, not the %d configured "
+                        "(SIFT_WEAVIATE__REPLICATION_FACTOR applies to a new collection)",
+                        name, factor, self.config.replication_factor)
 
     async def drop(self) -> None:
         """Delete the whole collection (used to rebuild after an embedder change)."""
@@ -197,7 +216,7 @@ class WeaviateIndex:
             objects = [DataObject(properties=schema.to_properties(chunks[i]),
                                   uuid=schema.object_uuid(chunks[i].chunk_id),
                                   vector=list(vectors[i])) for i in part]
-            result = await self._run("write chunks", self._collection.data.insert_many(objects),
+            result = await self._run("write chunks", self._writes.data.insert_many(objects),
                                      self.config.insert_timeout_s)
             if result.errors:
                 first = sorted(result.errors.items())[:3]
@@ -211,7 +230,7 @@ class WeaviateIndex:
     async def _delete_where(self, where: Any, action: str) -> int:
         deleted = 0
         while True:  # the server deletes at most QUERY_MAXIMUM_RESULTS objects per call
-            result = await self._run(action, self._collection.data.delete_many(where=where),
+            result = await self._run(action, self._writes.data.delete_many(where=where),
                                      self.config.insert_timeout_s)
             if result.failed:
                 raise RetrievalError(f"{self.where} failed to {action}: "
