@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -13,7 +14,7 @@ from rag.ports import Embedder
 from sync.connectors.base import Connector
 from sync.interrupt import StopRequest
 from sync.job import JobConfig, SyncJob
-from sync.lock import SourceLock
+from sync.lock import SourceLock, SyncBusy
 from sync.ports import ChunkIndex, SyncState
 from sync.report import Progress, SyncSummary
 
@@ -64,8 +65,23 @@ class SyncRunner:
                             user_message=f"There is no source named '{name}'; configured "
                             f"sources: {known}.") from None
 
+    async def _not_done_yet(self, name: str, full: bool, due: datetime | None) -> None:
+        # Replicas tick together, but a short run can end before a slower replica's tick
+        # takes the lease: the lease alone would let that replica run the same tick again.
+        # A full run covers an incremental one, not the other way round.
+        if due is None:
+            return
+        started = await asyncio.to_thread(self.state.last_started, name, full=full)
+        if started is not None and started >= due:
+            raise SyncBusy(f"{name}: a run started at {started.isoformat()} already covers "
+                           f"the tick due at {due.isoformat()}",
+                           user_message=f"Another Sift replica already ran this scheduled "
+                           f"sync of '{name}'; this one skips it.")
+
     async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
-                  progress: Progress | None = None) -> SyncSummary:
+                  progress: Progress | None = None, due: datetime | None = None) -> SyncSummary:
+        """One run of a source. `due`: the schedule tick this run is for; when another
+        replica's run of the source already started at or after it, this one skips."""
         source = self.source(name)
         self.stop.check(name)  # interrupted before this source began: no run to record
         job = SyncJob(name, source.connector, self.index, self.embedder, self.state,
@@ -79,6 +95,7 @@ class SyncRunner:
                     return await job.run(full=full)
                 await asyncio.to_thread(shared.acquire)
                 try:
+                    await self._not_done_yet(name, full, due)
                     return await job.run(full=full)
                 finally:
                     await asyncio.to_thread(shared.release)

@@ -1,16 +1,22 @@
-"""One real 3-node Weaviate cluster for the cluster tests (started once: it takes seconds)."""
+"""One real 3-node Weaviate cluster for this package (started once), and what replicas share."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.weaviate.install import cached_binary, find_binary
+from rag.embed import LocalEmbedder
+from rag.index import WeaviateIndex
+from tests.cluster.replicas import fresh_database
 from tests.cluster.weaviate_cluster import WeaviateCluster
-from tests.conftest import WEAVIATE_VERSION
+from tests.conftest import WEAVIATE_VERSION, index_config, unique_collection
+from tests.fakes.slack_server import FakeSlack
+from tests.rag.corpus import CHUNKS
 
 
 @pytest.fixture(scope="package")
@@ -26,3 +32,32 @@ def weaviate_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Weavi
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def database_url(postgres_url: str) -> Iterator[str]:
+    """A fresh database on the session's PostgreSQL, shared by the replicas of one test."""
+    yield from fresh_database(postgres_url)
+
+
+@pytest.fixture
+async def cluster_corpus(weaviate_cluster: WeaviateCluster, embedder: LocalEmbedder
+                         ) -> AsyncIterator[str]:
+    """The test corpus in a collection with three copies of each chunk; yields its name."""
+    name = unique_collection("Replicas")
+    config = replace(index_config(weaviate_cluster.nodes[0], name), replication_factor=3)
+    index = WeaviateIndex(config, embedder.name, embedder.dimension)
+    await index.connect()
+    await index.upsert(CHUNKS, await embedder.embed_documents(
+        [f"{c.title}\n{c.text}" for c in CHUNKS]))
+    yield name
+    await index.drop()
+    await index.close()
