@@ -16,6 +16,7 @@ from sync.interrupt import StopRequest
 from sync.job import JobConfig, SyncJob
 from sync.lock import SourceLock, SyncBusy
 from sync.ports import ChunkIndex, SyncState
+from sync.prune import prune, unconfigured
 from sync.report import Progress, SyncSummary
 
 
@@ -77,6 +78,14 @@ class SyncRunner:
                            f"the tick due at {due.isoformat()}",
                            user_message=f"Another Sift replica already ran this scheduled "
                            f"sync of '{name}'; this one skips it.")
+
+    async def prune_unconfigured(self, *, dry_run: bool = False) -> dict[str, int]:
+        """Remove what sources no longer configured left in the index (the sample, once a
+        person configures their own); chunks per source removed, or that would be."""
+        found = await unconfigured(self.index, self._sources)
+        if dry_run:
+            return found
+        return {name: await prune(self.index, self.state, name) for name in found}
 
     async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
                   progress: Progress | None = None, due: datetime | None = None) -> SyncSummary:
