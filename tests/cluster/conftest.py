@@ -17,6 +17,7 @@ from tests.cluster.weaviate_cluster import WeaviateCluster
 from tests.conftest import WEAVIATE_VERSION, index_config, unique_collection
 from tests.fakes.slack_server import FakeSlack
 from tests.rag.corpus import CHUNKS
+from tests.sync.conftest import article, write
 
 
 @pytest.fixture(scope="package")
@@ -49,15 +50,23 @@ def database_url(postgres_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-async def cluster_corpus(weaviate_cluster: WeaviateCluster, embedder: LocalEmbedder
-                         ) -> AsyncIterator[str]:
-    """The test corpus in a collection with three copies of each chunk; yields its name."""
+def corpus_folder(tmp_path: Path) -> Path:
+    """The test corpus (tests/rag/corpus.py) as Markdown files for a folder source "kb":
+    replicas sync it in, and keep it (a served Sift prunes sources it is not configured with)."""
+    folder = tmp_path / "kb"
+    for chunk in CHUNKS:
+        write(folder, f"{chunk.doc_id}.md", article(chunk.title, chunk.text))
+    return folder
+
+
+@pytest.fixture
+async def cluster_collection(weaviate_cluster: WeaviateCluster, embedder: LocalEmbedder
+                             ) -> AsyncIterator[str]:
+    """A collection name for one test (the first replica creates it); dropped afterwards."""
     name = unique_collection("Replicas")
+    yield name
     config = replace(index_config(weaviate_cluster.nodes[0], name), replication_factor=3)
     index = WeaviateIndex(config, embedder.name, embedder.dimension)
-    await index.connect()
-    await index.upsert(CHUNKS, await embedder.embed_documents(
-        [f"{c.title}\n{c.text}" for c in CHUNKS]))
-    yield name
+    await index.connect(ensure=False)
     await index.drop()
     await index.close()

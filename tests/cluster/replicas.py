@@ -21,7 +21,8 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import BOT_TOKEN
 
 # Questions the test corpus (tests/rag/corpus.py) answers, made distinct by a case number.
-TOPICS = ("How do I rotate the staging database credentials?", "How do I set up the VPN?",
+TOPICS = ("How do I rotate the staging database credentials?",
+          "How do I rotate the production database credentials?",
           "What are the API rate limits?", "How are webhook retries handled?")
 
 

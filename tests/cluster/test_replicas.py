@@ -32,13 +32,18 @@ from tests.fakes.slack_payloads import (
 )
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
-from tests.sync.conftest import article, paragraph, write
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.postgres]
 QUESTIONS = 100
 TICK_S = 2.0  # the source's schedule: a tick every 2 s while the questions come in
 DUP_TS = "1700000000.000001"
 IN_FLIGHT = 12  # questions awaiting their answer at once (this machine is shared)
+
+
+def _source(folder: Path) -> SourceSettings:
+    """The corpus, synced on a tick every TICK_S seconds (incremental passes only)."""
+    return SourceSettings(name="kb", kind="folder", path=folder,
+                          interval_minutes=TICK_S / 60, full_cron="")
 
 
 async def _start(count: int, tmp_path: Path, cluster: WeaviateCluster, collection: str,
@@ -99,19 +104,16 @@ async def _rows(db: Database, model: type, count: int, *where: Any,
 
 
 async def test_three_replicas_share_the_work_once(
-        tmp_path: Path, weaviate_cluster: WeaviateCluster, cluster_corpus: str,
+        tmp_path: Path, weaviate_cluster: WeaviateCluster, cluster_collection: str,
+        corpus_folder: Path,
         database_url: str, embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
         fake_slack: FakeSlack) -> None:
-    kb = tmp_path / "kb"
-    write(kb, "oncall.md", article("On-call handbook", paragraph("on-call", 8)))
-    # Not "kb": that is the corpus's source, which a sync of another "kb" would prune.
-    source = SourceSettings(name="handbook", kind="folder", path=kb,
-                            interval_minutes=TICK_S / 60, full_cron="")
-    running = await _start(3, tmp_path, weaviate_cluster, cluster_corpus, database_url,
-                           fake_anthropic, fake_slack, embedder, sources=[source],
+    running = await _start(3, tmp_path, weaviate_cluster, cluster_collection, database_url,
+                           fake_anthropic, fake_slack, embedder, sources=[_source(corpus_folder)],
                            slack_signing_secret=SecretStr(SIGNING_SECRET))
     db = Database(database_url)
     try:
+        await _rows(db, SyncRun, 1, SyncRun.status == "ok")  # the first tick syncs the corpus
         await _ask_everything(running, fake_slack)
         await fake_slack.wait_for("chat.postMessage", QUESTIONS + 1, timeout_s=300)
         # People click once they see the answer; Sift links the answer to its record just
@@ -131,7 +133,7 @@ async def test_three_replicas_share_the_work_once(
             runs = list(session.scalars(select(SyncRun)))
         assert len(interactions) == QUESTIONS + 1
         assert {i.status for i in interactions} == {"answered"}, Counter(
-            i.status for i in interactions)
+            (i.status, i.question.split(" (")[0]) for i in interactions)
         assert len(votes) == QUESTIONS + 1 and {v.vote for v in votes} == {1}
         up, cited = thumbs_up_total(db)
         assert up == cited > 0  # every vote reached every document its answer cited
@@ -143,15 +145,18 @@ async def test_three_replicas_share_the_work_once(
 
 
 async def test_socket_mode_replicas_answer_each_event_once(
-        tmp_path: Path, weaviate_cluster: WeaviateCluster, cluster_corpus: str,
+        tmp_path: Path, weaviate_cluster: WeaviateCluster, cluster_collection: str,
+        corpus_folder: Path,
         database_url: str, embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
         fake_slack: FakeSlack) -> None:
     """Slack sends each envelope on one of the app's connections and may redeliver it on
     another; every replica holds one connection."""
-    running = await _start(3, tmp_path, weaviate_cluster, cluster_corpus, database_url,
-                           fake_anthropic, fake_slack, embedder,
+    running = await _start(3, tmp_path, weaviate_cluster, cluster_collection, database_url,
+                           fake_anthropic, fake_slack, embedder, sources=[_source(corpus_folder)],
                            slack_app_token=SecretStr(APP_TOKEN), slack_signing_secret=None)
+    db = Database(database_url)
     try:
+        await _rows(db, SyncRun, 1, SyncRun.status == "ok")
         for _ in range(500):
             if len(fake_slack.sockets) == 3:
                 break
@@ -169,6 +174,7 @@ async def test_socket_mode_replicas_answer_each_event_once(
         await fake_slack.wait_for("chat.postMessage", 7, timeout_s=120)
     finally:
         await stop_all(running)
+        db.dispose()
     posts = Counter(c.args["thread_ts"] for c in fake_slack.calls_to("chat.postMessage"))
     assert len(posts) == 7 and set(posts.values()) == {1}
     assert len(fake_slack.socket_acks) == 9  # every envelope acknowledged, duplicates too
