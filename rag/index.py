@@ -29,6 +29,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSERT_BATCH = 200
+INSERT_ATTEMPTS = 3
+INSERT_RETRY_PAUSE_S = 1.0
+# How a write the cluster could not place reads (a replica down or its connection closing),
+# as opposed to a rejected object (a wrong vector length), which no retry fixes.
+TRANSIENT = ("rpc error", "connection", "replica", "deadline", "timeout")
 # What a down or unreachable server surfaces as: the client wraps most failures in
 # WeaviateBaseError, but raw gRPC, HTTP and socket errors can escape it.
 TRANSPORT_ERRORS = (WeaviateBaseError, grpc.RpcError, httpx.HTTPError, OSError)
@@ -213,19 +218,37 @@ class WeaviateIndex:
         written = 0
         for start in range(0, len(chunks), INSERT_BATCH):
             part = range(start, min(start + INSERT_BATCH, len(chunks)))
-            objects = [DataObject(properties=schema.to_properties(chunks[i]),
-                                  uuid=schema.object_uuid(chunks[i].chunk_id),
-                                  vector=list(vectors[i])) for i in part]
-            result = await self._run("write chunks", self._writes.data.insert_many(objects),
-                                     self.config.insert_timeout_s)
-            if result.errors:
-                first = sorted(result.errors.items())[:3]
-                detail = "; ".join(f"{chunks[start + i].chunk_id}: {e.message}" for i, e in first)
+            objects = {i: DataObject(properties=schema.to_properties(chunks[i]),
+                                     uuid=schema.object_uuid(chunks[i].chunk_id),
+                                     vector=list(vectors[i])) for i in part}
+            failed = await self._insert(objects)
+            if failed:
+                first = sorted(failed.items())[:3]
+                detail = "; ".join(f"{chunks[i].chunk_id}: {message}" for i, message in first)
                 raise RetrievalError(
-                    f"{self.where} rejected {len(result.errors)} of {len(objects)} chunks: "
-                    f"{detail}")
+                    f"{self.where} rejected {len(failed)} of {len(objects)} chunks: {detail}")
             written += len(objects)
         return written
+
+    async def _insert(self, objects: dict[int, DataObject[Any, Any]]) -> dict[int, str]:
+        """Write the objects; those that failed for want of a replica are sent again, twice at
+        most: in a cluster, a node that has just died fails the writes in flight to it, and a
+        retry goes to the replicas still up. Returns what still failed (index -> error)."""
+        pending, failed = dict(objects), {}
+        for attempt in range(INSERT_ATTEMPTS):
+            keys = list(pending)
+            result = await self._run("write chunks",
+                                     self._writes.data.insert_many(list(pending.values())),
+                                     self.config.insert_timeout_s)
+            failed = {keys[n]: error.message for n, error in result.errors.items()}
+            if not failed or attempt == INSERT_ATTEMPTS - 1 or not all(
+                    any(sign in m for sign in TRANSIENT) for m in failed.values()):
+                break
+            log.warning("%s refused %d chunks (%s); sending them again", self.where,
+                        len(failed), next(iter(failed.values())))
+            pending = {i: pending[i] for i in failed}
+            await asyncio.sleep(INSERT_RETRY_PAUSE_S * (attempt + 1))
+        return failed
 
     async def _delete_where(self, where: Any, action: str) -> int:
         deleted = 0
