@@ -21,13 +21,18 @@ from typing import Any
 from sync.connectors.base import SourceConfig, SourceDocument
 from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
 from sync.connectors.confluence_storage import storage_to_markdown
+from sync.connectors.convert import html_to_markdown
 from sync.connectors.notion import NotionConnector, NotionSettings
 from sync.connectors.notion_blocks import blocks_to_markdown
 from sync.connectors.web import WebConnector, WebSettings
 from sync.connectors.web_pages import extract
+from sync.connectors.zendesk import ZendeskConnector, ZendeskSettings
 from tests.fakes.confluence_server import EMAIL, TOKEN, FakeConfluence, FakePage
 from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
 from tests.fakes.web_site import FakeSite, SitePage
+from tests.fakes.zendesk_server import EMAIL as ZENDESK_EMAIL
+from tests.fakes.zendesk_server import TOKEN as ZENDESK_TOKEN
+from tests.fakes.zendesk_server import FakeArticle, FakeZendesk
 
 PROSE = ("The deployment pipeline builds the image, runs the integration suite and promotes "
          "the release to staging before anyone approves production. ")
@@ -117,12 +122,30 @@ async def web(pages: int, start: str) -> tuple[Any, Callable[[], None], Any]:
     return conn, lambda: [extract(b) for b in bodies], server
 
 
+async def zendesk(pages: int) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeZendesk()
+    server.categories, server.sections = {1: "Operations"}, {10: ("Runbooks", 1)}
+    for i in range(pages):
+        server.put(FakeArticle(i + 1, 10, f"Runbook {i}", article_html(i), labels=["ops"]))
+    await server.start()
+    conn = ZendeskConnector(SourceConfig("help", url=server.url, token=ZENDESK_TOKEN),
+                            ZendeskSettings(email=ZENDESK_EMAIL))
+    return conn, lambda: [html_to_markdown(article_html(i)) for i in range(pages)], server
+
+
+def article_html(i: int) -> str:
+    rows = "".join(f"<tr><td>svc{j}</td><td>team{j}</td></tr>" for j in range(8))
+    return (f"<h2>Runbook {i}</h2>" + f"<p>{PROSE * 6}</p>" * 4
+            + "<pre><code>make deploy ENV=prod</code></pre>"
+            + f"<ul><li>Ask in #ops.</li></ul><table><tbody>{rows}</tbody></table>")
+
+
 async def main(pages: int, rounds: int) -> None:
     cases: list[tuple[str, Callable[[], Awaitable[tuple[Any, Callable[[], None], Any]]]]] = [
         ("confluence cloud", lambda: confluence(pages, "cloud")),
         ("confluence datacenter", lambda: confluence(pages, "datacenter")),
         ("notion", lambda: notion(pages)), ("web sitemap", lambda: web(pages, "/sitemap.xml")),
-        ("web crawl", lambda: web(pages, "/docs/"))]
+        ("web crawl", lambda: web(pages, "/docs/")), ("zendesk", lambda: zendesk(pages))]
     print(f"{pages} pages per connector, best of {rounds} rounds (pages/s)")
     print(f"{'connector':<22} {'full pass':>9} {'id list':>9} {'convert':>9} {'convert share':>8}")
     for name, make in cases:
