@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -31,6 +32,11 @@ T = TypeVar("T")
 INSERT_BATCH = 200
 INSERT_ATTEMPTS = 3
 INSERT_RETRY_PAUSE_S = 1.0
+# In a cluster, the write in flight when the Raft leader dies can hang until cancelled (the
+# node keeps dialling the dead leader) while the next one succeeds: a replicated collection's
+# writes get this many attempts, each a share of insert_timeout_s (all idempotent: objects
+# have deterministic ids, deletes match by filter).
+WRITE_ATTEMPTS = 3
 # How a write the cluster could not place reads (a replica down or its connection closing),
 # as opposed to a rejected object (a wrong vector length), which no retry fixes.
 TRANSIENT = ("rpc error", "connection", "replica", "deadline", "timeout")
@@ -85,6 +91,10 @@ def build_filter(filters: SearchFilters | None) -> Any:
     return Filter.all_of(parts) if parts else None
 
 
+class TimedOut(RetrievalError):
+    """The server did not answer within the time allowed."""
+
+
 class WeaviateIndex:
     """One collection of chunks. Call `connect()` inside the event loop that will use it."""
 
@@ -106,9 +116,21 @@ class WeaviateIndex:
         try:
             return await asyncio.wait_for(call, timeout_s)
         except TimeoutError as exc:
-            raise RetrievalError(f"{self.where} did not {action} within {timeout_s:.0f}s") from exc
+            raise TimedOut(f"{self.where} did not {action} within {timeout_s:.0f}s") from exc
         except TRANSPORT_ERRORS as exc:
             raise self._error(action, exc) from exc
+
+    async def _write(self, action: str, call: Callable[[], Awaitable[T]]) -> T:
+        """A write; in a replicated collection one that stalls is cancelled and sent again."""
+        attempts = WRITE_ATTEMPTS if self.config.replication_factor > 1 else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._run(action, call(), self.config.insert_timeout_s / attempts)
+            except TimedOut as exc:
+                if attempt == attempts:
+                    raise
+                log.warning("%s; sending it again (%d of %d)", exc, attempt + 1, attempts)
+        raise AssertionError("unreachable")
 
     @property
     def _collection(self) -> Any:
@@ -237,9 +259,8 @@ class WeaviateIndex:
         pending, failed = dict(objects), {}
         for attempt in range(INSERT_ATTEMPTS):
             keys = list(pending)
-            result = await self._run("write chunks",
-                                     self._writes.data.insert_many(list(pending.values())),
-                                     self.config.insert_timeout_s)
+            result = await self._write("write chunks", partial(
+                self._writes.data.insert_many, list(pending.values())))
             failed = {keys[n]: error.message for n, error in result.errors.items()}
             if not failed or attempt == INSERT_ATTEMPTS - 1 or not all(
                     any(sign in m for sign in TRANSIENT) for m in failed.values()):
@@ -253,8 +274,8 @@ class WeaviateIndex:
     async def _delete_where(self, where: Any, action: str) -> int:
         deleted = 0
         while True:  # the server deletes at most QUERY_MAXIMUM_RESULTS objects per call
-            result = await self._run(action, self._writes.data.delete_many(where=where),
-                                     self.config.insert_timeout_s)
+            result = await self._write(action, partial(self._writes.data.delete_many,
+                                                       where=where))
             if result.failed:
                 raise RetrievalError(f"{self.where} failed to {action}: "
                                      f"{result.failed} objects could not be deleted")
