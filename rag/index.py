@@ -91,10 +91,6 @@ def build_filter(filters: SearchFilters | None) -> Any:
     return Filter.all_of(parts) if parts else None
 
 
-class TimedOut(RetrievalError):
-    """The server did not answer within the time allowed."""
-
-
 class WeaviateIndex:
     """One collection of chunks. Call `connect()` inside the event loop that will use it."""
 
@@ -116,21 +112,23 @@ class WeaviateIndex:
         try:
             return await asyncio.wait_for(call, timeout_s)
         except TimeoutError as exc:
-            raise TimedOut(f"{self.where} did not {action} within {timeout_s:.0f}s") from exc
+            raise RetrievalError(f"{self.where} did not {action} within {timeout_s:.0f}s") from exc
         except TRANSPORT_ERRORS as exc:
             raise self._error(action, exc) from exc
 
     async def _write(self, action: str, call: Callable[[], Awaitable[T]]) -> T:
         """A write; in a replicated collection one that stalls is cancelled and sent again."""
         attempts = WRITE_ATTEMPTS if self.config.replication_factor > 1 else 1
-        for attempt in range(1, attempts + 1):
+        each_s = self.config.insert_timeout_s / attempts
+        for attempt in range(1, attempts):
             try:
-                return await self._run(action, call(), self.config.insert_timeout_s / attempts)
-            except TimedOut as exc:
-                if attempt == attempts:
-                    raise
-                log.warning("%s; sending it again (%d of %d)", exc, attempt + 1, attempts)
-        raise AssertionError("unreachable")
+                return await asyncio.wait_for(call(), each_s)
+            except TimeoutError:
+                log.warning("%s did not %s within %.0fs; sending it again (%d of %d)",
+                            self.where, action, each_s, attempt + 1, attempts)
+            except TRANSPORT_ERRORS as exc:
+                raise self._error(action, exc) from exc
+        return await self._run(action, call(), each_s)
 
     @property
     def _collection(self) -> Any:
