@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import ParamSpec, TypeVar
@@ -21,7 +21,15 @@ from rag.messages import with_reference
 from rag.ports import Embedder
 from rag.types import Chunk
 from sync.chunk import ChunkingConfig
-from sync.connectors.base import Connector, DocumentFailure, SourceDocument
+from sync.connectors.base import (
+    Checkpoint,
+    Connector,
+    CursorSource,
+    DocumentFailure,
+    DocumentGone,
+    Fetched,
+    SourceDocument,
+)
 from sync.interrupt import StopRequest, SyncInterrupted
 from sync.ports import ChunkIndex, DocumentState, SyncState
 from sync.prepare import content_hash, text_to_embed, to_chunks
@@ -68,6 +76,8 @@ class _Run:
     embedded: int = 0
     warnings: list[str] = field(default_factory=list)
     unknown_groups: dict[str, list[str]] = field(default_factory=dict)  # group -> doc ids
+    cursor: str | None = None  # the platform's change cursor, stored if the run succeeds
+    listed_all: bool = False  # the connector listed every current document this run
 
     @property
     def pending_chunks(self) -> int:
@@ -107,7 +117,7 @@ class SyncJob:
                 raise
             if run_id is not None:
                 await self._state(self.state.finish_run, run_id, run.tally.freeze(),
-                                  run.errors[:MAX_ERRORS_KEPT], status="ok")
+                                  run.errors[:MAX_ERRORS_KEPT], status="ok", cursor=run.cursor)
             return self._summary(run, time.perf_counter() - started)
         except Exception as exc:
             raise self._failure(exc) from exc
@@ -121,8 +131,13 @@ class SyncJob:
                 run.indexed = await self.index.list_documents(self.source)
         if since is not None:
             since = _aware(since) - timedelta(seconds=self.config.checkpoint_overlap_s)
-        items = self.timers.iterate("read", self.connector.documents(since))
-        async for item in items:
+        async for item in self.timers.iterate("read", await self._listing(run, since)):
+            if isinstance(item, Checkpoint):
+                run.cursor, run.listed_all = item.cursor, item.complete
+                for warning in item.warnings:
+                    log.warning("sync %s: %s", self.source, warning)
+                    run.warnings.append(warning)
+                continue
             if not item.doc_id:  # nothing to record it under (an API item without an id)
                 await self._fail(run, DocumentFailure("", item.error if isinstance(
                     item, DocumentFailure) else "a document without an id"), record=False)
@@ -133,6 +148,9 @@ class SyncJob:
             elif isinstance(item, DocumentFailure):
                 run.seen.add(item.doc_id)
                 await self._fail(run, item)
+            elif isinstance(item, DocumentGone):
+                run.seen.add(item.doc_id)
+                await self._forget(run, item.doc_id)
             else:
                 run.seen.add(item.doc_id)
                 await self._consider(run, item)
@@ -140,7 +158,7 @@ class SyncJob:
                 await self._flush(run)
             self.stop.check(self.source)
         await self._flush(run)
-        if run.full or self.connector.cheap_ids:  # else pruning waits for the next full pass
+        if run.full or self.connector.cheap_ids or run.listed_all:  # else: the next full pass
             await self._prune(run)
         for group, docs in sorted(run.unknown_groups.items()):
             more = f" and {len(docs) - 1} more" if len(docs) > 1 else ""
@@ -148,6 +166,14 @@ class SyncJob:
                        "[[groups]]: what it restricts is visible to nobody until it is")
             log.warning("sync %s: %s", self.source, warning)
             run.warnings.append(warning)
+
+    async def _listing(self, run: _Run, since: datetime | None) -> AsyncIterator[
+            Fetched | Checkpoint]:
+        """The connector's documents since the checkpoint time, or since its own cursor."""
+        if not isinstance(self.connector, CursorSource):
+            return self.connector.documents(since)
+        cursor = None if run.full else await self._state(self.state.last_cursor, self.source)
+        return self.connector.changes(cursor)
 
     def _check_access(self, run: _Run, doc: SourceDocument) -> None:
         """A bad `access` is indexed restricted (never public) and reported, not skipped."""
@@ -255,14 +281,24 @@ class SyncJob:
 
     async def _prune(self, run: _Run) -> None:
         """Delete documents the source no longer has (its own listing is the authority)."""
-        with self.timers.phase("read"):
-            present = run.seen | await self.connector.list_ids()
+        present = set(run.seen)
+        if not run.listed_all:
+            with self.timers.phase("read"):
+                present |= await self.connector.list_ids()
         for doc_id in sorted((set(run.known) | set(run.indexed)) - present):
+            await self._forget(run, doc_id)
+
+    async def _forget(self, run: _Run, doc_id: str) -> None:
+        """Remove a deleted document's chunks and record. An id storage never recorded may
+        still have chunks (a run killed before its record), so the index is asked anyway."""
+        recorded = doc_id in run.known or doc_id in run.indexed
+        if recorded:
             run.tally.deleted += 1
-            if run.dry_run:
-                continue
-            with self.timers.phase("write"):
-                await self.index.delete_document(self.source, doc_id)
+        if run.dry_run or (run.full and not recorded):  # a full pass read the whole index
+            return
+        with self.timers.phase("write"):
+            await self.index.delete_document(self.source, doc_id)
+        if doc_id in run.known:
             await self._state(self.state.forget_document, self.source, doc_id)
 
     async def _state(self, call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
