@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.weaviate.process import ManagedWeaviate
+from tests.fakes.gdrive_server import DOC, DriveFile, FakeDrive, permission
 from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT
 from tests.fakes.sharepoint_server import FakeFile, FakeSharePoint, entra_group, org_link
 from tests.sync.test_convert_files import docx
@@ -28,13 +29,22 @@ class Drives(Platforms):
         for i in range(3):
             self.graph.put(DRIVE, FakeFile(f"01{i}", f"Keys {i}.docx", docx([f"{PROSE} ({i})"]),
                                            [org_link()] if i else [entra_group(GROUP, "HR")]))
+        self.drive = FakeDrive()
+        for i in range(3):
+            self.drive.put(DriveFile(f"d{i}", f"Keys {i}", DOC, f"<p>{PROSE} ({i})</p>".encode(),
+                                     [permission("domain", "acme.com")]))
 
     async def start(self) -> None:
         await self.graph.start()
+        await self.drive.start()
         await super().start()
+        key = self.drive.key_file(self.root)
         config = self.root / "sift.toml"
         config.write_text(
-            f'[[groups]]\nname = "hr"\nentra_groups = ["{GROUP}"]\n\n'
+            f'[[groups]]\nname = "hr"\nentra_groups = ["{GROUP}"]\n'
+            'principals = ["gdrive:domain:acme.com"]\n\n'
+            f'[[sources]]\nname = "gd"\nkind = "gdrive"\nurl = "{self.drive.url}"\n'
+            f'[sources.gdrive]\nkey_file = "{key}"\n\n'
             f'[[sources]]\nname = "sp"\nkind = "sharepoint"\nurl = "{self.graph.graph_url}"\n'
             f'token = "{SECRET}"\n[sources.sharepoint]\ntenant_id = "{TENANT}"\n'
             f'client_id = "{CLIENT_ID}"\nauthority = "{self.graph.login_url}"\n'
@@ -42,6 +52,7 @@ class Drives(Platforms):
 
     async def stop(self) -> None:
         await self.graph.stop()
+        await self.drive.stop()
         await super().stop()
 
 
@@ -55,11 +66,15 @@ async def drives(tmp_path: Path, weaviate_server: ManagedWeaviate) -> AsyncItera
 
 async def test_sift_sync_indexes_updates_and_deletes_drive_files(drives: Drives) -> None:
     first = await drives.sync()
-    assert (first["sp"]["added"], first["sp"]["failed"]) == (3, 0)
+    assert {name: (row["added"], row["failed"]) for name, row in first.items()} == {
+        "sp": (3, 0), "gd": (3, 0)}
     again = await drives.sync()
-    assert again["sp"]["added"] == again["sp"]["updated"] == again["sp"]["chunks_written"] == 0
+    assert all(row["added"] == row["updated"] == row["chunks_written"] == 0
+               for row in again.values())
     drives.graph.put(DRIVE, FakeFile("011", "Keys 1.docx", docx(["Rotated monthly now."]),
                                      [org_link()]))
     drives.graph.delete(DRIVE, "012")
+    drives.drive.files["d2"].trashed = True
     changed = await drives.sync()
     assert (changed["sp"]["updated"], changed["sp"]["deleted"]) == (1, 1)
+    assert (changed["gd"]["deleted"], changed["gd"]["unchanged"]) == (1, 0)
