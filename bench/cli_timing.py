@@ -42,6 +42,9 @@ def environment(data_dir: Path) -> dict[str, str]:
 def sift(tree: Path, env: dict[str, str], *args: str) -> float:
     """Seconds for one `sift` process started from `tree`; a failure stops the benchmark."""
     run_env = {**env, "PYTHONPATH": str(tree)}
+    if tree != ROOT:  # its own database: another checkout may have other migrations
+        data_dir = Path(env["SIFT_DATA_DIR"])
+        run_env["SIFT_DATABASE_URL"] = f"sqlite:///{data_dir.parent / tree.name}.db"
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", ENTRY, *args], cwd=tree, env=run_env,
                           capture_output=True, text=True, check=False)

@@ -8,13 +8,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
@@ -22,10 +17,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 DEFAULT_URL = "sqlite:///.sift/sift.db"
+# The newest migration. A database stamped with it needs no Alembic at all, which keeps
+# `sift ask` quick; a test holds this to storage/migrations (bump it with each new one).
+HEAD = "0006"
 MIGRATION_LOCK = 0x51F7  # the advisory lock id PostgreSQL migrations serialise on
 
 
@@ -120,6 +122,8 @@ class Database:
                                f"{_first_line(exc)}") from exc
 
     def _alembic(self, connection: Connection) -> Config:
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         config.attributes["connection"] = connection
@@ -127,6 +131,11 @@ class Database:
 
     def upgrade(self, revision: str = "head") -> None:
         """Apply migrations up to `revision`; safe to call on every start."""
+        if revision == "head" and self._stamped() == HEAD:
+            return  # already current: the common case, without loading Alembic
+        from alembic import command
+        from alembic.util import CommandError
+
         engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         before = self.current_revision_or_none()
         try:
@@ -145,6 +154,15 @@ class Database:
             log.info("migrated the database at %s from %s to %s", self.safe_url,
                      before or "empty", after)
 
+    def _stamped(self) -> str | None:
+        """The revision recorded in the database, read without Alembic; None when unknown."""
+        try:
+            with self.engine.connect() as connection:
+                found = connection.execute(text("SELECT version_num FROM alembic_version"))
+                return found.scalar()
+        except SQLAlchemyError:
+            return None
+
     def current_revision_or_none(self) -> str | None:
         """The revision, or None when the database cannot be read (upgrade will say why)."""
         try:
@@ -153,11 +171,16 @@ class Database:
             return None
 
     def current_revision(self) -> str | None:
+        from alembic.runtime.migration import MigrationContext
+
         with self.engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
 
     @staticmethod
     def _scripts() -> ScriptDirectory:
+        from alembic.config import Config
+        from alembic.script import ScriptDirectory
+
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         return ScriptDirectory.from_config(config)

@@ -15,6 +15,7 @@ from sync.interrupt import StopRequest
 from sync.job import JobConfig, SyncJob
 from sync.lock import SourceLock
 from sync.ports import ChunkIndex, SyncState
+from sync.prune import prune, unconfigured
 from sync.report import Progress, SyncSummary
 
 
@@ -63,6 +64,14 @@ class SyncRunner:
             raise SyncError(f"unknown source {name!r}",
                             user_message=f"There is no source named '{name}'; configured "
                             f"sources: {known}.") from None
+
+    async def prune_unconfigured(self, *, dry_run: bool = False) -> dict[str, int]:
+        """Remove what sources no longer configured left in the index (the sample, once a
+        person configures their own); chunks per source removed, or that would be."""
+        found = await unconfigured(self.index, self._sources)
+        if dry_run:
+            return found
+        return {name: await prune(self.index, self.state, name) for name in found}
 
     async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
                   progress: Progress | None = None) -> SyncSummary:

@@ -103,7 +103,21 @@ class SyncScheduler:
                 self._running.discard(task)
 
     def start(self) -> None:
+        self.scheduler.add_job(self._prune, "date", id="prune-unconfigured",
+                               name="removal of sources no longer configured",
+                               replace_existing=True, misfire_grace_time=None)
         self.scheduler.start()
+
+    async def _prune(self) -> None:
+        """A changed sift.toml takes effect in `sift serve` as in `sift sync`: what sources
+        no longer configured left in the index goes, or answers would keep citing it."""
+        try:
+            removed = await self.runner.prune_unconfigured()
+        except Exception:
+            log.exception("removing the sources no longer configured failed")
+            return
+        for name, chunks in removed.items():
+            log.info("Removed source '%s' (no longer configured): %d chunks", name, chunks)
 
     def run_now(self, name: str) -> None:
         """An incremental run of one source now (the admin console's "sync now"); a run of

@@ -142,7 +142,7 @@ async def _run(app: App, data: EvalSet, options: Options) -> Report:
                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[detail]}"))
     questions = min(len(data.queries), options.limit or len(data.queries))
     async with weaviate_running(app):
-        console = Console(stderr=True)
+        console = Console(stderr=True, markup=False)
         shown = Progress(*columns, console=console) if console.is_terminal else PlainProgress()
         with shown as progress:
             bars = _Bars(progress, len(data.corpus or ()), questions)

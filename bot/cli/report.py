@@ -51,7 +51,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(report), ensure_ascii=False))
     else:
-        render(report, human(args.since), Console(highlight=False, soft_wrap=False))
+        render(report, human(args.since), Console(highlight=False, soft_wrap=False, markup=False))
     return 0
 
 

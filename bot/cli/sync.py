@@ -19,7 +19,6 @@ from bot.cli.plain_progress import PlainProgress
 from rag.errors import ConfigError, SyncError
 from sync.interrupt import stop_on_signals
 from sync.lock import SourceLock
-from sync.prune import prune, unconfigured
 from sync.report import NoProgress, SyncSummary
 from sync.report import Progress as ProgressPort
 
@@ -86,14 +85,14 @@ def _check_folders(app: App, names: list[str]) -> None:
 
 
 async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     failures = 0
     summaries: list[SyncSummary] = []
     rebuild = names if args.rebuild else []
     async with _index(app, rebuild=rebuild, console=console) as index, \
             stop_on_signals() as stop:  # Ctrl-C / SIGTERM: stop at the next batch boundary
-        await _prune(app, index, dry_run=args.dry_run, console=console)
         runner = app.sync_runner(index, stop)
+        await _prune(runner, dry_run=args.dry_run, console=console)
         for name in names:
             try:
                 summary = await _one(runner, name, args, console)
@@ -107,21 +106,20 @@ async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
             if args.json:
                 print(json.dumps(summary.as_json()), flush=True)
     if not args.json and summaries:
-        _print_table(summaries, Console() if sys.stdout.isatty() else Console(width=120))
+        _print_table(summaries, Console(markup=False) if sys.stdout.isatty()
+                     else Console(width=120, markup=False))
     return 1 if failures else 0
 
 
-async def _prune(app: App, index: WeaviateIndex, *, dry_run: bool, console: Console) -> None:
+async def _prune(runner: SyncRunner, *, dry_run: bool, console: Console) -> None:
     """Remove what sources no longer configured left in the index, saying so."""
-    configured = [s.name for s in app.settings.resolved_sources]
-    for name, chunks in (await unconfigured(index, configured)).items():
+    for name, chunks in (await runner.prune_unconfigured(dry_run=dry_run)).items():
         if dry_run:
             console.print(f"Would remove source '{name}' ({chunks} chunks): it is no longer "
                           "configured.", highlight=False)
-            continue
-        deleted = await prune(index, app.sync_state, name)
-        console.print(f"Removed source '{name}' (no longer configured): {deleted} chunks.",
-                      highlight=False)
+        else:
+            console.print(f"Removed source '{name}' (no longer configured): {chunks} chunks.",
+                          highlight=False)
 
 
 async def _one(runner: SyncRunner, name: str, args: argparse.Namespace,

@@ -82,6 +82,9 @@ class BuildState:
     def forget_document(self, source: str, doc_id: str) -> None:
         self._docs.pop(doc_id, None)
 
+    def forget_source(self, source: str) -> None:
+        self._docs.clear()
+
     def start_run(self, source: str, *, full: bool) -> int:
         return 1
 

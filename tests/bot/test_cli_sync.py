@@ -155,3 +155,13 @@ def test_a_source_no_longer_configured_is_pruned_by_the_next_sync(
     assert chunks_of("mine", weaviate_server, collection) >= 1
     _, _, again = run(capsys)
     assert "Removed" not in again  # pruned once; its sync state went with it
+
+
+def test_a_warning_prints_its_brackets_as_written(site: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # The terminal renderer once read "[[groups]]" as style markup and printed "[]".
+    write(site, "secret.md", article("Secret", paragraph("secret", 3), access="[finance]"))
+    code, _, text = run(capsys, "--source", "kb")
+    assert code == 0
+    [line] = [line for line in text.splitlines() if line.startswith("kb: warning")]
+    assert "access group 'finance'" in line and "not declared in [[groups]]" in line

@@ -76,6 +76,12 @@ class MemoryIndex:
                 found.setdefault(chunk.doc_id, set()).add(chunk.content_hash)
         return found
 
+    async def count_by_source(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for chunk, _ in self.chunks.values():
+            counts[chunk.source] = counts.get(chunk.source, 0) + 1
+        return counts
+
     async def count(self, source: str | None = None) -> int:
         return sum(1 for c, _ in self.chunks.values() if source is None or c.source == source)
 

@@ -59,6 +59,11 @@ class MemorySyncState:
             self.writes += 1
             self.docs.get(source, {}).pop(doc_id, None)
 
+    def forget_source(self, source: str) -> None:
+        with self._lock:
+            self.writes += 1
+            self.docs.pop(source, None)
+
     def start_run(self, source: str, *, full: bool) -> int:
         with self._lock:
             run = StoredRun(len(self.runs) + 1, source, full, datetime.now(UTC))

@@ -47,6 +47,53 @@ async def test_start_up_sync_runs_in_the_background(tmp_path: Path,
         await index.close()
 
 
+async def test_start_up_lines_and_a_source_no_longer_configured(
+        tmp_path: Path, weaviate_server: ManagedWeaviate, fake_anthropic: FakeAnthropic,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Served twice over one index: first with the folder "old", then with "runbooks" only."""
+    collection = unique_collection("Lines")
+    folders = {}
+    for name in ("old", "runbooks"):
+        folders[name] = tmp_path / name
+        write(folders[name], "a.md", article(f"{name} guide", paragraph(name, 4)))
+
+    def served_with(name: str) -> ServedSift:
+        return ServedSift(App(settings_for(
+            tmp_path, weaviate_server, collection, fake_anthropic, sync=SyncSettings(),
+            sources=[SourceSettings(name=name, kind="folder", path=folders[name])])))
+
+    first = served_with("old")
+    await first.start()
+    try:
+        await _finished_runs(first)
+    finally:
+        await first.stop()
+    out = capsys.readouterr().out
+    base = first.base_url
+    assert "  Slack: off (SIFT_SLACK_BOT_TOKEN is not set)" in out
+    assert f"  Web chat: open {base}/ in a browser" in out
+    assert "  Admin console: off (SIFT_ADMIN__PASSWORD is not set)" in out
+    assert "  Source old: never synced; a first sync starts now" in out
+
+    second = served_with("runbooks")
+    await second.start()
+    index = second.app.index()
+    await index.connect(ensure=False)
+    try:
+        await _finished_runs(second)
+        for _ in range(100):
+            counts = await index.count_by_source()
+            if "old" not in counts:
+                break
+            await asyncio.sleep(0.1)
+        assert set(counts) == {"runbooks"}, counts
+    finally:
+        await second.stop()
+        await index.drop()
+        await index.close()
+    assert "  Source runbooks: never synced; a first sync starts now" in capsys.readouterr().out
+
+
 async def _finished_runs(served: ServedSift, timeout_s: float = 120) -> list[SyncRun]:
     for _ in range(int(timeout_s * 10)):
         runs = await asyncio.to_thread(served.rows, SyncRun)

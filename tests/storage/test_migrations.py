@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from storage.db import Database
+from storage.db import HEAD, Database
 from storage.errors import StorageError
 from storage.models import Base
 
@@ -114,3 +116,21 @@ def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> 
     assert {f.name: oct(f.stat().st_mode & 0o777) for f in files if f.exists()} == {
         "sift.db": "0o600", "sift.db-wal": "0o600", "sift.db-shm": "0o600"}
     assert oct((tmp_path / "new").stat().st_mode & 0o777) == "0o700"
+
+
+def test_the_head_constant_is_the_newest_migration(database: Database) -> None:
+    # HEAD lets a current database skip Alembic; a migration added without bumping it fails here.
+    newest = database.head_revision()
+    assert newest == HEAD, f"set HEAD in storage/db.py to {newest!r}, the newest migration"
+
+
+def test_a_current_database_is_checked_without_loading_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sift.db'}"
+    Database(url).upgrade()
+    probe = ("import sys; from storage.db import Database; Database(sys.argv[1]).upgrade(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))")
+    done = subprocess.run([sys.executable, "-c", probe, url], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "[]"
+    with Database(url).engine.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == HEAD

@@ -71,6 +71,9 @@ class SpyIndex:
     async def list_documents(self, source: str) -> dict[str, set[str]]:
         return dict(await self.inner.list_documents(source))
 
+    async def count_by_source(self) -> dict[str, int]:
+        return dict(await self.inner.count_by_source())
+
 
 class FailingEmbedder:
     """Wraps an embedder and raises on its Nth call: a crash between batches."""

@@ -99,3 +99,30 @@ async def test_scheduled_failures_are_logged_not_raised(kb: Path, tmp_path: Path
     with SourceLock(tmp_path / "locks", "kb"):
         await scheduled_sync(make_runner(kb, tmp_path), "kb", False)
     assert "incremental sync of kb skipped: Another sync of 'kb' is running" in caplog.text
+
+
+async def test_start_up_removes_a_source_no_longer_configured(
+        kb: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`sift serve` with a new sift.toml: the sample's chunks go, as with `sift sync`."""
+    caplog.set_level(logging.INFO)
+    write(kb, "a.md", "# A\n\nText.")
+    index, state = MemoryIndex(), MemorySyncState()
+    old = SyncRunner([SyncSource("sample", FolderConnector(kb))], index, HashEmbedder(), state,
+                     tmp_path / "locks")
+    await old.run("sample", full=True)
+    assert await index.count("sample") > 0 and state.documents("sample")
+
+    runner = SyncRunner([SyncSource("kb", FolderConnector(kb))], index, HashEmbedder(), state,
+                        tmp_path / "locks")
+    scheduler = SyncScheduler(runner, [SourceSchedule("kb")], sync_on_start=False)
+    scheduler.start()
+    try:
+        for _ in range(100):
+            if not await index.count("sample"):
+                break
+            await asyncio.sleep(0.05)
+        assert await index.count("sample") == 0
+        assert not state.documents("sample")
+        assert "Removed source 'sample' (no longer configured)" in caplog.text
+    finally:
+        await scheduler.stop()
