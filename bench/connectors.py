@@ -31,6 +31,7 @@ from sync.connectors.notion_blocks import blocks_to_markdown
 from sync.connectors.sharepoint import SharePointConnector, SharePointSettings
 from sync.connectors.web import WebConnector, WebSettings
 from sync.connectors.web_pages import extract
+from sync.connectors.zendesk import ZendeskConnector, ZendeskSettings
 from tests.fakes.confluence_server import EMAIL, TOKEN, FakeConfluence, FakePage
 from tests.fakes.gdrive_server import DOC, DriveFile, FakeDrive, permission
 from tests.fakes.graph_server import CLIENT_ID, TENANT
@@ -38,6 +39,9 @@ from tests.fakes.graph_server import SECRET as APP_SECRET
 from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
 from tests.fakes.sharepoint_server import FakeFile, FakeSharePoint, org_link
 from tests.fakes.web_site import FakeSite, SitePage
+from tests.fakes.zendesk_server import EMAIL as ZENDESK_EMAIL
+from tests.fakes.zendesk_server import TOKEN as ZENDESK_TOKEN
+from tests.fakes.zendesk_server import FakeArticle, FakeZendesk
 from tests.sync.test_convert_files import docx  # the smallest valid .docx writer
 
 PROSE = ("The deployment pipeline builds the image, runs the integration suite and promotes "
@@ -156,12 +160,30 @@ async def gdrive(pages: int) -> tuple[Any, Callable[[], None], Any]:
     return conn, lambda: [html_to_markdown(storage(i)) for i in range(pages)], server
 
 
+async def zendesk(pages: int) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeZendesk()
+    server.categories, server.sections = {1: "Operations"}, {10: ("Runbooks", 1)}
+    for i in range(pages):
+        server.put(FakeArticle(i + 1, 10, f"Runbook {i}", article_html(i), labels=["ops"]))
+    await server.start()
+    conn = ZendeskConnector(SourceConfig("help", url=server.url, token=ZENDESK_TOKEN),
+                            ZendeskSettings(email=ZENDESK_EMAIL))
+    return conn, lambda: [html_to_markdown(article_html(i)) for i in range(pages)], server
+
+
+def article_html(i: int) -> str:
+    rows = "".join(f"<tr><td>svc{j}</td><td>team{j}</td></tr>" for j in range(8))
+    return (f"<h2>Runbook {i}</h2>" + f"<p>{PROSE * 6}</p>" * 4
+            + "<pre><code>make deploy ENV=prod</code></pre>"
+            + f"<ul><li>Ask in #ops.</li></ul><table><tbody>{rows}</tbody></table>")
+
+
 async def main(pages: int, rounds: int) -> None:
     cases: list[tuple[str, Callable[[], Awaitable[tuple[Any, Callable[[], None], Any]]]]] = [
         ("confluence cloud", lambda: confluence(pages, "cloud")),
         ("confluence datacenter", lambda: confluence(pages, "datacenter")),
         ("notion", lambda: notion(pages)), ("web sitemap", lambda: web(pages, "/sitemap.xml")),
-        ("web crawl", lambda: web(pages, "/docs/")),
+        ("web crawl", lambda: web(pages, "/docs/")), ("zendesk", lambda: zendesk(pages)),
         ("sharepoint (docx)", lambda: sharepoint(pages)),
         ("gdrive (docs export)", lambda: gdrive(pages))]
     print(f"{pages} pages per connector, best of {rounds} rounds (pages/s)")

@@ -22,6 +22,7 @@ from bot.chat.policy import (
     validate,
 )
 from bot.chat.service import ChatLimits, ChatService, ChatStores
+from bot.hooks import PushEndpoint
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
@@ -326,6 +327,16 @@ class App:
         return SyncScheduler(runner, schedules,
                              misfire_grace_s=self.settings.sync.misfire_grace_s,
                              sync_on_start=self.settings.sync.sync_on_start)
+
+    def push_endpoints(self) -> dict[str, PushEndpoint]:
+        """Every source's webhook endpoint: its receiver, or None when its kind takes none."""
+        endpoints: dict[str, PushEndpoint] = {}
+        for source in self.settings.resolved_sources:
+            spec = registry.SPECS[source.kind]
+            receiver = (spec.push(source.connector_config(), source.options)
+                        if spec.push is not None else None)
+            endpoints[source.name] = PushEndpoint(source.kind, receiver)
+        return endpoints
 
     # --- End of sync ---------------------------------------------------------------------------
 

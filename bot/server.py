@@ -10,11 +10,13 @@ from contextlib import AsyncExitStack
 
 from bot.admin import routes as admin_console
 from bot.app import App
+from bot.hooks import PushRoutes
 from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
 from rag.index import WeaviateIndex
+from sync.push_queue import PushSyncs
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,10 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         for problem in await app.access_resolver.startup_problems():  # named, not fatal
             log.warning("permissions: %s", problem)
         syncs = app.sync_scheduler(app.sync_runner(index))  # started below, after the site
+        # --- Push: POST /sync/hooks/<source> (each platform's signature checked) ------------
+        pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
+        PushRoutes(app.push_endpoints(), pushes).mount(web_app)
+        stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
         runner = await start_site(web_app, app.settings.host, app.settings.port)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import ParamSpec, TypeVar
@@ -29,11 +29,13 @@ from sync.connectors.base import (
     DocumentGone,
     Fetched,
     SourceDocument,
+    fetcher,
 )
 from sync.interrupt import StopRequest, SyncInterrupted
 from sync.ports import ChunkIndex, DocumentState, SyncState
 from sync.prepare import content_hash, text_to_embed, to_chunks
-from sync.report import NoProgress, Progress, SyncSummary, Tally, Timers
+from sync.report import NoProgress, Progress, SyncSummary, Timers
+from sync.run_state import Pending, RunState
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -51,37 +53,6 @@ class JobConfig:
     max_file_bytes: int = 20 * 1024 * 1024  # larger documents are skipped, by name
     # Declared access groups ("public" included); None: do not check documents against them.
     known_groups: frozenset[str] | None = None
-
-
-@dataclass
-class _Pending:
-    doc: SourceDocument
-    digest: str
-    chunks: list[Chunk]
-    kind: str  # "added" or "updated"
-
-
-@dataclass
-class _Run:
-    """What one run knows and has done so far."""
-
-    full: bool
-    dry_run: bool
-    known: Mapping[str, DocumentState] = field(default_factory=dict)
-    indexed: dict[str, set[str]] = field(default_factory=dict)
-    tally: Tally = field(default_factory=Tally)
-    errors: list[str] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
-    pending: list[_Pending] = field(default_factory=list)
-    embedded: int = 0
-    warnings: list[str] = field(default_factory=list)
-    unknown_groups: dict[str, list[str]] = field(default_factory=dict)  # group -> doc ids
-    cursor: str | None = None  # the platform's change cursor, stored if the run succeeds
-    listed_all: bool = False  # the connector listed every current document this run
-
-    @property
-    def pending_chunks(self) -> int:
-        return sum(len(p.chunks) for p in self.pending)
 
 
 class SyncJob:
@@ -107,7 +78,7 @@ class SyncJob:
         started = time.perf_counter()
         try:
             since = None if full else await self._state(self.state.last_success, self.source)
-            run = _Run(full=full or since is None, dry_run=dry_run)
+            run = RunState(full=full or since is None, dry_run=dry_run)
             run_id = None if dry_run else await self._state(
                 self.state.start_run, self.source, full=run.full)
             try:
@@ -124,7 +95,7 @@ class SyncJob:
         finally:
             reset_correlation_id(token)
 
-    async def _sync(self, run: _Run, since: datetime | None) -> None:
+    async def _sync(self, run: RunState, since: datetime | None) -> None:
         run.known = await self._state(self.state.documents, self.source)
         if run.full:  # a full pass also reconciles the index with what storage believes
             with self.timers.phase("write"):
@@ -133,41 +104,15 @@ class SyncJob:
             since = _aware(since) - timedelta(seconds=self.config.checkpoint_overlap_s)
         async for item in self.timers.iterate("read", await self._listing(run, since)):
             if isinstance(item, Checkpoint):
-                run.cursor, run.listed_all = item.cursor, item.complete
-                for warning in item.warnings:
-                    log.warning("sync %s: %s", self.source, warning)
-                    run.warnings.append(warning)
-                continue
-            if not item.doc_id:  # nothing to record it under (an API item without an id)
-                await self._fail(run, DocumentFailure("", item.error if isinstance(
-                    item, DocumentFailure) else "a document without an id"), record=False)
-            elif item.doc_id in run.seen:
-                await self._fail(run, DocumentFailure(
-                    item.doc_id, f"duplicate doc_id {item.doc_id!r}: a document earlier in "
-                    "the source already uses it; this one is skipped"), record=False)
-            elif isinstance(item, DocumentFailure):
-                run.seen.add(item.doc_id)
-                await self._fail(run, item)
-            elif isinstance(item, DocumentGone):
-                run.seen.add(item.doc_id)
-                await self._forget(run, item.doc_id)
+                self._checkpoint(run, item)
             else:
-                run.seen.add(item.doc_id)
-                await self._consider(run, item)
-            if run.pending_chunks >= self.config.embed_batch:
-                await self._flush(run)
-            self.stop.check(self.source)
+                await self._take(run, item)
         await self._flush(run)
         if run.full or self.connector.cheap_ids or run.listed_all:  # else: the next full pass
             await self._prune(run)
-        for group, docs in sorted(run.unknown_groups.items()):
-            more = f" and {len(docs) - 1} more" if len(docs) > 1 else ""
-            warning = (f"access group {group!r} (used by {docs[0]}{more}) is not declared in "
-                       "[[groups]]: what it restricts is visible to nobody until it is")
-            log.warning("sync %s: %s", self.source, warning)
-            run.warnings.append(warning)
+        self._warn_groups(run)
 
-    async def _listing(self, run: _Run, since: datetime | None) -> AsyncIterator[
+    async def _listing(self, run: RunState, since: datetime | None) -> AsyncIterator[
             Fetched | Checkpoint]:
         """The connector's documents since the checkpoint time, or since its own cursor."""
         if not isinstance(self.connector, CursorSource):
@@ -175,7 +120,67 @@ class SyncJob:
         cursor = None if run.full else await self._state(self.state.last_cursor, self.source)
         return self.connector.changes(cursor)
 
-    def _check_access(self, run: _Run, doc: SourceDocument) -> None:
+    def _checkpoint(self, run: RunState, item: Checkpoint) -> None:
+        run.cursor, run.listed_all = item.cursor, item.complete
+        for warning in item.warnings:
+            log.warning("sync %s: %s", self.source, warning)
+            run.warnings.append(warning)
+
+    async def run_ids(self, doc_ids: Sequence[str]) -> SyncSummary:
+        """Sync only these documents (a push named them) through the connector's `fetch`: no
+        listing, no pruning, and no run recorded, so the incremental checkpoint stays where
+        the last listing left it (a push never hides changes it did not name)."""
+        targeted = fetcher(self.connector)
+        if targeted is None:
+            raise SyncError(f"the {self.source} connector cannot read documents by id")
+        token = bind_correlation_id(new_correlation_id())
+        started = time.perf_counter()
+        try:
+            run = RunState(full=False, dry_run=False)
+            run.known = await self._state(self.state.documents, self.source)
+            async for item in self.timers.iterate("read", targeted.fetch(doc_ids)):
+                await self._take(run, item)
+            await self._flush(run)
+            self._warn_groups(run)
+            return self._summary(run, time.perf_counter() - started)
+        except Exception as exc:
+            log.error("sync %s of %d pushed documents failed: %r", self.source, len(doc_ids),
+                      exc, exc_info=exc)
+            raise self._failure(exc) from exc
+        finally:
+            reset_correlation_id(token)
+
+    def _warn_groups(self, run: RunState) -> None:
+        for group, docs in sorted(run.unknown_groups.items()):
+            more = f" and {len(docs) - 1} more" if len(docs) > 1 else ""
+            warning = (f"access group {group!r} (used by {docs[0]}{more}) is not declared in "
+                       "[[groups]]: what it restricts is visible to nobody until it is")
+            log.warning("sync %s: %s", self.source, warning)
+            run.warnings.append(warning)
+
+    async def _take(self, run: RunState, item: Fetched) -> None:
+        """One item of the connector's stream: a document, a failure, or a deletion."""
+        if not item.doc_id:  # nothing to record it under (an API item without an id)
+            await self._fail(run, DocumentFailure("", item.error if isinstance(
+                item, DocumentFailure) else "a document without an id"), record=False)
+        elif item.doc_id in run.seen:
+            await self._fail(run, DocumentFailure(
+                item.doc_id, f"duplicate doc_id {item.doc_id!r}: a document earlier in "
+                "the source already uses it; this one is skipped"), record=False)
+        elif isinstance(item, DocumentGone):
+            run.seen.add(item.doc_id)
+            await self._gone(run, item.doc_id)
+        elif isinstance(item, DocumentFailure):
+            run.seen.add(item.doc_id)
+            await self._fail(run, item)
+        else:
+            run.seen.add(item.doc_id)
+            await self._consider(run, item)
+        if run.pending_chunks >= self.config.embed_batch:
+            await self._flush(run)
+        self.stop.check(self.source)
+
+    def _check_access(self, run: RunState, doc: SourceDocument) -> None:
         """A bad `access` is indexed restricted (never public) and reported, not skipped."""
         for warning in doc.warnings:
             log.warning("sync %s: %s: %s", self.source, doc.doc_id, warning)
@@ -187,7 +192,7 @@ class SyncJob:
             if group not in known:
                 run.unknown_groups.setdefault(group, []).append(doc.doc_id)
 
-    async def _consider(self, run: _Run, doc: SourceDocument) -> None:
+    async def _consider(self, run: RunState, doc: SourceDocument) -> None:
         size = len(doc.body.encode("utf-8"))
         if size > self.config.max_file_bytes:
             limit = self.config.max_file_bytes / 2**20
@@ -210,10 +215,10 @@ class SyncJob:
                 return
             chunks = to_chunks(self.source, doc, digest, self.config.chunking)
         existed = bool(old and old.content_hash) or doc.doc_id in run.indexed
-        run.pending.append(_Pending(doc, digest, chunks, "updated" if existed else "added"))
+        run.pending.append(Pending(doc, digest, chunks, "updated" if existed else "added"))
 
     @staticmethod
-    def _up_to_date(run: _Run, old: DocumentState, digest: str) -> bool:
+    def _up_to_date(run: RunState, old: DocumentState, digest: str) -> bool:
         if old.status != "ok" or old.content_hash != digest:
             return False
         if not run.full:
@@ -221,7 +226,7 @@ class SyncJob:
         expected = {digest} if old.chunk_count else set()
         return run.indexed.get(old.doc_id, set()) == expected
 
-    async def _flush(self, run: _Run) -> None:
+    async def _flush(self, run: RunState) -> None:
         batch, run.pending = run.pending, []
         if not batch:
             return
@@ -244,7 +249,7 @@ class SyncJob:
         for item in batch:
             await self._commit(run, item)
 
-    async def _embed_and_upsert(self, run: _Run, chunks: list[Chunk]) -> None:
+    async def _embed_and_upsert(self, run: RunState, chunks: list[Chunk]) -> None:
         with self.timers.phase("embed"):
             vectors = await self.embedder.embed_documents([text_to_embed(c) for c in chunks])
         run.embedded += len(chunks)
@@ -252,7 +257,7 @@ class SyncJob:
             await self.index.upsert(chunks, vectors)
         self.progress.chunks(len(chunks))
 
-    async def _commit(self, run: _Run, item: _Pending) -> None:
+    async def _commit(self, run: RunState, item: Pending) -> None:
         doc = item.doc
         maybe_stale = doc.doc_id in run.known or doc.doc_id in run.indexed or not run.full
         if maybe_stale:  # chunks of older versions, or of a run killed before its record
@@ -265,7 +270,7 @@ class SyncJob:
         run.tally.chunks_written += len(item.chunks)
         self.progress.documents(1)
 
-    async def _fail(self, run: _Run, failure: DocumentFailure, record: bool = True) -> None:
+    async def _fail(self, run: RunState, failure: DocumentFailure, record: bool = True) -> None:
         """Report and skip; the document's existing chunks and hash stay as they were."""
         log.warning("sync %s: skipped %s", self.source, failure.error)
         run.tally.failed += 1
@@ -279,26 +284,30 @@ class SyncJob:
                           chunk_count=old.chunk_count if old else 0, updated_at=None,
                           status="failed", error=failure.error, restricted=True)
 
-    async def _prune(self, run: _Run) -> None:
+    async def _gone(self, run: RunState, doc_id: str) -> None:
+        """Deleted at the source: its chunks and its record go now, not at the next prune."""
+        known = doc_id in run.known or doc_id in run.indexed
+        run.tally.deleted += int(known)
+        self.progress.documents(1)
+        if run.dry_run:
+            return
+        with self.timers.phase("write"):  # even unrecorded: chunks of a run killed mid-way
+            await self.index.delete_document(self.source, doc_id)
+        if doc_id in run.known:
+            await self._state(self.state.forget_document, self.source, doc_id)
+
+    async def _prune(self, run: RunState) -> None:
         """Delete documents the source no longer has (its own listing is the authority)."""
         present = set(run.seen)
-        if not run.listed_all:
+        if not run.listed_all:  # else this run's listing was already complete
             with self.timers.phase("read"):
                 present |= await self.connector.list_ids()
         for doc_id in sorted((set(run.known) | set(run.indexed)) - present):
-            await self._forget(run, doc_id)
-
-    async def _forget(self, run: _Run, doc_id: str) -> None:
-        """Remove a deleted document's chunks and record. An id storage never recorded may
-        still have chunks (a run killed before its record), so the index is asked anyway."""
-        recorded = doc_id in run.known or doc_id in run.indexed
-        if recorded:
             run.tally.deleted += 1
-        if run.dry_run or (run.full and not recorded):  # a full pass read the whole index
-            return
-        with self.timers.phase("write"):
-            await self.index.delete_document(self.source, doc_id)
-        if doc_id in run.known:
+            if run.dry_run:
+                continue
+            with self.timers.phase("write"):
+                await self.index.delete_document(self.source, doc_id)
             await self._state(self.state.forget_document, self.source, doc_id)
 
     async def _state(self, call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
@@ -306,7 +315,7 @@ class SyncJob:
         with self.timers.phase("state"):
             return await asyncio.to_thread(call, *args, **kwargs)
 
-    async def _abort(self, run: _Run, run_id: int | None, exc: BaseException) -> None:
+    async def _abort(self, run: RunState, run_id: int | None, exc: BaseException) -> None:
         if isinstance(exc, SyncInterrupted):
             log.warning("sync %s stopped at a batch boundary (%s)", self.source, self.stop.reason)
         else:
@@ -329,7 +338,7 @@ class SyncJob:
         return SyncError(f"sync of {self.source} failed: {exc!r}",
                          user_message=with_reference(sentence, current_correlation_id()))
 
-    def _summary(self, run: _Run, seconds: float) -> SyncSummary:
+    def _summary(self, run: RunState, seconds: float) -> SyncSummary:
         return SyncSummary(self.source, run.tally.freeze(), seconds, full=run.full,
                            dry_run=run.dry_run, errors=tuple(run.errors),
                            phases=dict(self.timers.seconds), chunks_embedded=run.embedded,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -75,19 +76,35 @@ class SyncRunner:
 
     async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
                   progress: Progress | None = None) -> SyncSummary:
-        source = self.source(name)
-        self.stop.check(name)  # interrupted before this source began: no run to record
-        job = SyncJob(name, source.connector, self.index, self.embedder, self.state,
-                      self.config, progress, self.stop)
+        job = self._job(name, progress)
         if dry_run:  # reads only: no need to wait for, or block, a real run
             return await job.run(full=full, dry_run=True)
+        async with self._locked(name):
+            return await job.run(full=full)
+
+    async def run_ids(self, name: str, doc_ids: Sequence[str]) -> SyncSummary:
+        """Sync only the named documents (a push), under the same locks as a whole run."""
+        job = self._job(name, None)
+        async with self._locked(name):
+            return await job.run_ids(doc_ids)
+
+    def _job(self, name: str, progress: Progress | None) -> SyncJob:
+        source = self.source(name)
+        self.stop.check(name)  # interrupted before this source began: no run to record
+        return SyncJob(name, source.connector, self.index, self.embedder, self.state,
+                       self.config, progress, self.stop)
+
+    @asynccontextmanager
+    async def _locked(self, name: str) -> AsyncIterator[None]:
+        """This process's queue, then the file lock, then (replicas) the shared lease."""
         async with self._queues.setdefault(name, asyncio.Lock()):
             with SourceLock(self.lock_dir, name):
                 shared = self._shared(name) if self._shared else None
                 if shared is None:
-                    return await job.run(full=full)
+                    yield
+                    return
                 await asyncio.to_thread(shared.acquire)
                 try:
-                    return await job.run(full=full)
+                    yield
                 finally:
                     await asyncio.to_thread(shared.release)

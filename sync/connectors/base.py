@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
+
+from sync.push import PushReceiver
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,19 @@ class CursorSource(Protocol):
     def changes(self, cursor: str | None) -> AsyncIterator[Fetched | Checkpoint]: ...
 
 
+class Fetches(Protocol):
+    """A connector that can read chosen documents by id (what a push notification names).
+    An id the source no longer has comes back as DocumentGone; one it cannot read, as a
+    DocumentFailure. Connectors without `fetch` get an incremental run instead."""
+
+    def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]: ...
+
+
+def fetcher(connector: object) -> Fetches | None:
+    """The connector's targeted read, or None when it has none."""
+    return connector if callable(getattr(connector, "fetch", None)) else None  # type: ignore[return-value]
+
+
 class ConnectorSettings(BaseModel):
     """A kind's own settings: the `[sources.<kind>]` table of a source in sift.toml."""
 
@@ -109,3 +124,5 @@ class ConnectorSpec:
     settings: type[ConnectorSettings]
     build: Callable[[SourceConfig, Any], Connector]
     summary: str  # one line for `--help`-like listings and error messages
+    # The kind's webhook receiver (`POST /sync/hooks/<source>`); None: it takes no pushes.
+    push: Callable[[SourceConfig, Any], PushReceiver] | None = None

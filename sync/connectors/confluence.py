@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Literal
 
 import httpx
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
     ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
+    DocumentGone,
     Fetched,
     SourceConfig,
     SourceDocument,
 )
 from sync.connectors.confluence_api import CloudApi, DataCenterApi, Page, Space
+from sync.connectors.confluence_push import ConfluenceReceiver
 from sync.connectors.confluence_storage import storage_to_markdown
 from sync.connectors.convert import DocumentParseError, as_datetime
 from sync.connectors.http_client import JsonClient
@@ -38,6 +40,8 @@ class ConfluenceSettings(ConnectorSettings):
     timeout_s: float = Field(30.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)
     backoff_s: float = Field(0.5, gt=0)
+    webhook_secret: SecretStr | None = None  # Data Center webhooks' secret (push notifications)
+    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
 
 
 class ConfluenceConnector:
@@ -91,6 +95,21 @@ class ConfluenceConnector:
                            DocumentFailure(page.id, f"page {page.id} ({page.title}): cannot "
                                            f"read its labels or restrictions ({detailed})"))
 
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        """Pages by id (a webhook named them): gone when deleted, trashed, moved out of the
+        chosen spaces, or no longer readable by the token."""
+        async with self._api() as api:
+            spaces, _ = await self._spaces(api)
+            for doc_id in doc_ids:
+                page = await api.page(doc_id, spaces) if doc_id.isdigit() else None
+                if page is None:
+                    yield DocumentGone(doc_id)
+                    continue
+                detailed = await api.details(page)
+                yield (self._document(detailed) if isinstance(detailed, Page) else
+                       DocumentFailure(page.id, f"page {page.id} ({page.title}): cannot "
+                                       f"read its labels or restrictions ({detailed})"))
+
     async def list_ids(self) -> set[str]:
         async with self._api() as api:
             spaces, _ = await self._spaces(api)
@@ -127,5 +146,9 @@ def build(source: SourceConfig, settings: ConfluenceSettings) -> ConfluenceConne
     return ConfluenceConnector(source, settings)
 
 
+def push(source: SourceConfig, settings: ConfluenceSettings) -> ConfluenceReceiver:
+    return ConfluenceReceiver(settings.webhook_secret, settings.webhook_tolerance_s)
+
+
 SPEC = ConnectorSpec("confluence", ConfluenceSettings, build, "Confluence Cloud or Data Center "
-                     "pages by space")
+                     "pages by space", push=push)

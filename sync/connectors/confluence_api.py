@@ -88,10 +88,28 @@ class CloudApi:
             updated = str(_get(item, "version", "createdAt") or "")
             if since is not None and updated and _stamp(updated) < since:
                 return  # newest first: every later page is older still
-            storage = _get(item, "body", "storage", "value")
-            yield Page(str(item["id"]), str(item.get("title") or ""), space.key, updated,
-                       base + str(_get(item, "_links", "webui") or ""),
-                       storage if body and isinstance(storage, str) else None)
+            yield self._page(item, space, base, body)
+
+    async def page(self, page_id: str, spaces: Sequence[Space]) -> Page | None:
+        """One current page of these spaces, with its body; None when it is not (any more):
+        deleted, trashed, moved to another space, or out of this token's reach."""
+        response = await self.api.get(f"api/v2/pages/{page_id}", {"body-format": "storage"},
+                                      accept=MISSING)
+        item = None if response.status_code in MISSING else decode_json(response)
+        space = next((s for s in spaces if isinstance(item, dict)
+                      and s.id == str(item.get("spaceId"))), None)
+        if space is None or not isinstance(item, dict) or item.get("status") != "current":
+            return None
+        base = str(_get(item, "_links", "base") or self.site.rstrip("/"))
+        return self._page(item, space, base, body=True)
+
+    @staticmethod
+    def _page(item: Any, space: Space, base: str, body: bool) -> Page:
+        storage = _get(item, "body", "storage", "value")
+        return Page(str(item["id"]), str(item.get("title") or ""), space.key,
+                    str(_get(item, "version", "createdAt") or ""),
+                    base + str(_get(item, "_links", "webui") or ""),
+                    storage if body and isinstance(storage, str) else None)
 
     async def details(self, page: Page) -> Page | str:
         """Labels and read restrictions of one page, or why they cannot be read."""
@@ -148,6 +166,18 @@ class DataCenterApi:
                   **({"expand": self.EXPAND} if body else {})}
         async for item in self._search("rest/api/content/search", params):
             yield self._page(item, space, body)
+
+    async def page(self, page_id: str, spaces: Sequence[Space]) -> Page | None:
+        """One current page of these spaces, expanded as the search expands it; else None."""
+        response = await self.api.get(f"rest/api/content/{page_id}", {"expand": self.EXPAND},
+                                      accept=MISSING)
+        item = None if response.status_code in MISSING else decode_json(response)
+        key = _get(item, "space", "key")
+        space = next((s for s in spaces if s.key == key), None)
+        if space is None or not isinstance(item, dict) or item.get("status") != "current":
+            return None
+        base = str(_get(item, "_links", "base") or self.site.rstrip("/"))
+        return self._page({**item, "_base": base}, space, body=True)
 
     @staticmethod
     def _page(item: Any, space: Space, body: bool) -> Page:

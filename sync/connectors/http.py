@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin
 
 import httpx
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
     ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
+    DocumentGone,
     Fetched,
     SourceConfig,
     SourceDocument,
@@ -30,6 +31,7 @@ from sync.connectors.convert import (
     read_access,
 )
 from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.http_push import SignedWebhookReceiver
 
 # SourceDocument field -> key (dotted path) in the platform's JSON; `fields` overrides these.
 DEFAULT_FIELDS = {
@@ -38,6 +40,7 @@ DEFAULT_FIELDS = {
     "subtype": "subtype", "language": "language", "published_at": "published_at",
     "updated_at": "updated_at", "access": "access",
 }
+GONE, DENIED = frozenset({404, 410}), frozenset({401, 403})
 _HTML = re.compile(r"^\s*<(?:!doctype|html|body|p|div|h[1-6]|ul|ol|table|section|article|"
                    r"span|br|pre|blockquote)\b", re.I)
 
@@ -62,6 +65,7 @@ class HttpConfig:
     max_wait_s: float = 60.0  # cap on a Retry-After or backoff wait
     backoff_s: float = 0.5  # first backoff step when the platform gives no Retry-After
     default_access: tuple[str, ...] = ("public",)  # for items without an access field
+    item_path: str = ""  # e.g. "/articles/{id}": one item by id (pushes sync by id with it)
 
 
 def pick(item: Any, path: str) -> Any:
@@ -208,6 +212,31 @@ class HttpConnector:
         return html_to_markdown(body) if html else Parsed(body, {})
 
 
+class HttpItemConnector(HttpConnector):
+    """An http source with `item_path`: it can read named items, for pushes."""
+
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        c = self.config
+        async with self._client() as http:
+            client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
+                                max_wait_s=c.max_wait_s)
+            for doc_id in doc_ids:
+                path = c.item_path.replace("{id}", quote(doc_id, safe="")).lstrip("/")
+                try:
+                    response = await client.get(path, accept=GONE | DENIED)
+                    item = None if response.status_code in GONE | DENIED else decode_json(
+                        response)
+                except SyncError as exc:  # this item failed (retries spent); the rest go on
+                    yield DocumentFailure(doc_id, f"{doc_id}: {exc.user_message}")
+                    continue
+                if response.status_code in DENIED:  # the token: every item would fail
+                    raise SyncError(f"GET {response.url}: HTTP {response.status_code}",
+                                    user_message=f"The knowledge platform answered HTTP "
+                                    f"{response.status_code} for {response.url} (check the "
+                                    "source's token).")
+                yield DocumentGone(doc_id) if item is None else self.to_document(item)
+
+
 def _items(body: Any, key: str, response: httpx.Response) -> list[Any]:
     """The page's list: under `key` (or "ids" on an id listing), or the body itself."""
     items = body if isinstance(body, list) else (
@@ -245,16 +274,26 @@ class HttpSettings(ConnectorSettings):
     max_retries: int = Field(5, ge=0)
     timeout_s: float = Field(30.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
+    item_path: str = ""  # e.g. "/articles/{id}": pushed ids are read one by one through it
+    webhook_secret: SecretStr | None = None  # the signed webhook's shared secret
+    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
 
 
 def build(source: SourceConfig, options: HttpSettings) -> HttpConnector:
     if not source.url:
         raise ConfigError(f"source {source.name} has no url", user_message=f"Source "
                           f"'{source.name}' is http but has no `url` (the API's base URL).")
-    return HttpConnector(HttpConfig(
+    kind = HttpItemConnector if options.item_path else HttpConnector
+    return kind(HttpConfig(
         base_url=source.url, token=source.token, fields=dict(options.fields),
         default_access=source.default_access,
-        **options.model_dump(exclude={"fields"})))
+        **options.model_dump(exclude={"fields", "webhook_secret", "webhook_tolerance_s"})))
 
 
-SPEC = ConnectorSpec("http", HttpSettings, build, "a REST/JSON API in Sift's own contract")
+def push(source: SourceConfig, options: HttpSettings) -> SignedWebhookReceiver:
+    return SignedWebhookReceiver(options.webhook_secret, options.webhook_tolerance_s,
+                                 by_id=bool(options.item_path))
+
+
+SPEC = ConnectorSpec("http", HttpSettings, build, "a REST/JSON API in Sift's own contract",
+                     push=push)

@@ -28,6 +28,7 @@ class FakePage:
     groups: list[str] = field(default_factory=list)  # read restrictions
     users: list[str] = field(default_factory=list)
     author: str = "Ana Lima"
+    status: str = "current"  # or "trashed": listings leave it out, a read by id says so
 
 
 def _when(stamp: str) -> datetime:
@@ -50,9 +51,11 @@ class FakeConfluence(LocalServer):
         r.add_get("/wiki/api/v2/spaces", self._v2_spaces)
         r.add_get("/wiki/api/v2/spaces/{id}/pages", self._v2_pages)
         r.add_get("/wiki/api/v2/pages/{id}/labels", self._v2_labels)
+        r.add_get("/wiki/api/v2/pages/{id}", self._v2_one)
         r.add_get("/wiki/rest/api/content/{id}/restriction/byOperation/read", self._v1_read)
         r.add_get("/rest/api/space/{key}", self._dc_space)
         r.add_get("/rest/api/content/search", self._dc_search)
+        r.add_get("/rest/api/content/{id}", self._dc_one)  # after search, which it would take
 
     def put(self, page: FakePage) -> None:
         if page.space not in self.spaces:
@@ -74,7 +77,8 @@ class FakeConfluence(LocalServer):
         return None
 
     def _visible(self, space: str) -> list[FakePage]:
-        rows = [p for p in self.pages.values() if p.space == space and space not in self.hidden]
+        rows = [p for p in self.pages.values()
+                if p.space == space and space not in self.hidden and p.status == "current"]
         return sorted(rows, key=lambda p: (p.updated, p.id), reverse=True)
 
     def _cursor_page(self, request: web.Request, rows: list[Any]) -> dict[str, Any]:
@@ -101,7 +105,7 @@ class FakeConfluence(LocalServer):
 
     def _v2_page(self, page: FakePage, body: bool) -> dict[str, Any]:
         row: dict[str, Any] = {
-            "id": page.id, "status": "current", "title": page.title,
+            "id": page.id, "status": page.status, "title": page.title,
             "spaceId": self.spaces[page.space], "authorId": "557058:ana", "createdAt":
             "2025-06-01T09:00:00.000Z", "version": {"number": 2, "message": "", "minorEdit":
                                                    False, "authorId": "557058:ana",
@@ -162,7 +166,7 @@ class FakeConfluence(LocalServer):
 
     def _dc_page(self, page: FakePage) -> dict[str, Any]:
         return {
-            "id": page.id, "type": "page", "status": "current", "title": page.title,
+            "id": page.id, "type": "page", "status": page.status, "title": page.title,
             "space": {"key": page.space, "name": page.space.title()},
             "history": {"createdBy": {"type": "known", "username": "ana",
                                       "displayName": page.author}},
@@ -193,3 +197,33 @@ class FakeConfluence(LocalServer):
             links["next"] = str(request.rel_url.update_query(start=str(start + limit)))
         return web.json_response({"results": [self._dc_page(p) for p in chunk], "start": start,
                                   "limit": limit, "size": len(chunk), "_links": links})
+
+    def _readable(self, request: web.Request) -> FakePage | None:
+        page = self.pages.get(request.match_info["id"])
+        return None if page is None or page.space in self.hidden else page
+
+    async def _v2_one(self, request: web.Request) -> web.Response:
+        refused = self._gate(request)
+        if refused is not None:
+            return refused
+        page = self._readable(request)
+        if page is None:
+            return web.json_response({"errors": [{"status": 404, "code": "NOT_FOUND",
+                                                  "title": "Not Found", "detail": None}]},
+                                     status=404)
+        row = self._v2_page(page, request.query.get("body-format") == "storage")
+        row["_links"]["base"] = f"{self.url}/wiki"
+        return web.json_response(row)
+
+    async def _dc_one(self, request: web.Request) -> web.Response:
+        refused = self._gate(request)
+        if refused is not None:
+            return refused
+        page = self._readable(request)
+        if page is None:
+            return web.json_response({"statusCode": 404, "message": "No content found with id"
+                                      f" : ContentId{{id={request.match_info['id']}}}"},
+                                     status=404)
+        row = self._dc_page(page)
+        row["_links"].update(base=self.url, context="")
+        return web.json_response(row)

@@ -63,6 +63,7 @@ class FakePlatform(LocalServer):
         self.requests: list[Seen] = []
         self.app.router.add_get("/articles", self._list)
         self.app.router.add_get("/articles/ids", self._ids)
+        self.app.router.add_get("/articles/{id}", self._one)  # after /ids, which it would take
 
     def put(self, item: dict[str, Any]) -> None:
         self.articles[str(item["id"])] = item
@@ -119,3 +120,12 @@ class FakePlatform(LocalServer):
         if refused is not None:
             return refused
         return self._page(request, sorted(self.articles), "ids")
+
+    async def _one(self, request: web.Request) -> web.Response:
+        refused = self._check(request)
+        if refused is not None:
+            return refused
+        item = self.articles.get(request.match_info["id"])
+        if item is None:
+            return web.json_response({"error": "not found"}, status=404)
+        return web.json_response(item)

@@ -1,0 +1,71 @@
+"""`/sync/hooks/<source>`: a platform's change notification, verified, then synced."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from rag.logcontext import new_correlation_id
+from rag.messages import with_reference
+from sync.push import PushReceiver, PushRejected, PushRequest
+from sync.push_queue import PushSyncs
+
+log = logging.getLogger(__name__)
+ROUTE = "/sync/hooks/{source}"
+
+
+@dataclass(frozen=True)
+class PushEndpoint:
+    """One configured source's endpoint: its kind, and its receiver (None: takes no pushes)."""
+
+    kind: str
+    receiver: PushReceiver | None
+
+
+class PushRoutes:
+    """Thin: parse the call, ask the source's receiver, queue what it names, answer it.
+    The receiver's verdict is the only gate; a refused call changes nothing at all."""
+
+    def __init__(self, endpoints: Mapping[str, PushEndpoint], syncs: PushSyncs) -> None:
+        self.endpoints = endpoints
+        self.syncs = syncs
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_post(ROUTE, self.handle)
+        app.router.add_get(ROUTE, self.handle)  # validation handshakes some platforms send
+
+    async def handle(self, request: web.Request) -> web.Response:
+        name = request.match_info["source"]
+        endpoint = self.endpoints.get(name)
+        if endpoint is None:
+            return _text(404, f"There is no source named '{name}' in this Sift.")
+        if endpoint.receiver is None:
+            return _text(404, f"Source '{name}' is {endpoint.kind}, which sends no push "
+                         "notifications; its scheduled syncs keep it current.")
+        push = PushRequest(request.method, {k.lower(): v for k, v in request.headers.items()},
+                           dict(request.query), await request.read())
+        reference = new_correlation_id()
+        try:
+            reply = endpoint.receiver.receive(push)
+        except PushRejected as exc:  # the reason (never the secret) for the operator only
+            log.warning("push to %s refused [%s] from %s: %s", name, reference,
+                        request.remote, exc)
+            return _text(401, with_reference("This notification could not be verified.",
+                                             reference))
+        except Exception:
+            log.exception("push to %s failed [%s]", name, reference)
+            return _text(500, with_reference("This notification could not be handled.",
+                                             reference))
+        if reply.status < 300 and (reply.doc_ids or reply.resync):
+            self.syncs.submit(name, reply.doc_ids, reply.resync)
+            log.info("push to %s: %d documents queued%s", name, len(reply.doc_ids),
+                     " and an incremental run" if reply.resync else "")
+        return web.Response(status=reply.status, text=reply.body,
+                            content_type=reply.content_type)
+
+
+def _text(status: int, message: str) -> web.Response:
+    return web.Response(status=status, text=message, content_type="text/plain")

@@ -1,0 +1,97 @@
+"""Push notifications: the request a platform sends, the reply, and the receiver contract."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    """One HTTP call to `/sync/hooks/<source>`, untouched: `body` is the raw bytes the
+    platform signed. `sift serve` gives header names in lower case; `header()` accepts any."""
+
+    method: str
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str:
+        """The header's value ("" when absent), whatever the case of its name."""
+        wanted = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == wanted:
+                return value
+        return ""
+
+
+@dataclass(frozen=True)
+class PushReply:
+    """What to answer the platform, and what to sync: `doc_ids` (the connector's own ids) now,
+    or `resync` (the platform said "something changed" without saying what): an incremental
+    run of the source. A reply with neither (a handshake, an event Sift ignores) syncs nothing."""
+
+    status: int = 202
+    body: str = ""
+    content_type: str = "text/plain"
+    doc_ids: tuple[str, ...] = ()
+    resync: bool = False
+
+
+class PushRejected(Exception):
+    """The call is not from the platform (no, or a wrong, signature; a stale timestamp): the
+    route answers 401 and changes nothing. The message goes to the log, never to the caller,
+    and must not contain the secret."""
+
+
+class PushReceiver(Protocol):
+    """One source's webhook endpoint: verify, then say what changed. Must not block long (it
+    runs on the event loop); the sync itself happens later, in the background."""
+
+    def receive(self, request: PushRequest) -> PushReply: ...
+
+
+# --- Verification helpers shared by the receivers ------------------------------------------
+
+Clock = Callable[[], float]
+DEFAULT_TOLERANCE_S = 300.0  # how old a signed timestamp may be: bounds replays
+
+
+def hmac_sha256(secret: str, message: bytes) -> bytes:
+    return hmac.new(secret.encode(), message, hashlib.sha256).digest()
+
+
+def require_secret(secret: str | None, setting: str) -> str:
+    """The verifying secret, or PushRejected naming the setting that would hold it."""
+    if not secret:
+        raise PushRejected(f"no {setting} is set: every notification is refused until it is")
+    return secret
+
+
+def check_hex(expected: bytes, given: str, what: str) -> None:
+    """A hex digest (an optional "sha256=" prefix allowed), compared in constant time."""
+    digest = given.strip().removeprefix("sha256=")
+    if not digest:
+        raise PushRejected(f"no {what} header")
+    if not hmac.compare_digest(expected.hex(), digest.lower()):
+        raise PushRejected(f"the {what} does not match the body")
+
+
+def check_base64(expected: bytes, given: str, what: str) -> None:
+    if not given.strip():
+        raise PushRejected(f"no {what} header")
+    if not hmac.compare_digest(base64.b64encode(expected).decode(), given.strip()):
+        raise PushRejected(f"the {what} does not match the body")
+
+
+def check_fresh(stamp_s: float, tolerance_s: float, clock: Clock = time.time) -> None:
+    """A signed time too far from now (either way) is a replay, or a clock to fix."""
+    skew = abs(clock() - stamp_s)
+    if skew > tolerance_s:
+        raise PushRejected(f"the signed timestamp is {skew:.0f}s away from this machine's "
+                           f"clock (over {tolerance_s:g}s): refused as a possible replay")
