@@ -68,6 +68,9 @@ async def test_sift_sync_indexes_updates_and_deletes_drive_files(drives: Drives)
     first = await drives.sync()
     assert {name: (row["added"], row["failed"]) for name, row in first.items()} == {
         "sp": (3, 0), "gd": (3, 0)}
+    assert drives.access("sp") == {f"{DRIVE}:010": [f"entra:group:{GROUP}"],
+                                   f"{DRIVE}:011": ["public"], f"{DRIVE}:012": ["public"]}
+    assert drives.access("gd") == {f"d{i}": ["gdrive:domain:acme.com"] for i in range(3)}
     again = await drives.sync()
     assert all(row["added"] == row["updated"] == row["chunks_written"] == 0
                for row in again.values())
@@ -78,3 +81,5 @@ async def test_sift_sync_indexes_updates_and_deletes_drive_files(drives: Drives)
     changed = await drives.sync()
     assert (changed["sp"]["updated"], changed["sp"]["deleted"]) == (1, 1)
     assert (changed["gd"]["deleted"], changed["gd"]["unchanged"]) == (1, 0)
+    assert set(drives.access("sp")) == {f"{DRIVE}:010", f"{DRIVE}:011"}
+    assert set(drives.access("gd")) == {"d0", "d1"}
