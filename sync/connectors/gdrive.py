@@ -38,6 +38,7 @@ from sync.connectors.gdrive_api import (
     rfc3339,
 )
 from sync.connectors.http_client import JsonClient
+from sync.connectors.oauth import RenewingToken
 
 API = "https://www.googleapis.com"
 TEXT = (".md", ".markdown", ".txt")
@@ -82,8 +83,10 @@ class GDriveConnector:
         s = self.settings
         async with httpx.AsyncClient(base_url=self.base, timeout=s.timeout_s,
                                      follow_redirects=True) as http:
-            token = await access_token(http, self.account, s.subject, self.label)
-            http.headers.update({"Authorization": f"Bearer {token}", "User-Agent": "sift-sync"})
+            http.auth = auth = RenewingToken(
+                lambda: access_token(http, self.account, s.subject, self.label))
+            await auth.renew()  # a revoked key stops the run before anything is read
+            http.headers["User-Agent"] = "sift-sync"
             yield DriveApi(JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
                                       max_wait_s=s.max_wait_s, label=self.label,
                                       auth_hint="`gdrive.key_file` and that the Drive API is "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 
 import httpx
 
@@ -15,7 +16,7 @@ async def fetch_token(http: httpx.AsyncClient, url: str, form: Mapping[str, str]
     """The access token, or one sentence naming the source (`label`) and the settings to
     check (`hint`). The form holds secrets: it is never part of a message."""
     try:
-        response = await http.post(url, data=dict(form))
+        response = await http.post(url, data=dict(form), auth=httpx.Auth())  # no bearer token
     except httpx.HTTPError as exc:
         raise SyncError(f"token request to {url} failed: {type(exc).__name__}: {exc}",
                         user_message=f"{label} could not reach its token endpoint {url} "
@@ -33,3 +34,30 @@ async def fetch_token(http: httpx.AsyncClient, url: str, form: Mapping[str, str]
         raise SyncError(f"token response of {url} has no access_token", user_message=f"{label}:"
                         f" the token endpoint {url} answered without an access token.")
     return token
+
+
+class RenewingToken(httpx.Auth):
+    """Bearer auth that asks for a new token when the platform answers 401: access tokens
+    live about an hour, and a first sync of a large drive takes longer. `issue` fetches one
+    (`fetch_token`); a refusal then is the one-sentence error of expired credentials."""
+
+    def __init__(self, issue: Callable[[], Awaitable[str]]) -> None:
+        self._issue = issue
+        self._token = ""
+        self._lock = asyncio.Lock()
+
+    async def renew(self, stale: str = "") -> str:
+        """A fresh token, fetched once however many requests found `stale` refused."""
+        async with self._lock:
+            if not self._token or self._token == stale:
+                self._token = await self._issue()
+            return self._token
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[
+            httpx.Request, httpx.Response]:
+        token = self._token or await self.renew()
+        request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = f"Bearer {await self.renew(stale=token)}"
+            yield request

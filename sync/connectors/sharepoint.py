@@ -30,7 +30,7 @@ from sync.connectors.convert import (
     html_to_markdown,
 )
 from sync.connectors.http_client import JsonClient
-from sync.connectors.oauth import fetch_token
+from sync.connectors.oauth import RenewingToken, fetch_token
 from sync.connectors.sharepoint_graph import (
     DriveItem,
     GraphApi,
@@ -77,14 +77,15 @@ class SharePointConnector:
         s = self.settings
         async with httpx.AsyncClient(base_url=self.base, timeout=s.timeout_s,
                                      follow_redirects=True) as http:
-            token = await fetch_token(
+            http.auth = auth = RenewingToken(lambda: fetch_token(
                 http, f"{s.authority.rstrip('/')}/{s.tenant_id}/oauth2/v2.0/token",
                 {"client_id": s.client_id, "client_secret": self.source.token or "",
                  "scope": "https://graph.microsoft.com/.default",
                  "grant_type": "client_credentials"}, label=self.label,
                 hint="the source's `token` (the client secret: expired?), "
-                "`sharepoint.client_id` and `sharepoint.tenant_id`")
-            http.headers.update({"Authorization": f"Bearer {token}", "User-Agent": "sift-sync"})
+                "`sharepoint.client_id` and `sharepoint.tenant_id`"))
+            await auth.renew()  # wrong credentials stop the run before anything is read
+            http.headers["User-Agent"] = "sift-sync"
             client = JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
                                 max_wait_s=s.max_wait_s, label=self.label,
                                 auth_hint="that the app has Sites.Read.All / Files.Read.All "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -60,6 +61,9 @@ class FakeDrive(LocalServer):
         self.keys: dict[str, Any] = {}
         self.export_fails: set[str] = set()
         self.requests: list[str] = []
+        self.token, self.tokens_issued = TOKEN, 0
+        self.expire_after: int | None = None  # authorised requests until the token expires
+        self.on_expiry: Callable[[], None] = lambda: None  # e.g. the secret is revoked too
         r = self.app.router
         r.add_post("/token", self._token)
         r.add_get("/drive/v3/files", self._list)
@@ -99,13 +103,19 @@ class FakeDrive(LocalServer):
             return refused
         if claims.get("iss") != ACCOUNT or "drive" not in str(claims.get("scope")):
             return refused
-        return web.json_response({"access_token": TOKEN, "expires_in": 3599,
+        self.tokens_issued += 1
+        return web.json_response({"access_token": self.token, "expires_in": 3599,
                                   "token_type": "Bearer"})
 
     def _gate(self, request: web.Request) -> web.Response | None:
         self.requests.append(request.path_qs)
-        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
             return _error(401, "Request had invalid authentication credentials.", "authError")
+        if self.expire_after is not None:
+            self.expire_after -= 1
+            if self.expire_after <= 0:  # this request still passes; the next ones do not
+                self.token, self.expire_after = f"{TOKEN}-renewed-{self.tokens_issued}", None
+                self.on_expiry()
         return None
 
     def _resource(self, f: DriveFile) -> dict[str, Any]:

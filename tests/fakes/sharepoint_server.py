@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,9 @@ class FakeSharePoint(LocalServer):
         self.secret = SECRET
         self.unreadable: set[str] = set()  # item ids whose permissions answer 403
         self.requests: list[str] = []
+        self.token, self.tokens_issued = TOKEN, 0
+        self.expire_after: int | None = None  # authorised requests until the token expires
+        self.on_expiry: Callable[[], None] = lambda: None  # e.g. the secret is revoked too
         self._seq = itertools.count(1)
         self._snapshots: dict[str, list[dict[str, Any]]] = {}
         r = self.app.router
@@ -108,10 +112,15 @@ class FakeSharePoint(LocalServer):
 
     def _gate(self, request: web.Request) -> web.Response | None:
         self.requests.append(request.path_qs)
-        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
             return web.json_response({"error": {"code": "InvalidAuthenticationToken",
-                                                "message": "Access token is empty."}},
-                                     status=401)
+                                                "message": "Access token has expired or is "
+                                                "not yet valid."}}, status=401)
+        if self.expire_after is not None:
+            self.expire_after -= 1
+            if self.expire_after <= 0:  # this request still passes; the next ones do not
+                self.token, self.expire_after = f"{TOKEN}-renewed-{self.tokens_issued}", None
+                self.on_expiry()
         return None
 
     async def _token(self, request: web.Request) -> web.Response:
@@ -123,8 +132,9 @@ class FakeSharePoint(LocalServer):
             return web.json_response({"error": "invalid_client", "error_description":
                                       "AADSTS7000222: The provided client secret keys for app "
                                       f"'{CLIENT_ID}' are expired."}, status=401)
+        self.tokens_issued += 1
         return web.json_response({"token_type": "Bearer", "expires_in": 3599,
-                                  "ext_expires_in": 3599, "access_token": TOKEN})
+                                  "ext_expires_in": 3599, "access_token": self.token})
 
     async def _drives(self, request: web.Request) -> web.Response:
         refused = self._gate(request)

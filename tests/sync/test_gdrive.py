@@ -159,6 +159,29 @@ async def test_a_revoked_key_is_one_sentence_naming_the_source_and_setting(
     assert account.index.writes == [] and account.state.writes == 0
 
 
+async def test_a_token_expiring_mid_run_is_renewed_and_the_run_completes(
+        drive: FakeDrive, tmp_path: Path) -> None:
+    drive.expire_after = 3  # the hour-long access token ends while the first pass reads
+    summary = await Account(drive, tmp_path).sync()
+    assert (summary.counts.added, summary.counts.failed) == (4, 0)
+    assert drive.tokens_issued == 3  # the run's, its renewal, the id listing's own session
+
+
+async def test_a_key_revoked_mid_run_stops_it_naming_the_setting(drive: FakeDrive,
+                                                                 tmp_path: Path) -> None:
+    account = Account(drive, tmp_path)
+    keys = dict(drive.keys)
+    drive.expire_after, drive.on_expiry = 3, drive.keys.clear  # deleted while the run reads
+    with pytest.raises(SyncError) as caught:
+        await account.sync()
+    assert caught.value.user_message.startswith("Source 'gd' (Google Drive)")
+    assert "`gdrive.key_file`" in caught.value.user_message
+    assert account.state.runs[-1].status == "failed"
+    drive.keys.update(keys)
+    again = await account.sync()
+    assert (again.counts.added, again.counts.failed) == (4, 0)
+
+
 def test_a_missing_or_wrong_key_file_is_refused_at_configuration(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as missing:
         build(SourceConfig("gd"), GDriveSettings(key_file=tmp_path / "nope.json"))

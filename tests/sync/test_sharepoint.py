@@ -169,6 +169,32 @@ async def test_expired_credentials_are_one_sentence_naming_source_and_setting(
     assert tenant.index.writes == [] and tenant.state.writes == 0
 
 
+async def test_a_token_expiring_mid_run_is_renewed_and_the_run_completes(
+        graph: FakeSharePoint) -> None:
+    graph.expire_after = 3  # an hour-long token ends while the first pass reads
+    summary = await Tenant(graph).sync()
+    assert (summary.counts.added, summary.counts.failed) == (5, 0)
+    assert graph.tokens_issued == 2
+
+
+async def test_a_secret_expiring_mid_run_stops_it_and_the_next_run_catches_up(
+        graph: FakeSharePoint) -> None:
+    tenant = Tenant(graph)
+    graph.expire_after = 3  # and the secret expires with the token: renewal is refused
+    graph.on_expiry = lambda: setattr(graph, "secret", "rotated-secret")
+    with pytest.raises(SyncError) as caught:
+        await tenant.sync()
+    assert caught.value.user_message.startswith("Source 'sp' (SharePoint)")
+    assert "`token`" in caught.value.user_message and SECRET not in caught.value.user_message
+    assert tenant.state.runs[-1].status == "failed"
+    graph.secret = SECRET
+    again = await tenant.sync()
+    assert (again.counts.added, again.counts.failed) == (5, 0)
+    clean = Tenant(graph)
+    await clean.sync()
+    assert await snapshot(tenant.index) == await snapshot(clean.index)
+
+
 @pytest.mark.parametrize(("permissions", "expected"), [
     ([org_link()], ("public",)),
     ([{"id": "a", "roles": ["read"], "link": {"scope": "anonymous", "type": "view"}}],
