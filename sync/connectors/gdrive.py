@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -104,6 +104,24 @@ class GDriveConnector:
                     fetched = await self._file(api, item)
                     if fetched is not None:
                         yield fetched
+
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        """Chosen files (a push named them). One outside the configured shared drives, or no
+        longer a document, is gone: nothing unconfigured gets indexed."""
+        async with self._api() as api:
+            for file_id in doc_ids:
+                found = await api.file(file_id)
+                if isinstance(found, str):
+                    yield DocumentFailure(file_id, f"file {file_id}: cannot read it ({found}); "
+                                          "skipped")
+                    continue
+                drives = self.settings.drives
+                if found is not None and (not drives or found.get("driveId") in drives):
+                    fetched = await self._file(api, found)
+                    if fetched is not None:
+                        yield fetched
+                        continue
+                yield DocumentGone(file_id)
 
     async def list_ids(self) -> set[str]:
         async with self._api() as api:

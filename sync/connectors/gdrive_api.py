@@ -23,8 +23,9 @@ FOLDER = "application/vnd.google-apps.folder"
 EXPORTS = {"application/vnd.google-apps.document": "text/html",
            "application/vnd.google-apps.presentation": "text/plain",
            "application/vnd.google-apps.spreadsheet": "text/csv"}
-FIELDS = ("nextPageToken, files(id, name, mimeType, modifiedTime, trashed, webViewLink, size, "
-          "driveId, owners(displayName), lastModifyingUser(displayName))")
+FILE_FIELDS = ("id, name, mimeType, modifiedTime, trashed, webViewLink, size, driveId, "
+               "owners(displayName), lastModifyingUser(displayName)")
+FIELDS = f"nextPageToken, files({FILE_FIELDS})"
 REFUSED = frozenset({403, 404})  # not exportable, too large to export, or gone: skip the file
 
 
@@ -107,6 +108,17 @@ class DriveApi:
             if not token:
                 return
             params["pageToken"] = token
+
+    async def file(self, file_id: str) -> dict[str, Any] | str | None:
+        """One file as `files` lists it; None when it is gone, or why it is unreadable."""
+        response = await self.api.get(f"drive/v3/files/{file_id}", {
+            "fields": FILE_FIELDS, "supportsAllDrives": "true"}, accept=REFUSED)
+        if response.status_code == 404:
+            return None
+        if response.status_code in REFUSED:
+            return reason(response)
+        body = decode_json(response)
+        return body if isinstance(body, dict) and body.get("id") else "not a file resource"
 
     async def permissions(self, file_id: str) -> list[dict[str, Any]] | str:
         found: list[dict[str, Any]] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -129,6 +129,27 @@ class SharePointConnector:
         yield Checkpoint(json.dumps({"drives": links, "pages": started.isoformat()}),
                          complete=complete, warnings=tuple(notes))
 
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        """Chosen files and pages (a push named them). An id outside the configured sites and
+        drives, or no longer a document there, is gone: nothing unconfigured gets indexed."""
+        async with self._api() as api:
+            drives = set(await self._drives(api))
+            for doc_id in doc_ids:
+                yield await self._fetch_one(api, drives, doc_id)
+
+    async def _fetch_one(self, api: GraphApi, drives: set[str], doc_id: str) -> Fetched:
+        if doc_id.startswith("page:"):
+            site, _, page_id = doc_id[5:].rpartition(":")
+            if not (self.settings.pages and site in self.settings.sites and page_id):
+                return DocumentGone(doc_id)
+            return await self._page(api, site, page_id)
+        drive, _, item_id = doc_id.rpartition(":")
+        found = await api.item(drive, item_id) if drive in drives and item_id else None
+        if isinstance(found, str):
+            return DocumentFailure(doc_id, f"file {doc_id}: cannot read it ({found}); skipped")
+        fetched = await self._file(api, found) if found is not None else None
+        return DocumentGone(doc_id) if fetched is None else fetched
+
     async def list_ids(self) -> set[str]:
         ids: set[str] = set()
         async with self._api() as api:
@@ -184,6 +205,8 @@ class SharePointConnector:
     async def _page(self, api: GraphApi, site: str, page_id: str) -> Fetched:
         doc_id = f"page:{site}:{page_id}"
         page = await api.page(site, page_id)
+        if page is None:  # deleted since it was listed, or since a push named it
+            return DocumentGone(doc_id)
         if isinstance(page, str):
             return DocumentFailure(doc_id, f"page {page_id} of site {site}: cannot read it "
                                    f"({page}); skipped")

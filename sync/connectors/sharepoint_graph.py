@@ -120,6 +120,16 @@ class GraphApi:
                                 f"{drive} ended without a deltaLink.")
             return Delta(list(found.values()), self._own(str(delta_link)), from_scratch)
 
+    async def item(self, drive: str, item_id: str) -> DriveItem | str | None:
+        """One item as a delta would list it; None when it is gone, or why it is unreadable."""
+        response = await self.api.get(f"drives/{drive}/items/{item_id}", accept=MISSING)
+        if response.status_code == 404:
+            return None
+        if response.status_code in MISSING:
+            return f"HTTP {response.status_code}"
+        body = decode_json(response)
+        return drive_item(drive, body) if isinstance(body, dict) else "not a JSON object"
+
     async def permissions(self, item: DriveItem) -> list[dict[str, Any]] | str:
         """The item's permissions, or why they cannot be read."""
         url = f"drives/{item.drive}/items/{item.id}/permissions"
@@ -144,9 +154,12 @@ class GraphApi:
     def pages(self, site: str) -> AsyncIterator[dict[str, Any]]:
         return self._values(f"sites/{site}/pages")
 
-    async def page(self, site: str, page_id: str) -> dict[str, Any] | str:
+    async def page(self, site: str, page_id: str) -> dict[str, Any] | str | None:
+        """The page with its canvas; None when it is gone, or why it is unreadable."""
         response = await self.api.get(f"sites/{site}/pages/{page_id}/microsoft.graph.sitePage",
                                       {"$expand": "canvasLayout"}, accept=MISSING)
+        if response.status_code == 404:
+            return None
         if response.status_code in MISSING:
             return f"HTTP {response.status_code}"
         body = decode_json(response)

@@ -85,6 +85,7 @@ class FakeSharePoint(LocalServer):
         r.add_post("/login/{tenant}/oauth2/v2.0/token", self._token)
         r.add_get("/v1.0/sites/{site}/drives", self._drives)
         r.add_get("/v1.0/drives/{drive}/root/delta", self._delta)
+        r.add_get("/v1.0/drives/{drive}/items/{item}", self._get_item)
         r.add_get("/v1.0/drives/{drive}/items/{item}/permissions", self._permissions)
         r.add_get("/v1.0/drives/{drive}/items/{item}/content", self._content)
         r.add_get("/download/{drive}/{item}", self._download)
@@ -197,6 +198,19 @@ class FakeSharePoint(LocalServer):
         else:
             body["@odata.deltaLink"] = f"{base}?token={rows[-1]['@head']}"
         return web.json_response(body)
+
+    async def _get_item(self, request: web.Request) -> web.Response:
+        refused = self._gate(request)
+        if refused is not None:
+            return refused
+        drive, item = request.match_info["drive"], request.match_info["item"]
+        if item not in self.files.get(drive, {}):
+            return web.json_response({"error": {"code": "itemNotFound", "message":
+                                                "The resource could not be found."}}, status=404)
+        if item in self.unreadable:
+            return web.json_response({"error": {"code": "accessDenied", "message":
+                                                "Access denied"}}, status=403)
+        return web.json_response(self._item(drive, item))
 
     async def _permissions(self, request: web.Request) -> web.Response:
         refused = self._gate(request)
