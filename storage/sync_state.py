@@ -70,6 +70,11 @@ class SyncStateRepository:
             docs = table(SourceDocument)
             session.execute(delete(docs).where(docs.c.source == source))
 
+    def synced_sources(self) -> set[str]:
+        with self._db.read() as session:
+            return set(session.scalars(select(SourceDocument.source).distinct())) | set(
+                session.scalars(select(SyncRun.source).distinct()))
+
     def start_run(self, source: str, *, full: bool) -> int:
         """A new run; runs of the source still `running` were killed (the caller holds the
         source's lock), so they become `abandoned` instead of running forever."""

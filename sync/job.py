@@ -46,11 +46,11 @@ MAX_ERRORS_KEPT = 100
 @dataclass(frozen=True)
 class JobConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
-    embed_batch: int = 64  # chunks per embedding call, gathered across documents
+    embed_batch: int = 256  # chunks per embedding call, gathered across documents
     # Documents changed shortly before the checkpoint are read again: clocks of the platform
     # and of this machine disagree a little, and re-reading an unchanged one costs a hash.
     checkpoint_overlap_s: float = 300.0
-    max_file_bytes: int = 20 * 1024 * 1024  # larger documents are skipped, by name
+    max_file_bytes: int = 50 * 1024 * 1024  # larger documents are skipped, by name
     # Declared access groups ("public" included); None: do not check documents against them.
     known_groups: frozenset[str] | None = None
 

@@ -75,6 +75,10 @@ class SyncState(Protocol):
 
     def forget_source(self, source: str) -> None: ...
 
+    def synced_sources(self) -> set[str]:
+        """Names of the sources this state has synced documents or runs of."""
+        ...
+
     def start_run(self, source: str, *, full: bool) -> int: ...
 
     def finish_run(

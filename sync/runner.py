@@ -69,7 +69,7 @@ class SyncRunner:
     async def prune_unconfigured(self, *, dry_run: bool = False) -> dict[str, int]:
         """Remove what sources no longer configured left in the index (the sample, once a
         person configures their own); chunks per source removed, or that would be."""
-        found = await unconfigured(self.index, self._sources)
+        found = await unconfigured(self.index, self.state, self._sources)
         if dry_run:
             return found
         return {name: await prune(self.index, self.state, name) for name in found}

@@ -85,6 +85,9 @@ class BuildState:
     def forget_source(self, source: str) -> None:
         self._docs.clear()
 
+    def synced_sources(self) -> set[str]:
+        return set()  # an evaluation collection holds one corpus and is never pruned
+
     def start_run(self, source: str, *, full: bool) -> int:
         return 1
 

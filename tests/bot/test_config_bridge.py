@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from bot.app import App
 from bot.settings import (
     GradingSettings,
     LLMSettings,
     RetrievalSettings,
     SelectionSettings,
+    Settings,
     to_config,
 )
 from rag.config import GradingConfig, ModelConfig, RetrievalConfig, SelectionConfig
+from sync.job import JobConfig
 
 PAIRS = [(RetrievalSettings, RetrievalConfig), (GradingSettings, GradingConfig),
          (SelectionSettings, SelectionConfig), (LLMSettings, ModelConfig)]
@@ -36,3 +40,10 @@ def test_a_setting_reaches_the_config() -> None:
     made = to_config(RetrievalSettings(limit=7, alpha=0.25), RetrievalConfig)
     assert (made.limit, made.alpha) == (7, 0.25)
     assert to_config(SelectionSettings(), SelectionConfig, max_chunks=3).max_chunks == 3
+
+
+def test_unset_sync_settings_give_the_jobs_own_limits(tmp_path: Path) -> None:
+    """The file-size limit is the documented 50 MB, and the job's default agrees with it."""
+    made = App(Settings(data_dir=tmp_path)).sync_config
+    assert made.max_file_bytes == JobConfig().max_file_bytes == 50 * 2**20
+    assert made.embed_batch == JobConfig().embed_batch

@@ -64,6 +64,10 @@ class MemorySyncState:
             self.writes += 1
             self.docs.pop(source, None)
 
+    def synced_sources(self) -> set[str]:
+        with self._lock:
+            return {s for s, docs in self.docs.items() if docs} | {r.source for r in self.runs}
+
     def start_run(self, source: str, *, full: bool) -> int:
         with self._lock:
             run = StoredRun(len(self.runs) + 1, source, full, datetime.now(UTC))

@@ -1,12 +1,8 @@
-"""The real local embedder (all-MiniLM-L6-v2): shape, norm, batching, meaning, offline loading."""
+"""The real local embedder (all-MiniLM-L6-v2): shape, norm, batching, meaning."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -55,37 +51,3 @@ async def test_a_paraphrase_is_closer_than_an_unrelated_text(embedder: LocalEmbe
 
 async def test_no_texts_give_no_vectors(embedder: LocalEmbedder) -> None:
     assert await embedder.embed_documents([]) == []
-
-
-LOAD_IN_A_FRESH_PROCESS = """
-import json, os
-from rag.embed import LocalEmbedder
-vector = LocalEmbedder().encode_now(["warm-up"])[0]
-import huggingface_hub.constants as hub
-print(json.dumps({"env": os.environ.get("HF_HUB_OFFLINE"), "hub": hub.HF_HUB_OFFLINE,
-                  "dims": len(vector)}))
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("inherited", [None, "0"])
-def test_loading_sets_hf_hub_offline(inherited: str | None) -> None:
-    """Whatever the process inherited, loading sets it before the hub library reads it."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    if inherited is not None:
-        env["HF_HUB_OFFLINE"] = inherited
-    done = subprocess.run([sys.executable, "-c", LOAD_IN_A_FRESH_PROCESS], env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"env": "1", "hub": True, "dims": 384}
-
-
-@pytest.mark.slow
-async def test_torch_backend_gives_the_same_vectors(embedder: LocalEmbedder) -> None:
-    torch = LocalEmbedder(backend="torch")
-    assert torch.name == embedder.name  # one vector space, so an index serves both
-    for a, b in zip(await torch.embed_documents(TEXTS[:5]),
-                    await embedder.embed_documents(TEXTS[:5]), strict=True):
-        assert max_gap(a, b) < 1e-5

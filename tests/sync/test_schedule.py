@@ -111,6 +111,9 @@ async def test_start_up_removes_a_source_no_longer_configured(
                      tmp_path / "locks")
     await old.run("sample", full=True)
     assert await index.count("sample") > 0 and state.documents("sample")
+    foreign = SyncRunner([SyncSource("foreign", FolderConnector(kb))], index, HashEmbedder(),
+                         MemorySyncState(), tmp_path / "locks")
+    await foreign.run("foreign", full=True)  # another writer's chunks in the same index
 
     runner = SyncRunner([SyncSource("kb", FolderConnector(kb))], index, HashEmbedder(), state,
                         tmp_path / "locks")
@@ -124,5 +127,7 @@ async def test_start_up_removes_a_source_no_longer_configured(
         assert await index.count("sample") == 0
         assert not state.documents("sample")
         assert "Removed source 'sample' (no longer configured)" in caplog.text
+        assert await index.count("foreign") > 0  # not synced by this state: not ours to drop
+        assert "foreign" not in caplog.text
     finally:
         await scheduler.stop()

