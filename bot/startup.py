@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.settings import Settings
+from bot.settings import Settings, SourceSettings
+from sync.connectors import registry
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -59,13 +60,21 @@ def _source(settings: Settings, name: str, last: datetime | None) -> str:
     return f"Source {name}: {when}"
 
 
+def _push(source: SourceSettings, base: str) -> str:
+    """Where the platform should send its change notifications, for kinds that send them."""
+    spec = registry.spec(source.kind)
+    if spec is None or spec.push is None:
+        return ""
+    return f"; push notifications at {base}/sync/hooks/{source.name}"
+
+
 def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None], *,
                   admin: bool = False) -> list[str]:
     """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
     base = f"http://{settings.host}:{settings.port}"
     lines = [_slack(settings, base), _teams(settings, base),
              _admin(admin, base), _web_chat(settings, base)]
-    lines += [_source(settings, s.name, last_syncs.get(s.name))
+    lines += [_source(settings, s.name, last_syncs.get(s.name)) + _push(s, base)
               for s in settings.resolved_sources]
     return lines
 

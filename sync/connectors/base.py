@@ -86,6 +86,7 @@ class CursorSource(Protocol):
     def changes(self, cursor: str | None) -> AsyncIterator[Fetched | Checkpoint]: ...
 
 
+@runtime_checkable
 class Fetches(Protocol):
     """A connector that can read chosen documents by id (what a push notification names).
     An id the source no longer has comes back as DocumentGone; one it cannot read, as a
@@ -96,7 +97,7 @@ class Fetches(Protocol):
 
 def fetcher(connector: object) -> Fetches | None:
     """The connector's targeted read, or None when it has none."""
-    return connector if callable(getattr(connector, "fetch", None)) else None  # type: ignore[return-value]
+    return connector if isinstance(connector, Fetches) else None
 
 
 class ConnectorSettings(BaseModel):

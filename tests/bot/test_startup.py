@@ -37,14 +37,18 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
         slack_bot_token=SecretStr("xoxb-1"), slack_app_token=SecretStr("xapp-1"),
         teams_app_id="11111111-2222", teams_tenant_id="t", port=4000,
         sources=[SourceSettings(name="wiki", kind="folder", path=tmp_path),
-                 SourceSettings(name="kb", kind="folder", path=tmp_path)])
+                 SourceSettings(name="kb", kind="folder", path=tmp_path),
+                 SourceSettings(name="help", kind="zendesk", url="https://acme.zendesk.com",
+                                token=SecretStr("t"))])
     lines = surface_lines(settings, {"wiki": datetime(2026, 11, 24, 9, 5, tzinfo=UTC)},
                           admin=True)
     assert lines[0].startswith("Slack: on, Socket Mode")
     assert lines[1] == "Teams: on at http://127.0.0.1:4000/api/messages (app 11111111-2222)"
     assert lines[2] == "Admin console: on at http://127.0.0.1:4000/admin/"
     assert lines[4:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
-                         "Source kb: never synced; a first sync starts now"]
+                         "Source kb: never synced; a first sync starts now",
+                         "Source help: never synced; a first sync starts now; push "
+                         "notifications at http://127.0.0.1:4000/sync/hooks/help"]
 
 
 def test_slack_over_http_and_teams_switched_off() -> None:
