@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
@@ -37,6 +37,7 @@ from sync.connectors.gdrive_api import (
     access_token,
     rfc3339,
 )
+from sync.connectors.gdrive_push import DriveReceiver
 from sync.connectors.http_client import JsonClient
 from sync.connectors.oauth import RenewingToken
 
@@ -60,6 +61,8 @@ class GDriveSettings(ConnectorSettings):
     timeout_s: float = Field(60.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)
     backoff_s: float = Field(0.5, gt=0)
+    channel_token: SecretStr | None = None  # the changes.watch channel's token (pushes)
+    channel_id: str = ""  # when set, only that channel's messages are taken
 
 
 class GDriveConnector:
@@ -191,5 +194,9 @@ def build(source: SourceConfig, settings: GDriveSettings) -> GDriveConnector:
     return GDriveConnector(source, settings)
 
 
+def push(source: SourceConfig, settings: GDriveSettings) -> DriveReceiver:
+    return DriveReceiver(settings.channel_token, settings.channel_id)
+
+
 SPEC = ConnectorSpec("gdrive", GDriveSettings, build, "Google Drive files and shared drives "
-                     "through a service account")
+                     "through a service account", push=push)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
@@ -38,6 +38,7 @@ from sync.connectors.sharepoint_graph import (
     authors,
     canvas_html,
 )
+from sync.connectors.sharepoint_push import GraphReceiver
 
 GRAPH = "https://graph.microsoft.com/v1.0"
 TEXT = (".md", ".markdown", ".txt")
@@ -60,6 +61,7 @@ class SharePointSettings(ConnectorSettings):
     timeout_s: float = Field(60.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)
     backoff_s: float = Field(0.5, gt=0)
+    client_state: SecretStr | None = None  # the Graph subscriptions' clientState (pushes)
 
 
 class SharePointConnector:
@@ -258,5 +260,9 @@ def build(source: SourceConfig, settings: SharePointSettings) -> SharePointConne
     return SharePointConnector(source, settings)
 
 
+def push(source: SourceConfig, settings: SharePointSettings) -> GraphReceiver:
+    return GraphReceiver(settings.client_state)
+
+
 SPEC = ConnectorSpec("sharepoint", SharePointSettings, build, "SharePoint document libraries, "
-                     "OneDrive and site pages through Microsoft Graph")
+                     "OneDrive and site pages through Microsoft Graph", push=push)
