@@ -188,6 +188,9 @@ class App:
             query_timeout_s=w.query_timeout_s,
             insert_timeout_s=w.insert_timeout_s,
             title_boost=s.retrieval.title_boost,
+            replication_factor=w.replication_factor,
+            read_consistency=w.read_consistency,
+            write_consistency=w.write_consistency,
         )
 
     @cached_property

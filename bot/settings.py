@@ -52,6 +52,12 @@ class WeaviateSettings(_Section):
     connect_timeout_s: float = Field(5.0, gt=0)
     query_timeout_s: float = Field(30.0, gt=0)
     insert_timeout_s: float = Field(120.0, gt=0)
+    # A Weaviate cluster: copies of each chunk, and how many copies must answer a read or
+    # acknowledge a write. One node: 1 and QUORUM (of one). Three nodes: 3, QUORUM, QUORUM
+    # (README, "Several replicas"). The factor is fixed when the collection is created.
+    replication_factor: int = Field(1, ge=1, le=15)
+    read_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
+    write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
 
 
 class EmbeddingSettings(_Section):

@@ -93,3 +93,7 @@ class SyncState(Protocol):
     def last_cursor(self, source: str) -> str | None:
         """The platform change cursor its last successful run stored (Graph delta links)."""
         ...
+
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        """Start time of the source's latest run (with `full`, full run), whatever its end."""
+        ...

@@ -101,6 +101,9 @@ class BuildState:
     def last_cursor(self, source: str) -> str | None:
         return None
 
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        return None
+
 
 def fingerprint(corpus: Sequence[CorpusDoc], chunking: ChunkingConfig, embedder: str,
                 dimension: int) -> str:

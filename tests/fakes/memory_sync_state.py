@@ -90,3 +90,8 @@ class MemorySyncState:
         with self._lock:
             done = [r for r in self.runs if r.source == source and r.status == "ok"]
             return done[-1].cursor if done else None
+
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        with self._lock:
+            return max((r.started_at for r in self.runs
+                        if r.source == source and (r.full or not full)), default=None)
