@@ -145,9 +145,9 @@ def later() -> str:
 
 
 async def notify_drive(sift: ServedSift, state: str = "change", number: int = 2,
-                       **changes: str) -> int:
+                       file: str = "") -> int:
     status, _ = await sift.post("/sync/hooks/gd", data=b"",
-                                headers={**drive_message(state, number), **changes})
+                                headers=drive_message(state, number, file=file))
     return status
 
 
@@ -171,6 +171,11 @@ async def test_drive_channel_notifications(make_served: Serve, drive: FakeDrive,
         drive.files["d1"].modified = later()
         assert await notify_drive(sift, number=3) == 202
         await until(lambda: index.finds("d1", "Book trains for trips under six hours."))
+        drive.files["d1"].data = b"<p>Book trains for trips under five hours.</p>"
+        before = await runs(sift, "gd")  # a files.watch channel names its file: read by id
+        assert await notify_drive(sift, "update", 1, file="d1") == 202
+        await until(lambda: index.finds("d1", "Book trains for trips under five hours."))
+        assert await runs(sift, "gd") == before
         drive.files["d1"].trashed, drive.files["d1"].modified = True, later()
         assert await notify_drive(sift, number=4) == 202
         await until(lambda: index.gone("d1"))
