@@ -7,12 +7,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
 EXTRAS ?= local,eval,dev,voyage
 
-.PHONY: install system-packages run test lint typecheck bench clean help
+.PHONY: install app system-packages run test lint typecheck bench clean help
 
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
 	@echo "make test     install what is missing, then run the full test suite"
-	@echo "make install  only the install step (.venv, packages, the Weaviate binary)"
+	@echo "make install  only the install step (.venv, packages, the Weaviate binary, and the"
+	@echo "              system packages the tests use: PostgreSQL, chromium, chromium-driver)"
 	@echo "make lint     ruff + mypy"
 
 $(BIN)/uv:
@@ -27,12 +28,15 @@ $(STAMP): pyproject.toml | $(BIN)/uv
 
 # System packages only the tests use: the PostgreSQL server and a headless browser (the
 # console's and the web chat's browser tests). `make run` does not need them.
+INITDB      ?= /usr/lib/postgresql/*/bin/initdb
+CHROMIUM    ?= /usr/bin/chromium
+CHROMEDRIVER ?= /usr/bin/chromedriver
 
 system-packages:
 	@missing=""; \
-	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
-	[ -x /usr/bin/chromedriver ] || missing="$$missing chromium-driver"; \
+	ls $(INITDB) >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
+	[ -x $(CHROMEDRIVER) ] || missing="$$missing chromium-driver"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	  echo "Missing system packages:$$missing; install them as root (apt-get install$$missing) and run make again." >&2; \
@@ -40,15 +44,19 @@ system-packages:
 	fi; \
 	echo "installing$$missing (apt-get)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
-	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+	  || { echo "apt-get could not install$$missing (see above); install them and run make again." >&2; exit 1; }
 
-install: $(STAMP)
+# What `sift serve` needs: the virtualenv, the packages, the Weaviate binary.
+app: $(STAMP)
 	$(BIN)/sift weaviate install
 
-run: install
+install: system-packages app
+
+run: app
 	$(BIN)/sift serve
 
-test: system-packages install
+test: install
 	$(BIN)/pytest
 
 lint: $(STAMP)

@@ -1,14 +1,26 @@
-"""Server time per admin-console page with 100,000 interactions in a real PostgreSQL."""
+"""Server time per admin-console page with 100,000 interactions in a real PostgreSQL.
+
+Run:  PYTHONPATH=. python -m bench.admin_pages [--interactions N] [--tree OTHER_CHECKOUT ...]
+
+Seeds a throwaway PostgreSQL once, then serves the console of this checkout (and of each
+--tree, side by side on the same data) in a fresh process and times every page: its first
+view after start-up and the median of --rounds later views, from the router to the last byte.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import json
 import os
 import re
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
@@ -18,14 +30,15 @@ from bot.admin.routes import mount
 from bot.settings import Settings
 from rag.embed import LocalEmbedder
 from storage.db import Database
-from tests.admin.seed import seed
 from tests.pg import ENV_URL, Cluster, _bin_dir
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PAGES = ["/admin/", "/admin/?window=7d", "/admin/questions", "/admin/questions?status=no_answer",
          "/admin/questions?q=vpn", "/admin/questions?vote=down&channel=%23team-3",
-         "/admin/questions?doc=d17", "/admin/questions/54321", "/admin/gaps",
+         "/admin/questions?doc=d17", "/admin/questions/{middle}", "/admin/gaps",
          "/admin/documents", "/admin/documents?view=never", "/admin/documents?view=down",
-         "/admin/sources", "/admin/evaluation"]
+         "/admin/sources", "/admin/evaluation", "/admin/channels"]
 PASSWORD = "bench"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -46,28 +59,57 @@ def timing(times: dict[str, list[float]]) -> Callable[..., Awaitable[web.StreamR
 
 async def measure(url: str, rounds: int) -> tuple[dict[str, list[float]], dict[str, float]]:
     db = Database(url)
+    with db.read() as session:
+        middle = int(session.scalar(text("SELECT max(id) FROM interactions")) or 0) // 2
+    pages = [p.format(middle=middle) for p in PAGES]
     times: dict[str, list[float]] = {}
     root = web.Application(middlewares=[timing(times)])
     settings = Settings(admin={"password": PASSWORD},
                         sources=[{"name": "handbook", "kind": "folder", "path": "."}])
     embedder = LocalEmbedder()
     await embedder.embed_query("warm-up")  # `sift serve` loads the model before serving
-    mount(root, db, settings, embedder, None)
+    sub = mount(root, db, settings, embedder, None)
     async with TestClient(TestServer(root)) as client:
+        await _catch_up(sub)
         page = await (await client.get("/admin/login")).text()
         token = re.search(r'name="csrf" value="([^"]+)"', page)
         assert token is not None
         await client.post("/admin/login", data={"csrf": token.group(1), "password": PASSWORD})
-        for path in PAGES:  # the first view of each page warms caches (gaps: embeddings)
+        for path in pages:
             response = await client.get(path)
             assert response.status == 200, (path, response.status)
         first = {path: samples[0] for path, samples in times.items()}
         times.clear()
         for _ in range(rounds):
-            for path in PAGES:
+            for path in pages:
                 await (await client.get(path)).read()
     db.dispose()
     return times, first
+
+
+async def _catch_up(sub: web.Application | None) -> None:
+    """Where the console embeds gap questions in the background (as `sift serve` does from
+    start-up), let it finish its first pass, as on a server that has run a few seconds."""
+    gaps = importlib.import_module("bot.admin.gaps")
+    indexer = getattr(gaps, "INDEXER", None)
+    if sub is not None and indexer is not None:
+        started = time.perf_counter()
+        done = await sub[indexer].catch_up()
+        print(f"gap questions embedded {time.perf_counter() - started:.1f}s after start-up "
+              f"({done} left for this pass)", file=sys.stderr)
+
+
+def _measure_tree(tree: Path, url: str, rounds: int) -> tuple[dict[str, list[float]],
+                                                               dict[str, float]]:
+    """This script's measurement run with `tree` first on the path, in a fresh process."""
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", url,
+                           "--rounds", str(rounds)], cwd=tree, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)}, check=False)
+    sys.stderr.write(done.stderr[-600:])
+    if done.returncode:
+        raise SystemExit(f"measuring {tree} failed")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return found["times"], found["first"]
 
 
 def main() -> None:
@@ -75,7 +117,15 @@ def main() -> None:
     parser.add_argument("--interactions", type=int, default=100_000)
     parser.add_argument("--days", type=int, default=30, help="spread over this many days")
     parser.add_argument("--rounds", type=int, default=5, help="timed views per page")
+    parser.add_argument("--tree", type=Path, action="append", default=[],
+                        help="another checkout to measure on the same data (repeatable)")
+    parser.add_argument("--measure", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:  # the child process: measure, print JSON
+        times, first = asyncio.run(measure(args.measure, args.rounds))
+        print(json.dumps({"times": times, "first": first}))
+        return
+    from tests.admin.seed import seed  # the parent seeds with this checkout's schema
     cluster = None
     url = os.environ.get(ENV_URL)
     if not url:
@@ -95,16 +145,18 @@ def main() -> None:
         db.dispose()
         print(f"seeded {args.interactions:,} interactions over {args.days} days in "
               f"{time.perf_counter() - started:.0f}s")
-        times, first = asyncio.run(measure(url, args.rounds))
+        trees = [ROOT, *(t.resolve() for t in args.tree)]
+        results = {tree: _measure_tree(tree, url, args.rounds) for tree in trees}
     finally:
         if cluster is not None:
             cluster.stop()
-    # The first view fills the console's caches (past days, question vectors); later views
-    # are what someone clicking around sees.
-    print(f"{'page':<52} {'first ms':>9} {'median ms':>10} {'max ms':>8}")
-    for path, samples in times.items():
-        print(f"{path:<52} {first[path]:>9.1f} {statistics.median(samples):>10.1f} "
-              f"{max(samples):>8.1f}")
+    # First view: right after start-up; median: what someone clicking around sees.
+    for tree, (times, first) in results.items():
+        print(f"\n{tree}")
+        print(f"{'page':<52} {'first ms':>9} {'median ms':>10} {'max ms':>8}")
+        for path, samples in times.items():
+            print(f"{path:<52} {first[path]:>9.1f} {statistics.median(samples):>10.1f} "
+                  f"{max(samples):>8.1f}")
 
 
 if __name__ == "__main__":

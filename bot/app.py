@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
-    from bot.webchat.app import WebChat
+    from bot.webchat.app import Gate, WebChat
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
@@ -187,6 +187,9 @@ class App:
             query_timeout_s=w.query_timeout_s,
             insert_timeout_s=w.insert_timeout_s,
             title_boost=s.retrieval.title_boost,
+            replication_factor=w.replication_factor,
+            read_consistency=w.read_consistency,
+            write_consistency=w.write_consistency,
         )
 
     @cached_property
@@ -464,18 +467,22 @@ class App:
                             history=self.history, quota=QuotaRepository(self.database))
         return ChatService(pipeline, stores, limits)
 
-    def web_chat(self, flow: ChatFlow) -> WebChat | None:
-        """The chat page at /, or None (and why, in the log) when it must stay off."""
+    def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:
+        """The chat page at /: open on loopback; beyond it only behind `gate` (the admin
+        console's sign-in); else None (and why, in the log)."""
         from bot.teams.auth import is_loopback
         from bot.webchat.app import WebChat
 
         if not self.settings.web_chat.enabled:
             return None
-        if not is_loopback(self.settings.host):
+        beyond = not is_loopback(self.settings.host)
+        if beyond and gate is None:
             log.warning("web chat: off, because SIFT_HOST %s is reachable from other machines "
-                        "and the page has no sign-in of its own", self.settings.host)
+                        "and no sign-in protects it (set SIFT_ADMIN__PASSWORD or "
+                        "SIFT_ADMIN__OIDC__ISSUER)", self.settings.host)
             return None
-        return WebChat(flow, max_chars=self.settings.chat.max_message_chars)
+        return WebChat(flow, max_chars=self.settings.chat.max_message_chars,
+                       gate=gate if beyond else None)
 
     def teams(self, flow: ChatFlow) -> TeamsEndpoint:
         """POST /api/messages; ConfigError if it would accept unauthenticated requests from

@@ -61,8 +61,8 @@ class PushRoutes:
                                              reference))
         if reply.status < 300 and (reply.doc_ids or reply.resync):
             self.syncs.submit(name, reply.doc_ids, reply.resync)
-            log.info("push to %s: %d documents queued%s", name, len(reply.doc_ids),
-                     " and an incremental run" if reply.resync else "")
+            log.info("push to %s: queued %d named document(s)%s", name, len(reply.doc_ids),
+                     " and an incremental sync" if reply.resync else "")
         return web.Response(status=reply.status, text=reply.body,
                             content_type=reply.content_type)
 

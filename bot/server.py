@@ -99,10 +99,6 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if seeded:
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
-        # --- Web chat: the page at / (loopback only) ------------------------------------
-        chat_page = app.web_chat(flow)
-        if chat_page is not None:
-            chat_page.mount(web_app)
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
         if app.settings.teams.enabled:
             teams = app.teams(flow)
@@ -127,6 +123,10 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
+        # --- Web chat: the page at /; beyond loopback only behind the console's sign-in ---
+        chat_page = app.web_chat(flow, admin_console.chat_gate(console) if console else None)
+        if chat_page is not None:
+            chat_page.mount(web_app)
         runner = await start_site(web_app, app.settings.host, app.settings.port)
         stack.push_async_callback(runner.cleanup)
         # The model loads after the site is up: /readyz says 503 "loading" until it has.

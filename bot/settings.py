@@ -52,6 +52,12 @@ class WeaviateSettings(_Section):
     connect_timeout_s: float = Field(5.0, gt=0)
     query_timeout_s: float = Field(30.0, gt=0)
     insert_timeout_s: float = Field(120.0, gt=0)
+    # A Weaviate cluster: copies of each chunk, and how many copies must answer a read or
+    # acknowledge a write. One node: 1 and QUORUM (of one). Three nodes: 3, QUORUM, QUORUM
+    # (README, "Several replicas"). The factor is fixed when the collection is created.
+    replication_factor: int = Field(1, ge=1, le=15)
+    read_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
+    write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
 
 
 class EmbeddingSettings(_Section):
@@ -169,7 +175,8 @@ class TeamsSettings(_Section):
 
 
 class WebChatSettings(_Section):
-    """The chat page at / of `sift serve` (on loopback only: it has no sign-in of its own)."""
+    """The chat page at / of `sift serve`: open on loopback; beyond it only behind the admin
+    console's sign-in."""
 
     enabled: bool = True
 
@@ -298,8 +305,33 @@ class PermissionSettings(_Section):
     login_url: str = "https://login.microsoftonline.com"
 
 
+class OidcSettings(_Section):
+    """Company single sign-on for the console (OpenID Connect: authorization code with PKCE).
+    Off while `issuer` is empty; whoever matches no admin or viewer rule is refused."""
+
+    issuer: str = ""  # e.g. https://login.example.com/realms/acme (discovery lives below it)
+    client_id: str = ""
+    client_secret: SecretStr | None = None  # confidential clients; public ones rely on PKCE
+    # The callback as browsers reach it (behind a proxy); "" derives it from the request.
+    redirect_url: str = ""
+    scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
+    admin_emails: list[str] = Field(default_factory=list)
+    admin_domains: list[str] = Field(default_factory=list)  # "example.com"
+    admin_groups: list[str] = Field(default_factory=list)  # values of `groups_claim`
+    viewer_emails: list[str] = Field(default_factory=list)
+    viewer_domains: list[str] = Field(default_factory=list)
+    viewer_groups: list[str] = Field(default_factory=list)
+    groups_claim: str = "groups"  # the ID token claim listing the person's groups
+    timeout_s: float = Field(10.0, gt=0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.issuer)
+
+
 class AdminSettings(_Section):
-    """The web console under /admin: off unless a password is set (kept only as a hash)."""
+    """The web console under /admin: off unless a password (kept only as a hash) or OIDC is
+    set."""
 
     password: SecretStr | None = None  # role "admin"
     viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
@@ -310,6 +342,7 @@ class AdminSettings(_Section):
     # Estimated cost: USD per million input and output tokens, by model-name prefix.
     prices: dict[str, tuple[float, float]] = Field(default_factory=lambda: {
         "claude-haiku": (1.0, 5.0), "claude-sonnet": (3.0, 15.0), "claude-opus": (15.0, 75.0)})
+    oidc: OidcSettings = Field(default_factory=OidcSettings)
 
 
 Config = TypeVar("Config")

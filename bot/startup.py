@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.settings import Settings
+from bot.settings import Settings, SourceSettings
+from sync.connectors import registry
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -34,19 +35,21 @@ def _teams(settings: Settings, base: str) -> str:
 def _admin(on: bool, base: str) -> str:
     # Told, not read from the settings: the console drops the passwords once it has hashed them.
     return f"Admin console: on at {base}/admin/" if on else (
-        "Admin console: off (SIFT_ADMIN__PASSWORD is not set)")
+        "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)")
 
 
-def _web_chat(settings: Settings, base: str) -> str:
-    # Mirrors App.web_chat: the page has no sign-in, so it stays on loopback.
+def _web_chat(settings: Settings, base: str, admin: bool) -> str:
+    # Mirrors App.web_chat: beyond loopback, only behind the console's sign-in.
     from bot.teams.auth import is_loopback
 
     if not settings.web_chat.enabled:
         return "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
-    if not is_loopback(settings.host):
-        return (f"Web chat: off (SIFT_HOST {settings.host} is reachable from other machines "
-                "and the page has no sign-in of its own)")
-    return f"Web chat: open {base}/ in a browser"
+    if is_loopback(settings.host):
+        return f"Web chat: open {base}/ in a browser"
+    if admin:
+        return f"Web chat: on at {base}/ for people signed in to the admin console"
+    return (f"Web chat: off (SIFT_HOST {settings.host} is reachable from other machines and "
+            "no sign-in protects it: set SIFT_ADMIN__PASSWORD or SIFT_ADMIN__OIDC__ISSUER)")
 
 
 def _source(settings: Settings, name: str, last: datetime | None) -> str:
@@ -59,13 +62,21 @@ def _source(settings: Settings, name: str, last: datetime | None) -> str:
     return f"Source {name}: {when}"
 
 
+def _push(source: SourceSettings, base: str) -> str:
+    """Where the platform should send its change notifications, for kinds that send them."""
+    spec = registry.spec(source.kind)
+    if spec is None or spec.push is None:
+        return ""
+    return f"; push notifications at {base}/sync/hooks/{source.name}"
+
+
 def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None], *,
                   admin: bool = False) -> list[str]:
     """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
     base = f"http://{settings.host}:{settings.port}"
     lines = [_slack(settings, base), _teams(settings, base),
-             _admin(admin, base), _web_chat(settings, base)]
-    lines += [_source(settings, s.name, last_syncs.get(s.name))
+             _admin(admin, base), _web_chat(settings, base, admin)]
+    lines += [_source(settings, s.name, last_syncs.get(s.name)) + _push(s, base)
               for s in settings.resolved_sources]
     return lines
 

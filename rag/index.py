@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -13,6 +14,7 @@ import grpc
 import httpx
 import weaviate
 from weaviate.classes.aggregate import GroupByAggregate
+from weaviate.classes.config import ConsistencyLevel
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Diversity as WeaviateDiversity
@@ -28,6 +30,16 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSERT_BATCH = 200
+INSERT_ATTEMPTS = 3
+INSERT_RETRY_PAUSE_S = 1.0
+# In a cluster, the write in flight when the Raft leader dies can hang until cancelled (the
+# node keeps dialling the dead leader) while the next one succeeds: a replicated collection's
+# writes get this many attempts, each a share of insert_timeout_s (all idempotent: objects
+# have deterministic ids, deletes match by filter).
+WRITE_ATTEMPTS = 3
+# How a write the cluster could not place reads (a replica down or its connection closing),
+# as opposed to a rejected object (a wrong vector length), which no retry fixes.
+TRANSIENT = ("rpc error", "connection", "replica", "deadline", "timeout")
 # What a down or unreachable server surfaces as: the client wraps most failures in
 # WeaviateBaseError, but raw gRPC, HTTP and socket errors can escape it.
 TRANSPORT_ERRORS = (WeaviateBaseError, grpc.RpcError, httpx.HTTPError, OSError)
@@ -43,6 +55,9 @@ class IndexConfig:
     query_timeout_s: float = 30.0
     insert_timeout_s: float = 120.0
     title_boost: float = 2.0
+    replication_factor: int = 1  # used when the collection is created
+    read_consistency: str = "QUORUM"  # ONE, QUORUM or ALL of the replicas
+    write_consistency: str = "QUORUM"
 
 
 def _endpoints(config: IndexConfig) -> dict[str, Any]:
@@ -101,11 +116,34 @@ class WeaviateIndex:
         except TRANSPORT_ERRORS as exc:
             raise self._error(action, exc) from exc
 
+    async def _write(self, action: str, call: Callable[[], Awaitable[T]]) -> T:
+        """A write; in a replicated collection one that stalls is cancelled and sent again."""
+        attempts = WRITE_ATTEMPTS if self.config.replication_factor > 1 else 1
+        each_s = self.config.insert_timeout_s / attempts
+        for attempt in range(1, attempts):
+            try:
+                return await asyncio.wait_for(call(), each_s)
+            except TimeoutError:
+                log.warning("%s did not %s within %.0fs; sending it again (%d of %d)",
+                            self.where, action, each_s, attempt + 1, attempts)
+            except TRANSPORT_ERRORS as exc:
+                raise self._error(action, exc) from exc
+        return await self._run(action, call(), each_s)
+
     @property
     def _collection(self) -> Any:
+        """The collection for reads, at the configured read consistency."""
+        return self._handle(self.config.read_consistency)
+
+    @property
+    def _writes(self) -> Any:
+        return self._handle(self.config.write_consistency)
+
+    def _handle(self, consistency: str) -> Any:
         if self._client is None:
             raise RetrievalError(f"{self.where}: the index is not connected (call connect())")
-        return self._client.collections.use(self.config.collection)
+        return self._client.collections.use(self.config.collection).with_consistency_level(
+            ConsistencyLevel(consistency))
 
     async def connect(self, *, ensure: bool = True) -> None:
         """Connect; with `ensure`, create the collection or check it matches the embedder."""
@@ -145,7 +183,8 @@ class WeaviateIndex:
         assert self._client is not None
         name = self.config.collection
         if not await self.collection_exists():
-            options = schema.collection_options(schema.describe(self.embedder, self.dimension))
+            options = schema.collection_options(schema.describe(self.embedder, self.dimension),
+                                                self.config.replication_factor)
             await self._run("create the collection",
                             self._client.collections.create(name, **options),
                             self.config.insert_timeout_s)
@@ -163,6 +202,11 @@ class WeaviateIndex:
                 f"configured ({self.embedder}, {self.dimension} dims): re-sync with "
                 "`sift sync --rebuild`.",
             )
+        factor = config.replication_config.factor
+        if factor != self.config.replication_factor:  # fixed at creation; say so, keep going
+            log.warning("collection %s keeps %d copies of each chunk, not the %d configured "
+                        "(SIFT_WEAVIATE__REPLICATION_FACTOR applies to a new collection)",
+                        name, factor, self.config.replication_factor)
 
     async def drop(self) -> None:
         """Delete the whole collection (used to rebuild after an embedder change)."""
@@ -194,25 +238,42 @@ class WeaviateIndex:
         written = 0
         for start in range(0, len(chunks), INSERT_BATCH):
             part = range(start, min(start + INSERT_BATCH, len(chunks)))
-            objects = [DataObject(properties=schema.to_properties(chunks[i]),
-                                  uuid=schema.object_uuid(chunks[i].chunk_id),
-                                  vector=list(vectors[i])) for i in part]
-            result = await self._run("write chunks", self._collection.data.insert_many(objects),
-                                     self.config.insert_timeout_s)
-            if result.errors:
-                first = sorted(result.errors.items())[:3]
-                detail = "; ".join(f"{chunks[start + i].chunk_id}: {e.message}" for i, e in first)
+            objects = {i: DataObject(properties=schema.to_properties(chunks[i]),
+                                     uuid=schema.object_uuid(chunks[i].chunk_id),
+                                     vector=list(vectors[i])) for i in part}
+            failed = await self._insert(objects)
+            if failed:
+                first = sorted(failed.items())[:3]
+                detail = "; ".join(f"{chunks[i].chunk_id}: {message}" for i, message in first)
                 raise RetrievalError(
-                    f"{self.where} rejected {len(result.errors)} of {len(objects)} chunks: "
-                    f"{detail}")
+                    f"{self.where} rejected {len(failed)} of {len(objects)} chunks: {detail}")
             written += len(objects)
         return written
+
+    async def _insert(self, objects: dict[int, DataObject[Any, Any]]) -> dict[int, str]:
+        """Write the objects; those that failed for want of a replica are sent again, twice at
+        most: in a cluster, a node that has just died fails the writes in flight to it, and a
+        retry goes to the replicas still up. Returns what still failed (index -> error)."""
+        pending, failed = dict(objects), {}
+        for attempt in range(INSERT_ATTEMPTS):
+            keys = list(pending)
+            result = await self._write("write chunks", partial(
+                self._writes.data.insert_many, list(pending.values())))
+            failed = {keys[n]: error.message for n, error in result.errors.items()}
+            if not failed or attempt == INSERT_ATTEMPTS - 1 or not all(
+                    any(sign in m for sign in TRANSIENT) for m in failed.values()):
+                break
+            log.warning("%s refused %d chunks (%s); sending them again", self.where,
+                        len(failed), next(iter(failed.values())))
+            pending = {i: pending[i] for i in failed}
+            await asyncio.sleep(INSERT_RETRY_PAUSE_S * (attempt + 1))
+        return failed
 
     async def _delete_where(self, where: Any, action: str) -> int:
         deleted = 0
         while True:  # the server deletes at most QUERY_MAXIMUM_RESULTS objects per call
-            result = await self._run(action, self._collection.data.delete_many(where=where),
-                                     self.config.insert_timeout_s)
+            result = await self._write(action, partial(self._writes.data.delete_many,
+                                                       where=where))
             if result.failed:
                 raise RetrievalError(f"{self.where} failed to {action}: "
                                      f"{result.failed} objects could not be deleted")

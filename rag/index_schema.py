@@ -11,6 +11,7 @@ from weaviate.classes.config import (
     Configure,
     DataType,
     Property,
+    ReplicationDeletionStrategy,
     Tokenization,
     VectorDistances,
 )
@@ -65,9 +66,14 @@ SEARCHABLE = ("title", "section", "text", "tags")
 RETURNED = [p.name for p in PROPERTIES]
 
 
-def collection_options(description: str) -> dict[str, Any]:
+def collection_options(description: str, replication_factor: int = 1) -> dict[str, Any]:
     return {
         "description": description,
+        # Time-based resolution: a chunk deleted while a node was down (an old version the
+        # sync replaced) stays deleted when that node comes back, instead of reappearing.
+        "replication_config": Configure.replication(
+            factor=replication_factor,
+            deletion_strategy=ReplicationDeletionStrategy.TIME_BASED_RESOLUTION),
         "properties": PROPERTIES,
         "vector_config": Configure.Vectors.self_provided(
             vector_index_config=Configure.VectorIndex.hnsw(

@@ -146,7 +146,11 @@ def restricted_ids(db: Database, doc_ids: list[str]) -> set[str]:
         return set(session.scalars(query))
 
 
-def gap_questions(db: Database, since: datetime, limit: int = 400) -> list[GapQuestion]:
+GAP_LIMIT = 400  # the newest gap questions a page groups (and the background job embeds)
+
+
+def gap_questions(db: Database, since: datetime,
+                  limit: int = GAP_LIMIT) -> list[GapQuestion]:
     """The window's newest questions that went unanswered or got a thumbs-down."""
     down = exists().where(Feedback.interaction_id == Interaction.id, Feedback.vote == -1)
     query = (select(Interaction.id, Interaction.question, Interaction.created_at,

@@ -1,21 +1,18 @@
-"""The admin console's overview: per-day counts, votes and tokens, by platform and channel."""
+"""The admin console's overview, read from the per-day rollups (a few hundred rows a window)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Any
+from datetime import date
 
-from sqlalchemy import ColumnElement, Date, case, cast, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, select
 
 from storage.db import Database
-from storage.models import Feedback, Interaction
-from storage.stats import InteractionRow
+from storage.models import DailyLatency, DailyOutcome, DailyTokens
+from storage.rollup import histogram_percentile
+from storage.stats import STAGES, FeedbackSummary, ModeStats, StageLatency, StatusCounts
 
-LLM_STAGES = ("understand", "grade", "generate")
 STATUSES = ("answered", "no_answer", "degraded", "error")
-SAMPLE = 2000  # latency percentiles and the A/B comparison use the window's newest questions
 
 
 @dataclass
@@ -24,7 +21,7 @@ class Day:
     statuses: dict[str, int] = field(default_factory=dict)
     up: int = 0
     down: int = 0
-    # (model, input tokens, output tokens) per LLM stage and model used that day
+    # (model, input tokens, output tokens) per model used that day
     tokens: list[tuple[str, int, int]] = field(default_factory=list)
     # (platform, channel, status) -> questions that day
     places: dict[tuple[str, str, str], int] = field(default_factory=dict)
@@ -42,63 +39,115 @@ class GroupCount:
     no_answer: int
 
 
-def day_of(column: Any, dialect: str) -> ColumnElement[Any]:
-    """The UTC calendar day of a timestamp column, whatever the server's time zone."""
-    if dialect == "postgresql":
-        return cast(func.timezone("UTC", column), Date)
-    return func.date(column)
+@dataclass(frozen=True)
+class Overview:
+    days: list[Day]  # every day from `since` to today, empty ones included
+    statuses: StatusCounts
+    feedback: FeedbackSummary
+    latencies: list[StageLatency]
+    modes: list[ModeStats]
+    ab: bool  # an A/B split routed questions in the window
 
 
-def _as_date(value: Any) -> date:
-    return value if isinstance(value, date) else date.fromisoformat(str(value))
-
-
-def daily(db: Database, since: datetime, until: datetime | None = None) -> dict[date, Day]:
-    """Outcomes, votes and tokens per UTC day of the questions asked in [since, until)."""
-    day = day_of(Interaction.created_at, db.dialect)
-    window = [Interaction.created_at >= since]
-    if until is not None:
-        window.append(Interaction.created_at < until)
-    days: dict[date, Day] = {}
-
-    def entry(raw: Any) -> Day:
-        return days.setdefault(_as_date(raw), Day(_as_date(raw)))
-
+def daily(db: Database, since: date, today: date) -> list[Day]:
+    """Outcomes, votes and tokens per UTC day from `since` to `today` inclusive."""
+    o, t = DailyOutcome, DailyTokens
+    days = {since.fromordinal(n): Day(since.fromordinal(n))
+            for n in range(since.toordinal(), today.toordinal() + 1)}
+    outcomes = (select(o.day, o.platform, o.channel, o.status, func.sum(o.questions),
+                       func.sum(o.up), func.sum(o.down))
+                .where(o.day >= since).group_by(o.day, o.platform, o.channel, o.status))
+    tokens = select(t.day, t.model, t.input_tokens, t.output_tokens).where(t.day >= since)
     with db.read() as session:
-        query = (select(day, Interaction.status, func.count()).where(*window)
-                 .group_by(day, Interaction.status))
-        for raw, status, count in session.execute(query):
-            entry(raw).statuses[status] = int(count)
-        query = (select(day, Interaction.platform, Interaction.channel, Interaction.status,
-                        func.count()).where(*window)
-                 .group_by(day, Interaction.platform, Interaction.channel, Interaction.status))
-        for raw, platform, channel, status, count in session.execute(query):
-            entry(raw).places[(platform or "-", channel or "-", status)] = int(count)
-        votes = (select(day, func.sum(case((Feedback.vote == 1, 1), else_=0)),
-                        func.sum(case((Feedback.vote == -1, 1), else_=0)))
-                 .join(Interaction, Interaction.id == Feedback.interaction_id)
-                 .where(*window).group_by(day))
-        for raw, up, down in session.execute(votes):
-            entry(raw).up, entry(raw).down = int(up or 0), int(down or 0)
-        for raw, tokens in _tokens(session, day, window):
-            entry(raw).tokens.extend(tokens)
-    return days
+        for day, platform, channel, status, questions, up, down in session.execute(outcomes):
+            entry = days.get(day)
+            if entry is None:  # a day after `today` (a clock ahead): not in this window
+                continue
+            entry.statuses[status] = entry.statuses.get(status, 0) + int(questions)
+            entry.places[(platform or "-", channel or "-", status)] = int(questions)
+            entry.up += int(up or 0)
+            entry.down += int(down or 0)
+        for day, model, used_in, used_out in session.execute(tokens):
+            if day in days:
+                days[day].tokens.append((model, int(used_in), int(used_out)))
+    return list(days.values())
 
 
-def _tokens(session: Session, day: ColumnElement[Any],
-            window: list[Any]) -> list[tuple[Any, list[tuple[str, int, int]]]]:
-    """One pass over the window: per day and model of each LLM stage, the tokens used."""
-    models = [Interaction.models[s].as_string() for s in LLM_STAGES]
-    sums = [func.sum(Interaction.usage[(s, kind)].as_float()) for s in LLM_STAGES
-            for kind in ("input_tokens", "output_tokens")]
-    query = select(day, *models, *sums).where(*window).group_by(day, *models)
-    found = []
-    for row in session.execute(query):
-        raw, names, used = row[0], row[1:1 + len(models)], row[1 + len(models):]
-        found.append((raw, [(str(name), int(used[2 * i] or 0), int(used[2 * i + 1] or 0))
-                            for i, name in enumerate(names)
-                            if name is not None and (used[2 * i] or used[2 * i + 1])]))
-    return found
+def _histograms(db: Database, since: date) -> tuple[dict[str, dict[int, int]],
+                                                     dict[tuple[str, str], dict[int, int]]]:
+    """Latency buckets per stage, and the total's per (mode, arm)."""
+    h = DailyLatency
+    count = func.sum(h.questions)
+    per_stage = (select(h.stage, h.bucket, count).where(h.day >= since)
+                 .group_by(h.stage, h.bucket))
+    per_mode = (select(h.mode, h.ab_arm, h.bucket, count)
+                .where(h.day >= since, h.stage == "total").group_by(h.mode, h.ab_arm, h.bucket))
+    stages: dict[str, dict[int, int]] = {}
+    modes: dict[tuple[str, str], dict[int, int]] = {}
+    with db.read() as session:
+        for stage, bucket, n in session.execute(per_stage):
+            stages.setdefault(stage, {})[bucket] = int(n)
+        for mode, arm, bucket, n in session.execute(per_mode):
+            modes.setdefault((mode, arm), {})[bucket] = int(n)
+    return stages, modes
+
+
+def _latencies(stages: dict[str, dict[int, int]]) -> list[StageLatency]:
+    order = [s for s in STAGES if s in stages] + sorted(set(stages) - set(STAGES))
+    return [StageLatency(s, sum(stages[s].values()),
+                         histogram_percentile(stages[s], 0.5) or 0.0,
+                         histogram_percentile(stages[s], 0.95) or 0.0) for s in order]
+
+
+def _modes(db: Database, since: date,
+           totals: dict[tuple[str, str], dict[int, int]]) -> tuple[list[ModeStats], bool]:
+    """The A/B comparison: while a split routed questions, only those count, per arm;
+    without one, the modes as they were used (as storage.stats.mode_stats does)."""
+    o = DailyOutcome
+    query = (select(o.mode, o.ab_arm, o.status, func.sum(o.questions), func.sum(o.up),
+                    func.sum(o.down)).where(o.day >= since).group_by(o.mode, o.ab_arm, o.status))
+    with db.read() as session:
+        rows = [(m, a or "", s, int(n), int(u or 0), int(d or 0))
+                for m, a, s, n, u, d in session.execute(query)]
+    armed = any(arm for _, arm, *_ in rows)
+    groups: dict[str, list[int]] = {}
+    latency: dict[str, dict[int, int]] = {}
+    for mode, arm, status, n, up, down in rows:
+        if armed and not arm:
+            continue
+        entry = groups.setdefault(arm if armed else mode, [0, 0, 0, 0])
+        for i, value in enumerate((n, up, down, n if status == "no_answer" else 0)):
+            entry[i] += value
+    for (mode, arm), buckets in totals.items():
+        if armed and not arm:
+            continue
+        merged = latency.setdefault(arm if armed else mode, {})
+        for bucket, n in buckets.items():
+            merged[bucket] = merged.get(bucket, 0) + n
+    modes = [ModeStats(name, n, up, down, no_answer,
+                       histogram_percentile(latency.get(name, {}), 0.5))
+             for name, (n, up, down, no_answer) in sorted(groups.items())]
+    return modes, armed or len(modes) > 1
+
+
+def overview(db: Database, since: date, today: date) -> Overview:
+    """Everything the overview page shows for the days `since`..`today`."""
+    days = daily(db, since, today)
+    stages, totals = _histograms(db, since)
+    modes, ab = _modes(db, since, totals)
+    counts = {s: sum(d.statuses.get(s, 0) for d in days) for s in STATUSES}
+    total = sum(d.total for d in days)
+    voted = _voted(db, since)
+    feedback = FeedbackSummary(sum(d.up for d in days), sum(d.down for d in days), voted, total)
+    return Overview(days, StatusCounts(total, *counts.values()), feedback,
+                    _latencies(stages), modes, ab)
+
+
+def _voted(db: Database, since: date) -> int:
+    with db.read() as session:
+        found = session.scalar(select(func.sum(DailyOutcome.voted))
+                               .where(DailyOutcome.day >= since))
+    return int(found or 0)
 
 
 def groups(days: list[Day], by_channel: bool, limit: int) -> list[GroupCount]:
@@ -112,29 +161,3 @@ def groups(days: list[Day], by_channel: bool, limit: int) -> list[GroupCount]:
             entry[2] += count if status == "no_answer" else 0
     ranked = sorted(found.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
     return [GroupCount(name, *counts) for name, counts in ranked]
-
-
-def _sample(session: Session, since: datetime) -> list[InteractionRow]:
-    # Newest by the indexed timestamp: the index gives the top rows without a sort.
-    query = (select(Interaction.id, Interaction.status, Interaction.mode,
-                    Interaction.timings_ms, Interaction.created_at, Interaction.ab_arm)
-             .where(Interaction.created_at >= since)
-             .order_by(Interaction.created_at.desc()).limit(SAMPLE))
-    rows = list(session.execute(query))
-    votes: dict[int, list[int]] = {}
-    if rows:
-        tally = (select(Feedback.interaction_id, Feedback.vote, func.count())
-                 .where(Feedback.interaction_id.in_([r.id for r in rows]))
-                 .group_by(Feedback.interaction_id, Feedback.vote))
-        for interaction_id, vote, count in session.execute(tally):
-            votes.setdefault(interaction_id, [0, 0])[0 if vote == 1 else 1] += int(count)
-    return [InteractionRow(r.id, "", r.status, r.mode, r.timings_ms or {},
-                           r.created_at, up=votes.get(r.id, [0, 0])[0],
-                           down=votes.get(r.id, [0, 0])[1], ab_arm=r.ab_arm or "")
-            for r in rows]
-
-
-def sample(db: Database, since: datetime) -> list[InteractionRow]:
-    """The window's newest SAMPLE questions with their votes (question text left out)."""
-    with db.read() as session:
-        return _sample(session, since)

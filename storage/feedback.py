@@ -7,13 +7,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, bindparam, select, update
+from sqlalchemy import CursorResult, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from storage.columns import text_hash, utc_now
 from storage.db import Database
 from storage.errors import StorageError, UnknownInteraction
 from storage.models import DocumentStats, Feedback, Interaction, InteractionSource, table
+from storage.rollup import Asked, record_vote
 from storage.upsert import upsert
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,24 @@ class FeedbackRepository:
         if session.scalar(query) is None:
             raise UnknownInteraction(interaction_id)
 
+    @staticmethod
+    def _move_day(session: Session, interaction_id: int, old: int | None,
+                  new: int | None) -> None:
+        """The overview's per-day votes follow the change (after the stats: one lock order)."""
+        up, down = thumbs_delta(old, new)
+        row = session.execute(select(
+            Interaction.created_at, Interaction.platform, Interaction.channel,
+            Interaction.status, Interaction.mode, Interaction.ab_arm)
+            .where(Interaction.id == interaction_id)).one()
+        votes_now = session.scalar(select(func.count()).select_from(Feedback)
+                                   .where(Feedback.interaction_id == interaction_id)) or 0
+        votes_before = votes_now - int(old is None and new is not None) \
+            + int(old is not None and new is None)
+        voted = int(votes_now > 0) - int(votes_before > 0)
+        if up or down or voted:
+            record_vote(session, Asked(*row, timings_ms={}, usage={}, models={}), up, down,
+                        voted)
+
     def _previous(self, session: Session, interaction_id: int, user: str) -> int | None:
         self._lock(session, interaction_id)
         return session.scalar(select(Feedback.vote).where(
@@ -120,10 +139,10 @@ class FeedbackRepository:
             select(InteractionSource.doc_id).distinct()
             .where(InteractionSource.interaction_id == interaction_id, InteractionSource.cited)
             .order_by(InteractionSource.doc_id)).all()
-        if not cited:
-            return
-        # One statement per document, in doc_id order: the same lock order as record().
-        statement = (update(_stats).where(_stats.c.doc_id == bindparam("target"))
-                     .values(thumbs_up=_stats.c.thumbs_up + up,
-                             thumbs_down=_stats.c.thumbs_down + down))
-        session.connection().execute(statement, [{"target": doc} for doc in cited])
+        if cited:
+            # One statement per document, in doc_id order: the same lock order as record().
+            statement = (update(_stats).where(_stats.c.doc_id == bindparam("target"))
+                         .values(thumbs_up=_stats.c.thumbs_up + up,
+                                 thumbs_down=_stats.c.thumbs_down + down))
+            session.connection().execute(statement, [{"target": doc} for doc in cited])
+        FeedbackRepository._move_day(session, interaction_id, old, new)

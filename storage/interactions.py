@@ -14,6 +14,7 @@ from storage.db import Database
 from storage.doc_stats import COUNTERS, LATEST, document_deltas, is_cited, stats_rows
 from storage.errors import UnknownInteraction
 from storage.models import DocumentStats, Interaction, InteractionSource, table
+from storage.rollup import Asked, Rollup
 from storage.shapes import AnswerLike, CandidateLike, UsageLike
 from storage.upsert import upsert
 
@@ -37,6 +38,11 @@ def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool,
         "selected": candidate.selected, "cited": cited, "citation": citation,
         "access": list(chunk.access),
     }
+
+
+def asked(row: Interaction) -> Asked:
+    return Asked(row.created_at, row.platform, row.channel, row.status, row.mode,
+                 row.ab_arm or "", row.timings_ms or {}, row.usage or {}, row.models or {})
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,10 @@ class InteractionRepository:
                 session.execute(upsert(self._db.dialect, table(DocumentStats),
                                        stats_rows(deltas, now), keys=("doc_id",),
                                        add=COUNTERS, replace=LATEST))
+            # After document_stats, as in voting: one lock order for every writer.
+            day = Rollup()
+            day.add(asked(row))
+            day.write(self._db.dialect, session)
             return row.id
 
     def find_by_message(self, platform: str, channel: str, message_ref: str) -> int | None:

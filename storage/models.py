@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, ClassVar, cast
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     Float,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     SmallInteger,
     String,
@@ -77,6 +80,62 @@ class Interaction(Base):
     timings_ms: Mapped[Json] = mapped_column(default=dict)  # stage -> milliseconds
     usage: Mapped[Json] = mapped_column(default=dict)  # stage -> token counts
     models: Mapped[Json] = mapped_column(default=dict)  # stage -> model id
+
+
+class DailyOutcome(Base):
+    """Questions and votes per UTC day, place, outcome and mode, kept as interactions and
+    votes are written: the console's overview reads these, never the interactions."""
+
+    __tablename__ = "daily_outcomes"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    channel: Mapped[str] = mapped_column(String, primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    mode: Mapped[str] = mapped_column(String(16), primary_key=True)
+    ab_arm: Mapped[str] = mapped_column(String(16), primary_key=True)
+    questions: Mapped[int] = mapped_column(Integer, default=0)
+    up: Mapped[int] = mapped_column(Integer, default=0)
+    down: Mapped[int] = mapped_column(Integer, default=0)
+    voted: Mapped[int] = mapped_column(Integer, default=0)  # questions with at least one vote
+
+
+class DailyTokens(Base):
+    """Tokens per UTC day and model, for the overview's tokens and cost charts."""
+
+    __tablename__ = "daily_tokens"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    model: Mapped[str] = mapped_column(String, primary_key=True)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class DailyLatency(Base):
+    """A latency histogram per UTC day, stage and mode: bucket b holds the questions whose
+    stage took [1.05**b - 1, 1.05**(b+1) - 1) ms, so percentiles over any window are read
+    from a few hundred rows, within 5%."""
+
+    __tablename__ = "daily_latency"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    stage: Mapped[str] = mapped_column(String(16), primary_key=True)
+    mode: Mapped[str] = mapped_column(String(16), primary_key=True)
+    ab_arm: Mapped[str] = mapped_column(String(16), primary_key=True)
+    bucket: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    questions: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class QuestionVector(Base):
+    """A gap question's embedding (float32), computed in the background for the console's
+    content gaps page; it goes with its interaction."""
+
+    __tablename__ = "question_vectors"
+
+    interaction_id: Mapped[int] = mapped_column(
+        ForeignKey("interactions.id", ondelete="CASCADE"), primary_key=True)
+    model: Mapped[str] = mapped_column(String)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class InteractionSource(Base):

@@ -109,6 +109,13 @@ class SyncStateRepository:
         with self._db.read() as session:
             return session.scalar(query)
 
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        query = select(func.max(SyncRun.started_at)).where(SyncRun.source == source)
+        if full:
+            query = query.where(SyncRun.full.is_(True))
+        with self._db.read() as session:
+            return session.scalar(query)
+
     def runs(self, source: str | None = None, limit: int = 20) -> list[SyncRun]:
         query = select(SyncRun).order_by(SyncRun.id.desc()).limit(limit)
         if source is not None:

@@ -88,3 +88,7 @@ class SyncState(Protocol):
     def last_success(self, source: str) -> datetime | None:
         """Start time of the source's last successful run: the incremental checkpoint."""
         ...
+
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        """Start time of the source's latest run (with `full`, full run), whatever its end."""
+        ...

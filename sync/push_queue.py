@@ -96,9 +96,9 @@ class PushSyncs:
         targeted = fetcher(self.runner.source(source).connector) is not None
         try:
             if ids and targeted:
-                _report(source, f"{len(ids)} pushed", await self.runner.run_ids(source, ids))
+                _report(source, f"{len(ids)} named", await self.runner.run_ids(source, ids))
             if resync or (ids and not targeted):
-                _report(source, "pushed incremental", await self.runner.run(source))
+                _report(source, "incremental", await self.runner.run(source))
         except SyncBusy:
             raise
         except SyncError as exc:
@@ -109,6 +109,7 @@ class PushSyncs:
 
 def _report(source: str, what: str, summary: SyncSummary) -> None:
     c = summary.counts
-    log.info("%s sync of %s: %d added, %d updated, %d deleted, %d unchanged, %d failed in "
-             "%.1fs%s", what, source, c.added, c.updated, c.deleted, c.unchanged, c.failed,
-             summary.seconds, "".join(f"; {e}" for e in summary.errors[:5]))
+    log.info("pushed sync of %s (%s): %d added, %d updated, %d deleted, %d unchanged, "
+             "%d failed in %.1fs%s", source, what, c.added, c.updated, c.deleted,
+             c.unchanged, c.failed, summary.seconds,
+             "".join(f"; {e}" for e in summary.errors[:5]))

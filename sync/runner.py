@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -14,7 +15,7 @@ from rag.ports import Embedder
 from sync.connectors.base import Connector
 from sync.interrupt import StopRequest
 from sync.job import JobConfig, SyncJob
-from sync.lock import SourceLock
+from sync.lock import SourceLock, SyncBusy
 from sync.ports import ChunkIndex, SyncState
 from sync.prune import prune, unconfigured
 from sync.report import Progress, SyncSummary
@@ -66,6 +67,19 @@ class SyncRunner:
                             user_message=f"There is no source named '{name}'; configured "
                             f"sources: {known}.") from None
 
+    async def _not_done_yet(self, name: str, full: bool, due: datetime | None) -> None:
+        # Replicas tick together, but a short run can end before a slower replica's tick
+        # takes the lease: the lease alone would let that replica run the same tick again.
+        # A full run covers an incremental one, not the other way round.
+        if due is None:
+            return
+        started = await asyncio.to_thread(self.state.last_started, name, full=full)
+        if started is not None and started >= due:
+            raise SyncBusy(f"{name}: a run started at {started.isoformat()} already covers "
+                           f"the tick due at {due.isoformat()}",
+                           user_message=f"Another Sift replica already ran this scheduled "
+                           f"sync of '{name}'; this one skips it.")
+
     async def prune_unconfigured(self, *, dry_run: bool = False) -> dict[str, int]:
         """Remove what sources no longer configured left in the index (the sample, once a
         person configures their own); chunks per source removed, or that would be."""
@@ -75,11 +89,13 @@ class SyncRunner:
         return {name: await prune(self.index, self.state, name) for name in found}
 
     async def run(self, name: str, *, full: bool = False, dry_run: bool = False,
-                  progress: Progress | None = None) -> SyncSummary:
+                  progress: Progress | None = None, due: datetime | None = None) -> SyncSummary:
+        """One run of a source. `due`: the schedule tick this run is for; when another
+        replica's run of the source already started at or after it, this one skips."""
         job = self._job(name, progress)
         if dry_run:  # reads only: no need to wait for, or block, a real run
             return await job.run(full=full, dry_run=True)
-        async with self._locked(name):
+        async with self._locked(name, full, due):
             return await job.run(full=full)
 
     async def run_ids(self, name: str, doc_ids: Sequence[str]) -> SyncSummary:
@@ -95,7 +111,8 @@ class SyncRunner:
                        self.config, progress, self.stop)
 
     @asynccontextmanager
-    async def _locked(self, name: str) -> AsyncIterator[None]:
+    async def _locked(self, name: str, full: bool = False,
+                      due: datetime | None = None) -> AsyncIterator[None]:
         """This process's queue, then the file lock, then (replicas) the shared lease."""
         async with self._queues.setdefault(name, asyncio.Lock()):
             with SourceLock(self.lock_dir, name):
@@ -105,6 +122,7 @@ class SyncRunner:
                     return
                 await asyncio.to_thread(shared.acquire)
                 try:
+                    await self._not_done_yet(name, full, due)
                     yield
                 finally:
                     await asyncio.to_thread(shared.release)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
@@ -18,6 +18,9 @@ from sync.lock import SyncBusy
 from sync.runner import SyncRunner
 
 log = logging.getLogger(__name__)
+# Interval ticks count from one fixed instant, so replicas started at different times tick
+# together (and the lease lets one of them run each tick).
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -43,15 +46,26 @@ def _incremental(schedule: SourceSchedule) -> BaseTrigger | None:
     if schedule.cron:
         return _cron(schedule.cron, schedule.name)
     if schedule.interval_minutes:
-        return IntervalTrigger(minutes=schedule.interval_minutes)
+        return IntervalTrigger(minutes=schedule.interval_minutes, start_date=EPOCH)
     return None
 
 
-async def scheduled_sync(runner: SyncRunner, name: str, full: bool) -> None:
+def last_due(trigger: BaseTrigger, now: datetime, within_s: float) -> datetime | None:
+    """The latest tick of `trigger` at or before `now`, looking back at most `within_s`."""
+    found = None
+    tick = trigger.get_next_fire_time(None, now - timedelta(seconds=within_s))
+    while tick is not None and tick <= now:
+        found = tick
+        tick = trigger.get_next_fire_time(tick, tick + timedelta(microseconds=1))
+    return found
+
+
+async def scheduled_sync(runner: SyncRunner, name: str, full: bool,
+                         due: datetime | None = None) -> None:
     """One scheduled run; its failure is logged and never reaches the scheduler or the bot."""
     kind = "full" if full else "incremental"
     try:
-        summary = await runner.run(name, full=full)
+        summary = await runner.run(name, full=full, due=due)
     except SyncBusy as exc:
         log.info("%s sync of %s skipped: %s", kind, name, exc.user_message)
     except SyncError as exc:
@@ -73,6 +87,7 @@ class SyncScheduler:
                  misfire_grace_s: float = 300.0, sync_on_start: bool = True) -> None:
         self.runner = runner
         self.scheduler = AsyncIOScheduler()
+        self._grace_s = misfire_grace_s
         self._running: set[asyncio.Task[None]] = set()
         options = {"max_instances": 1, "coalesce": True,
                    "misfire_grace_time": int(misfire_grace_s), "replace_existing": True}
@@ -80,24 +95,28 @@ class SyncScheduler:
             name = schedule.name
             trigger = _incremental(schedule)
             if trigger is not None:
-                self.scheduler.add_job(self._sync, trigger, args=[name, False],
+                self.scheduler.add_job(self._sync, trigger, args=[name, False, trigger],
                                        id=f"sync:{name}", name=f"incremental sync of {name}",
                                        **options)
             if schedule.full_cron:
-                self.scheduler.add_job(self._sync, _cron(schedule.full_cron, name),
-                                       args=[name, True], id=f"sync-full:{name}",
+                full = _cron(schedule.full_cron, name)
+                self.scheduler.add_job(self._sync, full, args=[name, True, full],
+                                       id=f"sync-full:{name}",
                                        name=f"full sync of {name}", **options)
             if sync_on_start:
                 self.scheduler.add_job(self._sync, "date", args=[name, True],
                                        id=f"sync-start:{name}", name=f"start-up sync of {name}",
                                        **options)
 
-    async def _sync(self, name: str, full: bool) -> None:
+    async def _sync(self, name: str, full: bool, trigger: BaseTrigger | None = None) -> None:
+        """A run; a scheduled one (`trigger`) is for its latest tick, run once per tick."""
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
+        due = None if trigger is None else last_due(
+            trigger, datetime.now(UTC), self._grace_s + 1)
         try:
-            await scheduled_sync(self.runner, name, full)
+            await scheduled_sync(self.runner, name, full, due)
         finally:
             if task is not None:
                 self._running.discard(task)

@@ -53,6 +53,7 @@ class Session:
     role: str
     csrf: str
     expires: float
+    email: str = ""  # who, when the sign-in named them (OIDC); "" for a shared password
 
 
 @dataclass
@@ -64,10 +65,10 @@ class Sessions:
     clock: Callable[[], float] = time.monotonic
     _by_token: dict[str, Session] = field(default_factory=dict)
 
-    def open(self, role: str) -> tuple[str, Session]:
+    def open(self, role: str, email: str = "") -> tuple[str, Session]:
         self._sweep()
         token = secrets.token_urlsafe(32)
-        session = Session(role, secrets.token_urlsafe(32), self.clock() + self.idle_s)
+        session = Session(role, secrets.token_urlsafe(32), self.clock() + self.idle_s, email)
         self._by_token[token] = session
         return token, session
 

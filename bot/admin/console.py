@@ -16,6 +16,7 @@ import jinja2
 from aiohttp import web
 
 from bot.admin.auth import ADMIN, Credentials, LoginLimiter, Session, Sessions
+from bot.admin.oidc import Provider
 from bot.settings import AdminSettings, Settings
 from rag.ports import Embedder
 from storage.db import Database
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
 COOKIE, LOGIN_COOKIE = "sift_admin", "sift_admin_login"
 PREFIX = "/admin"
-OPEN_PATHS = ("/admin/login", "/admin/static/")
+OPEN_PATHS = ("/admin/login", "/admin/static/", "/admin/oidc/")
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
     "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -56,6 +57,7 @@ class Console:
     sessions: Sessions
     limiter: LoginLimiter
     templates: jinja2.Environment
+    provider: Provider | None = None  # single sign-on, when SIFT_ADMIN__OIDC__ISSUER is set
 
     @property
     def admin(self) -> AdminSettings:
@@ -93,10 +95,11 @@ def render(request: web.Request, name: str, status: int = 200, **context: Any) -
 
 
 def safe_next(target: str | None) -> str:
-    """Only a path inside the console: a sign-in link cannot send anyone elsewhere."""
+    """Only a path inside the console, or the web chat at /: a sign-in link cannot send
+    anyone elsewhere."""
     target = target or ""
     parts = urlsplit(target)
-    inside = parts.path == PREFIX or parts.path.startswith(PREFIX + "/")
+    inside = parts.path in (PREFIX, "/") or parts.path.startswith(PREFIX + "/")
     if parts.scheme or parts.netloc or "\\" in target or not inside:
         return PREFIX + "/"
     return parts.path + (f"?{parts.query}" if parts.query else "")
@@ -114,7 +117,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     if request.path.startswith(OPEN_PATHS):
         return await handler(request)
     console = request.app[KEY]
-    session = console.sessions.get(request.cookies.get(COOKIE))
+    session = session_of(console, request)
     if session is None:
         wanted = request.path_qs if request.method == "GET" else PREFIX + "/"
         raise web.HTTPSeeOther(f"{PREFIX}/login?next={quote(wanted, safe='')}")
@@ -140,20 +143,36 @@ def require_admin(request: web.Request) -> None:
 
 
 def _set_cookie(response: web.StreamResponse, console: Console, name: str, value: str,
-                max_age: int | None) -> None:
-    response.set_cookie(name, value, path=PREFIX, httponly=True, samesite="Strict",
+                max_age: int | None, path: str = PREFIX) -> None:
+    response.set_cookie(name, value, path=path, httponly=True, samesite="Strict",
                         secure=console.admin.secure_cookie, max_age=max_age)
 
 
+def open_session(console: Console, response: web.StreamResponse, role: str,
+                 email: str = "") -> None:
+    """Sign in: the session cookie covers the whole site, since the web chat at / accepts
+    the console's sign-in (SameSite=Strict: no other site's page can send it)."""
+    token, _ = console.sessions.open(role, email)
+    _set_cookie(response, console, COOKIE, token, None, path="/")
+
+
+def session_of(console: Console, request: web.Request) -> Session | None:
+    return console.sessions.get(request.cookies.get(COOKIE))
+
+
 async def login_form(request: web.Request) -> web.StreamResponse:
-    return _login_page(request, "", 200)
+    return login_page(request, "", 200)
 
 
-def _login_page(request: web.Request, error: str, status: int) -> web.Response:
+def login_page(request: web.Request, error: str, status: int) -> web.Response:
+    """The sign-in page: the password form when passwords are set, the single sign-on
+    button when OIDC is; `error` is the one sentence saying why the last try failed."""
     console = request.app[KEY]
     token = secrets.token_urlsafe(24)  # double-submit: the form must echo the cookie
     response = render(request, "login.html", status, error=error, csrf=token,
-                      next=safe_next(request.query.get("next")))
+                      next=safe_next(request.query.get("next")),
+                      passwords=bool(console.credentials.hashes),
+                      sso=console.provider is not None)
     _set_cookie(response, console, LOGIN_COOKIE, token, 600)
     return response
 
@@ -164,21 +183,20 @@ async def login(request: web.Request) -> web.StreamResponse:
     wait = console.limiter.wait_s(address)
     if wait > 0:
         minutes = max(1, round(wait / 60))
-        return _login_page(request, f"Too many sign-in attempts: try again in {minutes} "
+        return login_page(request, f"Too many sign-in attempts: try again in {minutes} "
                            f"minute{'s' if minutes > 1 else ''}.", 429)
     form = await request.post()
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not hmac.compare_digest(str(form.get("csrf", "")), expected):
-        return _login_page(request, STALE_FORM, 403)
+        return login_page(request, STALE_FORM, 403)
     role = console.credentials.role_for(str(form.get("password", "")))
     if role is None:
         console.limiter.failed(address)
         log.info("console: failed sign-in from %s", address)
-        return _login_page(request, WRONG_PASSWORD, 401)
-    token, _ = console.sessions.open(role)
+        return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
-    _set_cookie(response, console, COOKIE, token, None)
+    open_session(console, response, role)
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)
     raise response
 
@@ -186,5 +204,5 @@ async def login(request: web.Request) -> web.StreamResponse:
 async def logout(request: web.Request) -> web.StreamResponse:
     request.app[KEY].sessions.close(request.cookies.get(COOKIE))
     response = web.HTTPSeeOther(f"{PREFIX}/login")
-    response.del_cookie(COOKIE, path=PREFIX)
+    response.del_cookie(COOKIE, path="/")
     raise response

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from collections.abc import Sequence
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -21,6 +22,10 @@ from storage.console_docs import (
     nearest_documents,
     restricted_ids,
 )
+from storage.db import Database
+from storage.question_vectors import known, store, stored
+
+log = logging.getLogger(__name__)
 
 SIMILAR = 0.72  # cosine at which two questions ask the same thing (all-MiniLM-L6-v2)
 WINDOWS = {"7d": 7, "30d": 30, "90d": 90}
@@ -36,7 +41,8 @@ class Group:
         return sum(1 for q in self.questions if q.unanswered)
 
 
-def group_questions(questions: Sequence[GapQuestion], vectors: Sequence[Sequence[float]],
+def group_questions(questions: Sequence[GapQuestion],
+                    vectors: Sequence[Sequence[float] | np.ndarray],
                     threshold: float = SIMILAR) -> list[Group]:
     """Greedy single pass: each question joins the group whose first question it is most
     similar to (cosine >= threshold), else starts one. Largest groups first, then newest."""
@@ -57,29 +63,55 @@ def group_questions(questions: Sequence[GapQuestion], vectors: Sequence[Sequence
     return groups
 
 
-class VectorCache:
-    """Question vectors kept between page views, so a reload embeds only new questions."""
+class GapIndexer:
+    """Embeds the newest gap questions in the background and stores their vectors, so the
+    gaps page only reads them. The newest GAP_LIMIT of the longest window contain every
+    window's newest GAP_LIMIT, so a pass embeds at most that many, usually a handful."""
 
-    def __init__(self, embedder: Embedder, size: int = 5000) -> None:
+    def __init__(self, db: Database, embedder: Embedder, interval_s: float = 15.0) -> None:
+        self._db = db
         self._embedder = embedder
-        self._size = size
-        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._interval_s = interval_s
+        self._lock = asyncio.Lock()  # one pass at a time: a second would embed the same
 
-    async def vectors(self, texts: Sequence[str]) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            for text, vector in zip(missing, await self._embedder.embed_documents(missing),
-                                    strict=True):
-                self._vectors[text] = list(vector)
-        found = [self._vectors[t] for t in texts]
-        for text in texts:
-            self._vectors.move_to_end(text)
-        while len(self._vectors) > self._size:
-            self._vectors.popitem(last=False)
-        return found
+    async def catch_up(self, batch: int = 64) -> int:
+        """Embed what is missing now; the number of questions embedded."""
+        async with self._lock:
+            return await self._pass(batch)
+
+    async def _pass(self, batch: int) -> int:
+        since = utc_now() - timedelta(days=max(WINDOWS.values()))
+        questions = await asyncio.to_thread(gap_questions, self._db, since)
+        model = self._embedder.name
+        have = await asyncio.to_thread(known, self._db, [q.id for q in questions], model)
+        missing = [q for q in questions if q.id not in have]
+        for start in range(0, len(missing), batch):
+            part = missing[start:start + batch]
+            vectors = await self._embedder.embed_documents([q.question for q in part])
+            await asyncio.to_thread(store, self._db, model,
+                                    {q.id: v for q, v in zip(part, vectors, strict=True)})
+        return len(missing)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                done = await self.catch_up()
+                if done:
+                    log.info("content gaps: embedded %d new question(s)", done)
+            except Exception:  # the next pass retries; the page shows what is stored
+                log.exception("content gaps: embedding questions failed")
+            await asyncio.sleep(self._interval_s)
+
+    async def background(self, _app: web.Application) -> AsyncIterator[None]:
+        """aiohttp cleanup context: runs while the server does."""
+        task = asyncio.create_task(self.run())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
-CACHE = web.AppKey("gap_vectors", VectorCache)
+INDEXER = web.AppKey("gap_indexer", GapIndexer)
 
 
 async def gaps_page(request: web.Request) -> web.StreamResponse:
@@ -87,8 +119,10 @@ async def gaps_page(request: web.Request) -> web.StreamResponse:
     window = request.query.get("window", "30d")
     since = utc_now() - timedelta(days=WINDOWS.get(window, 30))
     questions = await asyncio.to_thread(gap_questions, console.db, since)
-    vectors = await request.app[CACHE].vectors([q.question for q in questions])
-    groups = group_questions(questions, vectors)[:30]
+    vectors = await asyncio.to_thread(stored, console.db, [q.id for q in questions],
+                                      console.embedder.name)
+    ready = [q for q in questions if q.id in vectors]
+    groups = group_questions(ready, [vectors[q.id] for q in ready])[:30]
     for group in groups:
         ids = [q.id for q in group.questions]
         group.documents = await asyncio.to_thread(nearest_documents, console.db, ids)
@@ -98,5 +132,5 @@ async def gaps_page(request: web.Request) -> web.StreamResponse:
         for group in groups:
             group.documents = [NearDocument("", "(restricted)", "", d.score)
                                if d.doc_id in hidden else d for d in group.documents]
-    return render(request, "gaps.html", groups=groups, considered=len(questions),
-                  window=window, windows=list(WINDOWS))
+    return render(request, "gaps.html", groups=groups, considered=len(ready),
+                  pending=len(questions) - len(ready), window=window, windows=list(WINDOWS))

@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from bot.admin import channels
+from bot.admin import channels, oidc, sso
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
     HERE,
@@ -18,13 +18,15 @@ from bot.admin.console import (
     login,
     login_form,
     logout,
+    session_of,
     templates,
 )
-from bot.admin.gaps import CACHE, VectorCache, gaps_page
+from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
 from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
-from bot.admin.overview import DAILY, DailyCache, overview_page
+from bot.admin.overview import overview_page
 from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
+from bot.webchat.app import Gate, Reader
 from rag.ports import Embedder
 from storage.db import Database
 
@@ -33,19 +35,27 @@ log = logging.getLogger(__name__)
 
 def console_app(db: Database, settings: Settings, embedder: Embedder,
                 sync: SyncControl | None) -> web.Application | None:
-    """The console's sub-application; None when SIFT_ADMIN__PASSWORD is not set."""
+    """The console's sub-application; None when neither SIFT_ADMIN__PASSWORD nor
+    SIFT_ADMIN__OIDC__ISSUER is set (ConfigError for an OIDC setting that cannot work)."""
     admin = settings.admin
+    oidc.check(admin.oidc)
     credentials = Credentials.from_secrets(admin.password, admin.viewer_password)
     # Only the hashes stay: the plain passwords leave the settings once read.
     admin.password = admin.viewer_password = None
-    if not credentials.enabled:
+    if not credentials.enabled and not admin.oidc.enabled:
         return None
     sub = web.Application(middlewares=[guard])
+    provider = oidc.Provider(admin.oidc) if admin.oidc.enabled else None
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
                        Sessions(admin.session_minutes * 60),
-                       LoginLimiter(admin.login_attempts, admin.login_window_s), templates())
-    sub[CACHE] = VectorCache(embedder)
-    sub[DAILY] = DailyCache()
+                       LoginLimiter(admin.login_attempts, admin.login_window_s), templates(),
+                       provider)
+    if provider is not None:
+        sub.router.add_get("/oidc/start", sso.start)
+        sub.router.add_get("/oidc/callback", sso.callback)
+        sub.on_cleanup.append(lambda _: provider.close())
+    sub[INDEXER] = GapIndexer(db, embedder)
+    sub.cleanup_ctx.append(sub[INDEXER].background)  # gap questions embedded as they come
     sub.router.add_get("/login", login_form)
     sub.router.add_post("/login", login)
     sub.router.add_post("/logout", logout)
@@ -72,7 +82,8 @@ def mount(web_app: web.Application, db: Database, settings: Settings, embedder: 
     """Add /admin to `sift serve`'s web app when configured; the console's app if it was."""
     sub = console_app(db, settings, embedder, sync)
     if sub is None:
-        log.info("admin console off (set SIFT_ADMIN__PASSWORD to turn it on)")
+        log.info("admin console off (set SIFT_ADMIN__PASSWORD or SIFT_ADMIN__OIDC__ISSUER "
+                 "to turn it on)")
         return None
     web_app.router.add_get(PREFIX, _to_console)  # before the sub-app, which would claim it
     web_app.add_subapp(PREFIX, sub)
@@ -82,3 +93,15 @@ def mount(web_app: web.Application, db: Database, settings: Settings, embedder: 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:
     raise web.HTTPFound(PREFIX + "/")
+
+
+def chat_gate(sub: web.Application) -> Gate:
+    """The web chat's sign-in beyond loopback: a console session (viewer or admin) lets a
+    person in; they ask as the email their sign-in gave, else as the public."""
+    console = sub[KEY]
+
+    def reader(request: web.Request) -> Reader | None:
+        session = session_of(console, request)
+        return None if session is None else Reader(session.email)
+
+    return Gate(reader, f"{PREFIX}/login?next=/")

@@ -38,10 +38,11 @@ class ChatMessage:
     conversation: str = ""  # key of the stored history for follow-ups ("" when none is kept)
     team: str = ""  # Teams: the team a channel belongs to (a policy may name the team)
     mentions_others: bool = False  # it @mentions people or broadcasts: not for Sift unless named
+    email: str = ""  # when the surface knows it (the web chat behind an OIDC sign-in)
 
     @property
     def asker(self) -> Asker:
-        return Asker(self.platform, self.user, self.workspace)
+        return Asker(self.platform, self.user, self.workspace, self.email)
 
     @property
     def private(self) -> bool:

@@ -98,6 +98,9 @@ class BuildState:
     def last_success(self, source: str) -> datetime | None:
         return None
 
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        return None
+
 
 def fingerprint(corpus: Sequence[CorpusDoc], chunking: ChunkingConfig, embedder: str,
                 dimension: int) -> str:

@@ -152,11 +152,14 @@ def server_version(http_port: int, api_key: str) -> str:
 class ManagedWeaviate:
     """One Weaviate process with its data, log and pid file under `data_dir`."""
 
-    def __init__(self, binary: Path | None, data_dir: Path, ports: Ports) -> None:
+    def __init__(self, binary: Path | None, data_dir: Path, ports: Ports,
+                 cluster_env: dict[str, str] | None = None) -> None:
         self.binary = binary
         # Absolute: the server runs inside its data directory and is told the path again.
         self.data_dir = data_dir.absolute()
         self.ports = ports
+        # Overrides of server_env() that make this server one node of a cluster.
+        self.cluster_env = dict(cluster_env or {})
         self.pid_file = data_dir / "weaviate.pid"
         self.log_file = data_dir / "weaviate.log"
         self.key_file = data_dir / "api-key"
@@ -230,7 +233,7 @@ class ManagedWeaviate:
                 [str(self.binary), "--host", LOOPBACK, "--port", str(self.ports.http),
                  "--scheme", "http"],
                 cwd=self.data_dir,
-                env=server_env(self.data_dir, self.ports, self.api_key),
+                env={**server_env(self.data_dir, self.ports, self.api_key), **self.cluster_env},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C in the terminal reaches Sift, which stops us

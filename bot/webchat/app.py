@@ -8,6 +8,8 @@ import json
 import logging
 import secrets
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,33 @@ _SECURITY = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data
              "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
-class WebChat:
-    """`mount` adds GET /, POST /chat/ask and POST /chat/vote to the `sift serve` app."""
+SIGN_IN_FIRST = "Sign in first: open this site's start page and sign in, then ask again."
 
-    def __init__(self, flow: ChatFlow, *, max_chars: int = 4000) -> None:
+
+@dataclass(frozen=True)
+class Reader:
+    """A signed-in person; `email` when their sign-in named one (their documents follow it)."""
+
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Who may use the chat when it is reachable from other machines: `reader` finds the
+    request's signed-in person (None: nobody), `login_url` is where the page sends them."""
+
+    reader: Callable[[web.Request], Reader | None]
+    login_url: str
+
+
+class WebChat:
+    """`mount` adds GET /, POST /chat/ask and POST /chat/vote to the `sift serve` app; with a
+    `gate`, only signed-in people get the page or an answer."""
+
+    def __init__(self, flow: ChatFlow, *, max_chars: int = 4000, gate: Gate | None = None) -> None:
         self._flow = flow
         self._max_chars = max_chars
+        self._gate = gate
         # Forms carry an HMAC of the visitor's id: another site cannot post on their behalf.
         self._secret = secrets.token_bytes(32)
 
@@ -51,7 +74,13 @@ class WebChat:
         user = request.cookies.get(USER_COOKIE, "")
         return user if user.startswith("web-") and len(user) == 36 else ""
 
+    def _reader(self, request: web.Request) -> Reader | None:
+        """Who asks: Reader() when the chat is open to all (loopback), None when refused."""
+        return Reader() if self._gate is None else self._gate.reader(request)
+
     async def page(self, request: web.Request) -> web.Response:
+        if self._reader(request) is None:
+            raise web.HTTPSeeOther(self._gate.login_url if self._gate else "/")
         user = self._visitor(request) or f"web-{secrets.token_hex(16)}"
         body = (STATIC / "chat.html").read_text().replace("{{csrf}}", self._token(user))
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
@@ -59,8 +88,13 @@ class WebChat:
                             max_age=30 * 24 * 3600)
         return response
 
-    async def _checked(self, request: web.Request) -> tuple[str, dict[str, Any]]:
-        """The visitor and the JSON body; 403 for a request the page did not make."""
+    async def _checked(self, request: web.Request) -> tuple[str, Reader, dict[str, Any]]:
+        """The visitor, who is signed in and the JSON body; 401 without a sign-in the gate
+        accepts, 403 for a request the page did not make."""
+        reader = self._reader(request)
+        if reader is None:
+            log.info("web chat: refused a %s without a sign-in", request.path)
+            raise web.HTTPUnauthorized(text=SIGN_IN_FIRST)
         user = self._visitor(request)
         try:
             data = await request.json()
@@ -71,10 +105,10 @@ class WebChat:
                 token, self._token(user)):
             raise web.HTTPForbidden(text="This request did not come from the chat page; "
                                     "reload the page and try again.")
-        return user, data
+        return user, reader, data
 
     async def ask(self, request: web.Request) -> web.StreamResponse:
-        user, data = await self._checked(request)
+        user, reader, data = await self._checked(request)
         text = data.get("question")
         if not isinstance(text, str):
             raise web.HTTPBadRequest(text="The request has no question.")
@@ -87,14 +121,14 @@ class WebChat:
 
         message = ChatMessage(Platform.WEB, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
                               CHANNEL, "", user, text.strip()[: self._max_chars + 1],
-                              conversation=f"web:{user}")
+                              conversation=f"web:{user}", email=reader.email)
         await self._flow.on_message(message, WebSurface(send))
         await send("done", {})
         await response.write_eof()
         return response
 
     async def vote(self, request: web.Request) -> web.Response:
-        user, data = await self._checked(request)
+        user, _, data = await self._checked(request)
         ref, value = data.get("ref"), data.get("vote")
         if not isinstance(ref, str) or value not in (1, -1):
             raise web.HTTPBadRequest(text="A vote names an answer and is 1 or -1.")

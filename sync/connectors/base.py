@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -65,6 +65,7 @@ class Connector(Protocol):
     async def list_ids(self) -> set[str]: ...
 
 
+@runtime_checkable
 class Fetches(Protocol):
     """A connector that can read chosen documents by id (what a push notification names).
     An id the source no longer has comes back as DocumentGone; one it cannot read, as a
@@ -75,7 +76,7 @@ class Fetches(Protocol):
 
 def fetcher(connector: object) -> Fetches | None:
     """The connector's targeted read, or None when it has none."""
-    return connector if callable(getattr(connector, "fetch", None)) else None  # type: ignore[return-value]
+    return connector if isinstance(connector, Fetches) else None
 
 
 class ConnectorSettings(BaseModel):

@@ -13,16 +13,25 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import insert, update
 
+from bot.admin.gaps import INDEXER
 from bot.admin.routes import mount
 from bot.settings import Settings
 from rag.embed import LocalEmbedder
 from storage.db import Database
-from storage.models import DocumentStats, Feedback, Interaction, InteractionSource
+from storage.models import (
+    DocumentStats,
+    Feedback,
+    Interaction,
+    InteractionSource,
+    SourceDocument,
+    SyncRun,
+)
+from storage.rollup import rebuild
 from storage.sync_state import SyncStateRepository
 from sync.connectors.folder import FolderConnector
 from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
-from tests.admin.seed import NOW, SCRIPT, seed
+from tests.admin.seed import NOW, SCRIPT, seed, source_doc, sync_run
 from tests.fakes.memory_index import MemoryIndex
 
 ADMIN_PW, VIEWER_PW = "correct horse battery staple", "viewer only please"
@@ -31,7 +40,7 @@ SECRET_DOC = "d22"  # a candidate of question 21
 
 
 def seed_hostile(db: Database) -> None:
-    """One question, answer, document title and vote comment carrying markup."""
+    """One question, answer, document title, vote comment and sync error carrying markup."""
     with db.write() as session:
         session.execute(insert(Interaction), [{
             "id": SCRIPT_ID, "created_at": NOW, "platform": "slack", "channel": SCRIPT,
@@ -51,9 +60,15 @@ def seed_hostile(db: Database) -> None:
             "retrieved": 99, "graded": 99, "graded_relevant": 0, "grade_score_sum": 1.0,
             "selected": 0, "cited": 9, "thumbs_up": 0, "thumbs_down": 5, "first_seen": NOW,
             "last_seen": NOW}])
+        failing = {**source_doc(0, NOW), "doc_id": "evil", "status": "failed",
+                   "error": f"the page answered {SCRIPT}"}
+        session.execute(insert(SourceDocument), [failing])
+        older = {**sync_run(5, NOW), "status": "partial", "errors": [f"evil: {SCRIPT}"]}
+        session.execute(insert(SyncRun), [older])
     with db.write() as session:  # one document only some people may read
         session.execute(update(DocumentStats).where(DocumentStats.doc_id == SECRET_DOC)
                         .values(restricted=True, title="Layoff plan 2027"))
+        rebuild(session.connection())
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +114,24 @@ def write_eval_report(data_dir: Path, name: str = "handbook") -> None:
         "modes": {"hybrid": {"recall@10": 0.8, "ndcg@10": 0.61, "mrr@10": 0.5},
                   "graded": {"recall@10": 0.85, "ndcg@10": 0.7, "mrr@10": 0.6}},
         "answers": None}))
-    (folder / "report.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 16)
+    _draw_chart(folder / "report.png")
+
+
+def _draw_chart(path: Path) -> None:
+    """A real PNG in place of the one `sift eval` draws, so a browser can show it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3), dpi=80)
+    for mode, curve in (("hybrid", [0.4, 0.6, 0.7, 0.8]), ("graded", [0.5, 0.7, 0.8, 0.85])):
+        ax.plot(range(1, 5), curve, marker=".", label=mode)
+    ax.set(xlabel="k", ylabel="recall@k", ylim=(0, 1))
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 @pytest.fixture
@@ -122,5 +154,6 @@ async def console(seeded: Database, embedder: LocalEmbedder,
     assert sub is not None
     scheduler.start()
     async with TestClient(TestServer(root)) as client:
+        await sub[INDEXER].catch_up()  # as a server that has run a while has
         yield Console(client, sub, seeded, settings, scheduler)
     await scheduler.stop()

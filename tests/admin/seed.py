@@ -17,6 +17,7 @@ from storage.models import (
     SourceDocument,
     SyncRun,
 )
+from storage.rollup import rebuild
 
 NOW = datetime.now(UTC).replace(microsecond=0)  # recent: the pages look back from now
 SCRIPT = "<script>alert(1)</script>"
@@ -52,7 +53,8 @@ def _sources(i: int, docs: int) -> list[dict[str, Any]]:
 
 def seed(db: Database, count: int, *, days: int = 30, docs: int = 300, now: datetime = NOW,
          batch: int = 5000) -> None:
-    """`count` interactions over `days`, four candidates each, a vote on every third."""
+    """`count` interactions over `days`, four candidates each, a vote on every third; the
+    per-day rollups counted from them."""
     rng = random.Random(7)
     step = days * 86400 / count
     with db.write() as session:
@@ -70,8 +72,9 @@ def seed(db: Database, count: int, *, days: int = 30, docs: int = 300, now: date
             if votes:
                 session.execute(insert(Feedback), votes)
         session.execute(insert(DocumentStats), [_doc_stats(d, now) for d in range(docs)])
-        session.execute(insert(SourceDocument), [_source_doc(d, now) for d in range(docs + 20)])
-        session.execute(insert(SyncRun), [_run(k, now) for k in range(5)])
+        session.execute(insert(SourceDocument), [source_doc(d, now) for d in range(docs + 20)])
+        session.execute(insert(SyncRun), [sync_run(k, now) for k in range(5)])
+        rebuild(session.connection())  # rows went in around the repositories: count them
 
 
 def _doc_stats(d: int, now: datetime) -> dict[str, Any]:
@@ -82,7 +85,7 @@ def _doc_stats(d: int, now: datetime) -> dict[str, Any]:
             "first_seen": now - timedelta(days=30), "last_seen": now}
 
 
-def _source_doc(d: int, now: datetime) -> dict[str, Any]:
+def source_doc(d: int, now: datetime) -> dict[str, Any]:
     failed = d % 50 == 49
     return {"source": "handbook", "doc_id": f"d{d}", "content_hash": f"h{d}",
             "updated_at": now, "chunk_count": 3, "last_synced": now,
@@ -90,7 +93,7 @@ def _source_doc(d: int, now: datetime) -> dict[str, Any]:
             "error": "the page returned HTTP 500" if failed else ""}
 
 
-def _run(k: int, now: datetime) -> dict[str, Any]:
+def sync_run(k: int, now: datetime) -> dict[str, Any]:
     started = now - timedelta(hours=k)
     return {"source": "handbook", "full": k == 4, "status": "ok" if k else "partial",
             "started_at": started, "finished_at": started + timedelta(minutes=2),

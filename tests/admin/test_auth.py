@@ -12,15 +12,26 @@ from bot.admin.console import KEY, STALE_FORM, WRONG_PASSWORD
 from bot.admin.routes import mount
 from bot.settings import Settings
 from rag.embed import LocalEmbedder
+from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
+from storage.overrides import OverrideRepository
 from tests.admin.conftest import ADMIN_PW, SECRET_DOC, VIEWER_PW, Console, csrf_of
 
 PAGES = ["/admin/", "/admin/questions", "/admin/questions/1", "/admin/gaps",
          "/admin/documents", "/admin/sources", "/admin/evaluation", "/admin/channels",
          "/admin/evaluation/handbook/chart.png"]
+ADMIN_PAGES = ["/admin/channels/edit", "/admin/channels/edit?platform=slack&channel=C0KEEP001"]
+# Every form the console accepts, with values that would change something if let through.
+ACTIONS = {
+    "/admin/sources/handbook/sync": {},
+    "/admin/channels": {"platform": "slack", "channel": "C0HELP009", "sources": "handbook",
+                        "respond": "questions", "enabled": "on"},
+    "/admin/channels/remove": {"platform": "slack", "channel": "C0KEEP001"},
+    "/admin/documents/override": {"doc_id": "doc-3", "kind": "hide"},
+}
 
 
-@pytest.mark.parametrize("path", PAGES)
+@pytest.mark.parametrize("path", PAGES + ADMIN_PAGES)
 async def test_every_page_needs_a_session(console: Console, path: str) -> None:
     response = await console.client.get(path, allow_redirects=False)
     assert response.status == 303
@@ -33,8 +44,9 @@ async def test_sign_in_returns_to_the_page_asked_for(console: Console) -> None:
     signed = await console.sign_in(next_=first.url.query["next"])
     assert signed.status == 303
     assert signed.headers["Location"] == "/admin/questions?status=no_answer"
-    cookie = signed.headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/admin" in cookie
+    (cookie,) = [c for c in signed.headers.getall("Set-Cookie") if c.startswith("sift_admin=")]
+    # The whole site: the web chat at / accepts the console's sign-in beyond loopback.
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/;" in cookie + ";"
     assert "Secure" not in cookie
     page = await console.client.get("/admin/questions?status=no_answer")
     assert page.status == 200 and "Questions" in await page.text()
@@ -92,22 +104,67 @@ async def test_an_expired_session_goes_back_to_sign_in_keeping_the_page(
     assert location.query["next"] == "/admin/documents?view=down"
 
 
+def _untouched(console: Console) -> None:
+    """None of ACTIONS took effect: no sync started, the policies and overrides as seeded."""
+    assert not console.scheduler.scheduler.get_job("sync-now:handbook")
+    policies = ChannelPolicyRepository(console.db)
+    assert policies.get("slack", "C0HELP009") is None
+    assert policies.get("slack", "C0KEEP001") is not None
+    assert OverrideRepository(console.db).for_documents(["doc-3"]) == {}
+
+
+@pytest.fixture
+def kept_policy(console: Console) -> Console:
+    ChannelPolicyRepository(console.db).put("slack", "C0KEEP001", "#keep", {"respond": "all"})
+    return console
+
+
+@pytest.mark.parametrize("path", [*ACTIONS, "/admin/logout"])
+async def test_every_action_needs_a_session(kept_policy: Console, path: str) -> None:
+    console = kept_policy
+    await console.sign_in()  # a session elsewhere: this client's cookie is dropped below
+    token = await console.csrf()
+    console.client.session.cookie_jar.clear()
+    response = await console.client.post(path, data={"csrf": token, **ACTIONS.get(path, {})},
+                                         allow_redirects=False)
+    assert response.status == 303
+    assert response.headers["Location"].startswith("/admin/login?next=")
+    _untouched(console)
+
+
 @pytest.mark.parametrize("token", [None, "", "wrong"])
 async def test_posts_without_the_session_csrf_token_are_refused(
-        console: Console, token: str | None) -> None:
+        kept_policy: Console, token: str | None) -> None:
+    console = kept_policy
     await console.sign_in()
     data = {} if token is None else {"csrf": token}
-    for path in ("/admin/sources/handbook/sync", "/admin/logout"):
-        response = await console.client.post(path, data=data, allow_redirects=False)
+    for path in [*ACTIONS, "/admin/logout"]:
+        response = await console.client.post(path, data={**ACTIONS.get(path, {}), **data},
+                                             allow_redirects=False)
         assert response.status == 403, path
         assert STALE_FORM in await response.text()
-    assert not console.scheduler.scheduler.get_job("sync-now:handbook")
+    _untouched(console)
+    assert (await console.client.get("/admin/", allow_redirects=False)).status == 200
+
+
+async def test_every_action_is_refused_to_a_viewer(kept_policy: Console) -> None:
+    console = kept_policy
+    await console.sign_in(VIEWER_PW)
+    token = await console.csrf()
+    for path, values in ACTIONS.items():
+        response = await console.client.post(path, data={"csrf": token, **values},
+                                             allow_redirects=False)
+        assert response.status == 403, path
+        assert "Only an admin may do this" in await response.text(), path
+    _untouched(console)
 
 
 async def test_a_viewer_reads_but_cannot_sync(console: Console) -> None:
     assert (await console.sign_in(VIEWER_PW)).status == 303
     for path in PAGES:
         assert (await console.client.get(path)).status == 200, path
+    for path in ADMIN_PAGES:
+        assert (await console.client.get(path)).status == 403, path
     html = await (await console.client.get("/admin/sources")).text()
     assert "Sync now" not in html and "viewer" in html
     response = await console.client.post("/admin/sources/handbook/sync",

@@ -82,10 +82,21 @@ async def test_sync_now(browser: WebDriver, site: str) -> None:
 async def test_the_other_pages_render(browser: WebDriver, site: str) -> None:
     assert await sign_in(browser, site, "/admin/gaps?window=90d", "section.gap")
     await shot(browser, "gaps")
-    for name, path, selector in (("documents", "/admin/documents", "table.list tbody tr"),
-                                 ("evaluation", "/admin/evaluation", "section.eval svg")):
-        assert await open_page(browser, site + path, selector)
-        await shot(browser, name)
+    assert await open_page(browser, site + "/admin/documents", "table.list tbody tr")
+    await shot(browser, "documents")
+    assert await open_page(browser, site + "/admin/evaluation", "section.eval svg")
+    # The chart `sift eval` drew is an image the browser loaded and decoded (400 px wide).
+    (image,) = await wait_for(browser, "section.eval img")
+    width = 0
+    for _ in range(300):
+        width = await run(browser.execute_script,
+                          "return arguments[0].complete ? arguments[0].naturalWidth : -1",
+                          image)
+        if width != -1:
+            break
+        await asyncio.sleep(0.1)
+    assert width == 400
+    await shot(browser, "evaluation")
 
 
 async def test_edit_a_channel_policy(browser: WebDriver, site: str,

@@ -30,7 +30,7 @@ async def _html(console: Console, path: str, status: int = 200) -> str:
 @pytest.mark.parametrize("path", [
     "/admin/?window=90d", f"/admin/questions?q={SCRIPT[:7]}", f"/admin/questions/{SCRIPT_ID}",
     "/admin/gaps?window=90d", "/admin/documents?view=down", "/admin/documents?view=all",
-    "/admin/evaluation"])
+    "/admin/evaluation", "/admin/sources", f"/admin/login?next=/admin/{SCRIPT}"])
 async def test_markup_in_questions_and_titles_is_escaped(admin: Console, path: str) -> None:
     html = await _html(admin, path)
     assert SCRIPT not in html
@@ -97,6 +97,7 @@ async def test_a_question_shows_candidates_grades_reasons_and_feedback(admin: Co
 
 async def test_content_gaps_group_similar_questions(admin: Console) -> None:
     html = await _html(admin, "/admin/gaps?window=90d")
+    assert "still being indexed" not in html
     groups = re.findall(r'<span class="count">(\d+) question', html)
     sizes = [int(g) for g in groups]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] > 1

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
 from bot.admin.charts import Series, hbars, nice_top, stacked_bars
 from bot.admin.console import safe_next, web_link
-from bot.admin.gaps import group_questions
-from bot.admin.overview import DailyCache, day_cost, price_of
+from bot.admin.gaps import GapIndexer, group_questions
+from bot.admin.overview import day_cost, price_of
+from rag.embed import LocalEmbedder
+from storage.columns import utc_now
 from storage.console_docs import GapQuestion
 from storage.console_overview import Day
 from storage.db import Database
 from storage.models import Interaction
+from storage.question_vectors import stored
 from tests.admin.seed import seed
 
 
@@ -61,7 +64,8 @@ def test_day_cost() -> None:
 @pytest.mark.parametrize(("target", "expected"), [
     ("/admin/questions?x=1", "/admin/questions?x=1"), ("/admin", "/admin"),
     ("https://evil.example/admin/", "/admin/"), ("//evil.example/admin", "/admin/"),
-    ("/administrator", "/admin/"), ("", "/admin/"), (None, "/admin/")])
+    ("/administrator", "/admin/"), ("", "/admin/"), (None, "/admin/"), ("/", "/"),
+    ("//", "/admin/")])
 def test_safe_next(target: str | None, expected: str) -> None:
     assert safe_next(target) == expected
 
@@ -73,24 +77,21 @@ def test_links_are_http_only(url: str, expected: str) -> None:
     assert web_link(url) == expected
 
 
-def test_closed_days_are_read_once_per_ten_minutes(tmp_path: Path) -> None:
+async def test_gap_questions_are_embedded_in_the_background_once(
+        tmp_path: Path, embedder: LocalEmbedder) -> None:
     db = Database(f"sqlite:///{tmp_path / 'sift.db'}")
     db.upgrade()
-    now = datetime(2026, 3, 10, 12, tzinfo=UTC)
-    seed(db, 30, days=3, docs=5, now=now)  # 10 a day over Mar 7 12:00 .. Mar 10 12:00
-    ticks = [0.0]
-    cache = DailyCache(clock=lambda: ticks[0])
-    since = now - timedelta(days=3)
-    first = cache.days(db, since, now)
-    assert [d.day.day for d in first] == [7, 8, 9, 10]
-    assert sum(d.total for d in first) == 30
-    with db.write() as session:  # a late row in a past day, and one today
-        for i, day in ((900, 8), (901, 10)):
-            session.add(Interaction(id=i, created_at=datetime(2026, 3, day, 1, tzinfo=UTC),
-                                    platform="slack", question="q", answer="a",
-                                    status="answered", mode="fast"))
-    cached = cache.days(db, since, now)
-    assert sum(d.total for d in cached) == 31  # today is always read again
-    ticks[0] = 601.0
-    assert sum(d.total for d in cache.days(db, since, now)) == 32
+    seed(db, 60, days=3, docs=5)  # no answer when i % 6 == 3, a thumbs-down when i % 21 == 0
+    gaps = {i for i in range(1, 61) if i % 6 == 3 or i % 21 == 0}
+    indexer = GapIndexer(db, embedder)
+    assert await indexer.catch_up() == len(gaps)
+    assert set(stored(db, list(range(1, 61)), embedder.name)) == gaps
+    assert await indexer.catch_up() == 0  # nothing new: nothing embedded again
+    with db.write() as session:
+        session.add(Interaction(id=61, created_at=utc_now(), platform="web", question="q",
+                                answer="a", status="no_answer", mode="fast"))
+    assert await indexer.catch_up() == 1
+    vector = stored(db, [61], embedder.name)[61]
+    assert vector.shape == (embedder.dimension,)
+    assert stored(db, [61], "another-model") == {}  # another model's space is missing
     db.dispose()

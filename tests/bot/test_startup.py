@@ -26,7 +26,7 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
         "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
         "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
         "SIFT_TEAMS_APP_ID is not set)",
-        "Admin console: off (SIFT_ADMIN__PASSWORD is not set)",
+        "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Web chat: open http://127.0.0.1:4000/ in a browser",
         "Source sample: never synced; a first sync starts now",
     ]
@@ -37,14 +37,18 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
         slack_bot_token=SecretStr("xoxb-1"), slack_app_token=SecretStr("xapp-1"),
         teams_app_id="11111111-2222", teams_tenant_id="t", port=4000,
         sources=[SourceSettings(name="wiki", kind="folder", path=tmp_path),
-                 SourceSettings(name="kb", kind="folder", path=tmp_path)])
+                 SourceSettings(name="kb", kind="folder", path=tmp_path),
+                 SourceSettings(name="help", kind="zendesk", url="https://acme.zendesk.com",
+                                token=SecretStr("t"))])
     lines = surface_lines(settings, {"wiki": datetime(2026, 11, 24, 9, 5, tzinfo=UTC)},
                           admin=True)
     assert lines[0].startswith("Slack: on, Socket Mode")
     assert lines[1] == "Teams: on at http://127.0.0.1:4000/api/messages (app 11111111-2222)"
     assert lines[2] == "Admin console: on at http://127.0.0.1:4000/admin/"
     assert lines[4:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
-                         "Source kb: never synced; a first sync starts now"]
+                         "Source kb: never synced; a first sync starts now",
+                         "Source help: never synced; a first sync starts now; push "
+                         "notifications at http://127.0.0.1:4000/sync/hooks/help"]
 
 
 def test_slack_over_http_and_teams_switched_off() -> None:
@@ -57,9 +61,12 @@ def test_slack_over_http_and_teams_switched_off() -> None:
     assert lines[-1] == "Source sample: never synced (run `sift sync`)"
 
 
-def test_web_chat_stays_off_beyond_loopback_and_when_switched_off() -> None:
-    public = surface_lines(Settings(host="0.0.0.0", port=4000, teams={"enabled": False}), {})
-    assert public[3] == ("Web chat: off (SIFT_HOST 0.0.0.0 is reachable from other machines "
-                         "and the page has no sign-in of its own)")
+def test_web_chat_beyond_loopback_needs_the_console_sign_in() -> None:
+    settings = Settings(host="0.0.0.0", port=4000, teams={"enabled": False})
+    assert surface_lines(settings, {})[3] == (
+        "Web chat: off (SIFT_HOST 0.0.0.0 is reachable from other machines and no sign-in "
+        "protects it: set SIFT_ADMIN__PASSWORD or SIFT_ADMIN__OIDC__ISSUER)")
+    assert surface_lines(settings, {}, admin=True)[3] == (
+        "Web chat: on at http://0.0.0.0:4000/ for people signed in to the admin console")
     off = surface_lines(Settings(port=4000, web_chat={"enabled": False}), {})
     assert off[3] == "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"

@@ -83,3 +83,8 @@ class MemorySyncState:
         with self._lock:
             done = [r.started_at for r in self.runs if r.source == source and r.status == "ok"]
             return max(done) if done else None
+
+    def last_started(self, source: str, *, full: bool = False) -> datetime | None:
+        with self._lock:
+            return max((r.started_at for r in self.runs
+                        if r.source == source and (r.full or not full)), default=None)

@@ -138,13 +138,16 @@ class FakeSlack(LocalServer):
                 self.socket_acks.append(json.loads(frame.data))
         return socket
 
-    async def push(self, payload: Json, *, envelope_id: str, retry_attempt: int = 0) -> None:
-        """An Events API envelope over the open socket (docs.slack.dev, Socket Mode)."""
+    async def push(self, payload: Json, *, envelope_id: str, retry_attempt: int = 0,
+                   to: int = -1) -> None:
+        """An Events API envelope over an open socket (docs.slack.dev, Socket Mode): the
+        latest one, or socket number `to` (an app with several connections gets each
+        envelope on one of them, and a redelivery may come on another)."""
         for _ in range(500):
-            if self.sockets:
+            if len(self.sockets) > max(to, 0):
                 break
             await asyncio.sleep(0.01)
-        await self.sockets[-1].send_json({
+        await self.sockets[to].send_json({
             "envelope_id": envelope_id, "type": "events_api", "payload": payload,
             "accepts_response_payload": False, "retry_attempt": retry_attempt,
             "retry_reason": "timeout" if retry_attempt else ""})

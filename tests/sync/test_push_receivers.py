@@ -54,6 +54,7 @@ def _zendesk_attacks() -> dict[str, tuple[ZendeskReceiver, PushRequest]]:
     body = article_event("published", 42, NOW)
     good = signed(body, when=NOW)
     stale = signed(body, when=NOW - timedelta(minutes=6))
+    early = signed(body, when=NOW + timedelta(minutes=6))
     return {
         "unsigned": (zendesk(), post(body, {})),
         "no timestamp": (zendesk(), post(body, {k: v for k, v in good.items()
@@ -62,6 +63,7 @@ def _zendesk_attacks() -> dict[str, tuple[ZendeskReceiver, PushRequest]]:
                                                    base64.b64encode(b"x" * 32).decode()})),
         "tampered body": (zendesk(), post(article_event("published", 43, NOW), good)),
         "replayed timestamp": (zendesk(), post(body, stale)),
+        "timestamp from the future": (zendesk(), post(body, early)),
         "another source's secret": (zendesk("the other desk's secret"), post(body, good)),
         "no secret configured": (zendesk(None), post(body, good)),
     }
@@ -176,3 +178,9 @@ def test_generic_webhook_refuses(attack: str) -> None:
     receiver, request = _generic_attacks()[attack]
     with pytest.raises(PushRejected):
         receiver.receive(request)
+
+
+def test_header_names_are_matched_whatever_their_case() -> None:
+    request = PushRequest("POST", {"X-Hub-Signature": "sha256=ab"}, {}, b"")
+    assert request.header("x-hub-signature") == "sha256=ab"
+    assert request.header("X-Missing") == ""

@@ -101,6 +101,57 @@ async def test_scheduled_failures_are_logged_not_raised(kb: Path, tmp_path: Path
     assert "incremental sync of kb skipped: Another sync of 'kb' is running" in caplog.text
 
 
+def test_interval_ticks_are_the_same_instants_in_every_replica(kb: Path,
+                                                               tmp_path: Path) -> None:
+    """Replicas started minutes apart still tick together (ticks count from a fixed epoch)."""
+    from datetime import UTC, datetime, timedelta
+
+    from sync.schedule import last_due
+
+    [first, later] = [SyncScheduler(make_runner(kb, tmp_path / n),
+                                    [SourceSchedule("kb", interval_minutes=15)])
+                      for n in ("a", "b")]
+    triggers = [s.scheduler.get_job("sync:kb").trigger for s in (first, later)]
+    now = datetime(2026, 5, 4, 10, 7, 30, tzinfo=UTC)
+    ticks = [t.get_next_fire_time(None, now + timedelta(minutes=m))
+             for t, m in zip(triggers, (0, 4), strict=True)]
+    assert ticks[0] == ticks[1] == datetime(2026, 5, 4, 10, 15, tzinfo=UTC)
+    assert last_due(triggers[0], now, 600) == datetime(2026, 5, 4, 10, 0, tzinfo=UTC)
+    assert last_due(triggers[0], now, 301) is None  # 10:00 is older than the misfire grace
+    cron = CronTrigger.from_crontab("*/5 * * * *", timezone=UTC)
+    assert last_due(cron, now, 301) == datetime(2026, 5, 4, 10, 5, tzinfo=UTC)
+
+
+async def test_a_tick_another_replica_already_ran_is_skipped(kb: Path,
+                                                             tmp_path: Path) -> None:
+    """Runs for the same tick from two replicas (one state: their shared database)."""
+    from datetime import UTC, datetime, timedelta
+
+    from sync.lock import SyncBusy
+
+    class NoLease:
+        def acquire(self) -> None: ...
+
+        def release(self) -> None: ...
+
+    write(kb, "a.md", "# A\n\nSome text about the alpha procedure.")
+    state = MemorySyncState()
+    [one, two] = [SyncRunner([SyncSource("kb", FolderConnector(kb))], MemoryIndex(),
+                             HashEmbedder(), state, tmp_path / n, shared_lock=lambda _: NoLease())
+                  for n in ("a", "b")]
+    await one.run("kb", full=True)  # the start-up pass, before the tick
+    due = datetime.now(UTC)
+    await one.run("kb", due=due)
+    with pytest.raises(SyncBusy) as busy:
+        await two.run("kb", due=due)
+    assert "already ran this scheduled sync of 'kb'" in busy.value.user_message
+    await two.run("kb", full=True, due=due)  # an incremental run does not cover a full one
+    with pytest.raises(SyncBusy):
+        await one.run("kb", full=True, due=due)
+    await two.run("kb", due=datetime.now(UTC) + timedelta(seconds=1))  # the next tick runs
+    assert [r.full for r in state.runs] == [True, False, True, False]
+
+
 async def test_start_up_removes_a_source_no_longer_configured(
         kb: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """`sift serve` with a new sift.toml: the sample's chunks go, as with `sift sync`."""

@@ -1,0 +1,294 @@
+"""K concurrent Slack conversations against one `sift serve`: throughput, latency, memory.
+
+Run:  .venv/bin/python -m bench.serve_load [--conversations 50] [--seconds 120]
+
+One `sift serve` process on real PostgreSQL (a throwaway server, tests/pg.py) and a managed
+Weaviate holding the sample knowledge base. This process plays Slack (the fake Web API and
+signed POSTs to /slack/events) and Claude (the fake Messages API, time to first token + per
+output token). Each conversation asks, waits for the answer in its thread, asks again.
+Reports questions/s, HTTP ack p50/p99, answer p50/p95, the fake model's busy time per answer
+and Sift's own time (answer minus model), RSS and database connections over the run, and
+where the time goes (Sift's own per-stage timings from the database).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import psycopg
+
+from bench.cli_timing import ENTRY, ROOT, environment, sift
+from bot.weaviate.process import free_port
+from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency
+from tests.fakes.slack_payloads import (
+    BOT_TOKEN,
+    BOT_USER,
+    CHANNEL,
+    SIGNING_SECRET,
+    app_mention,
+    event_request,
+    sign,
+)
+from tests.fakes.slack_server import FakeSlack, Json
+from tests.pg import Cluster, _bin_dir
+
+TOPICS = ("How do I reset my MFA?", "How do I set up the VPN?",
+          "What is the parental leave policy?", "How do I roll back a deploy?",
+          "What are the API rate limits?", "How do I report a phishing email?",
+          "How do I rotate the staging database credentials?", "What does the travel policy "
+          "say about flights?")
+TAG = re.compile(r"\(q(\d+)\)")
+
+
+class TimedSlack(FakeSlack):
+    """The fake Web API, noting when each thread's answer arrives (no scan of every call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answered: dict[str, asyncio.Event] = {}
+        self.answered_at: dict[str, float] = {}
+
+    def _chat_postMessage(self, args: Json) -> Json:
+        thread = str(args.get("thread_ts") or "")
+        self.answered_at.setdefault(thread, time.monotonic())
+        self.answered.setdefault(thread, asyncio.Event()).set()
+        return super()._chat_postMessage(args)
+
+
+@dataclass
+class Asked:
+    tag: int
+    sent: float
+    ack_s: float
+    answer_s: float | None = None
+
+
+@dataclass
+class Run:
+    asked: list[Asked] = field(default_factory=list)
+    rss_mb: list[tuple[float, float]] = field(default_factory=list)
+    connections: list[tuple[float, int]] = field(default_factory=list)
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] \
+        if ordered else float("nan")
+
+
+async def conversation(k: int, url: str, slack: TimedSlack, http: aiohttp.ClientSession,
+                       tags: Iterator[int], deadline: float, run: Run) -> None:
+    user = f"UL{k:04d}"
+    while time.monotonic() < deadline:
+        tag = next(tags)
+        ts = f"{1_700_000_000 + tag}.{k:06d}"
+        text = f"<@{BOT_USER}> {TOPICS[tag % len(TOPICS)]} (q{tag})"
+        slack.add_message(CHANNEL, user, text, ts)
+        body, content_type = event_request(app_mention(text, ts=ts, user=user,
+                                                       event_id=f"EvL{tag:08d}"))
+        sent = time.monotonic()
+        async with http.post(url, data=body.encode(), headers={
+                "Content-Type": content_type, **sign(body)}) as response:
+            await response.read()
+            assert response.status == 200, response.status
+        asked = Asked(tag, sent, time.monotonic() - sent)
+        run.asked.append(asked)
+        event = slack.answered.setdefault(ts, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), 120)
+        except TimeoutError:
+            continue  # counted as unanswered
+        asked.answer_s = slack.answered_at[ts] - sent
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def db_connections(admin_url: str, database: str) -> int:
+    with psycopg.connect(admin_url) as connection:
+        row = connection.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+                                 (database,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asyncio.Event,
+                 every_s: float) -> None:
+    started = time.monotonic()
+    while not stop.is_set():
+        at = time.monotonic() - started
+        run.rss_mb.append((at, rss_mb(pid)))
+        run.connections.append((at, await asyncio.to_thread(db_connections, admin_url,
+                                                             database)))
+        with suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
+
+
+def model_busy(fake: FakeAnthropic) -> dict[int, float]:
+    """Per question (by its tag), the time at least one of its model calls was in flight."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for record in fake.requests:
+        found = TAG.search(json.dumps(record.body.get("messages", [])))
+        if found and record.finished:
+            spans.setdefault(int(found.group(1)), []).append((record.started, record.finished))
+    busy: dict[int, float] = {}
+    for tag, intervals in spans.items():
+        total, end = 0.0, float("-inf")
+        for start, finish in sorted(intervals):
+            if finish > end:
+                total += finish - max(start, end)
+                end = finish
+        busy[tag] = total
+    return busy
+
+
+def stage_timings(database_url: str) -> dict[str, list[float]]:
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute("SELECT timings_ms FROM interactions").fetchall()
+    stages: dict[str, list[float]] = {}
+    for (timings,) in rows:
+        for stage, ms in (timings or {}).items():
+            stages.setdefault(stage, []).append(float(ms))
+    return stages
+
+
+@contextmanager
+def postgres() -> Iterator[tuple[str, str]]:
+    """(SQLAlchemy URL, admin libpq URL) of a throwaway PostgreSQL server."""
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        raise SystemExit("PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = Cluster(bin_dir)
+    try:
+        url = cluster.start()
+        yield url, f"postgresql://postgres@127.0.0.1:{cluster.port}/postgres"
+    finally:
+        cluster.stop()
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"sift serve exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(base + "/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise SystemExit("sift serve was not ready in time")
+
+
+async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
+               admin_url: str) -> tuple[Run, FakeAnthropic, float]:
+    slack, fake = TimedSlack(), FakeAnthropic()
+    fake.model_latency = ModelLatency(args.first_token_ms / 1000, args.per_token_ms / 1000)
+    await slack.start()
+    await fake.start()
+    port = free_port()
+    serve_env = {**env, "PYTHONPATH": str(ROOT), "SIFT_PORT": str(port),
+                 "SIFT_ANTHROPIC_API_KEY": "sk-bench", "SIFT_ANTHROPIC_BASE_URL": fake.url,
+                 "SIFT_SLACK_BOT_TOKEN": BOT_TOKEN, "SIFT_SLACK_SIGNING_SECRET": SIGNING_SECRET,
+                 "SIFT_SLACK_API_URL": slack.api_url, "SIFT_SYNC__SYNC_ON_START": "false",
+                 "SIFT_CHAT__QUOTA_PER_MINUTE": "100000"}
+    process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve"], cwd=ROOT, env=serve_env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run, stop = Run(), asyncio.Event()
+    try:
+        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process)
+        database = database_url.rsplit("/", 1)[1]
+        sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,
+                                             args.sample_s))
+        tags = itertools.count(1)
+        started = time.monotonic()
+        deadline = started + args.seconds
+        url = f"http://127.0.0.1:{port}/slack/events"
+        connector = aiohttp.TCPConnector(limit=args.conversations + 10)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run)
+                                   for k in range(args.conversations)))
+        elapsed = time.monotonic() - started
+        stop.set()
+        await sampler
+    finally:
+        process.terminate()
+        await asyncio.to_thread(process.wait, 60)
+        await slack.stop()
+        await fake.stop()
+    return run, fake, elapsed
+
+
+def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
+           stages: dict[str, list[float]]) -> None:
+    answered = [a for a in run.asked if a.answer_s is not None]
+    acks = [a.ack_s * 1000 for a in run.asked]
+    answers = [a.answer_s * 1000 for a in answered if a.answer_s is not None]
+    busy = model_busy(fake)
+    model = [busy.get(a.tag, 0.0) * 1000 for a in answered]
+    own = [a.answer_s * 1000 - busy.get(a.tag, 0.0) * 1000 for a in answered
+           if a.answer_s is not None]
+    print(f"{args.conversations} conversations for {elapsed:.0f} s; fake model "
+          f"{args.first_token_ms:.0f} ms to first token + {args.per_token_ms:.1f} ms/token")
+    print(f"questions: {len(run.asked)} asked, {len(answered)} answered, "
+          f"{len(answered) / elapsed:.2f} answers/s")
+    print(f"HTTP ack ms: p50 {pct(acks, 50):.0f}, p99 {pct(acks, 99):.0f}, max {max(acks):.0f}")
+    print(f"answer ms: p50 {pct(answers, 50):.0f}, p95 {pct(answers, 95):.0f}")
+    print(f"model busy ms per answer: p50 {pct(model, 50):.0f}, p95 {pct(model, 95):.0f}")
+    print(f"Sift's own ms per answer (answer - model): p50 {pct(own, 50):.0f}, "
+          f"p95 {pct(own, 95):.0f}")
+    rss = [mb for _, mb in run.rss_mb]
+    third = max(1, len(rss) // 3)
+    print(f"RSS MB: start {rss[0]:.0f}, first third median "
+          f"{statistics.median(rss[:third]):.0f}, last third median "
+          f"{statistics.median(rss[-third:]):.0f}, max {max(rss):.0f}")
+    print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in run.rss_mb))
+    conns = [n for _, n in run.connections]
+    print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")
+    print("where the time goes (Sift's stage timings, ms p50/p95): " + ", ".join(
+        f"{stage} {pct(v, 50):.0f}/{pct(v, 95):.0f}" for stage, v in sorted(stages.items())))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--first-token-ms", type=float, default=500.0)
+    parser.add_argument("--per-token-ms", type=float, default=8.0)
+    parser.add_argument("--sample-s", type=float, default=5.0, help="RSS/connection sampling")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sift-load-") as scratch, postgres() as (db, admin):
+        env = {**environment(Path(scratch)), "SIFT_DATABASE_URL": db}
+        sift(ROOT, env, "weaviate", "start")
+        try:
+            sift(ROOT, env, "sync")  # the sample knowledge base
+            run, fake, elapsed = asyncio.run(load(args, env, db, admin))
+        finally:
+            sift(ROOT, env, "weaviate", "stop")
+        stages = stage_timings(db.replace("postgresql+psycopg://", "postgresql://"))
+    report(args, run, fake, elapsed, stages)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The console's single sign-on routes: start at the provider, come back to the callback."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+import aiohttp
+from aiohttp import web
+
+from bot.admin.console import KEY, PREFIX, login_page, open_session, render, safe_next
+from bot.admin.oidc import Provider, Refused
+
+log = logging.getLogger(__name__)
+STATE_COOKIE = "sift_oidc"
+SSO = PREFIX + "/oidc"
+CALLBACK = SSO + "/callback"
+UNREACHABLE = "The identity provider could not be reached; try again in a minute."
+
+
+def _provider(request: web.Request) -> Provider:
+    provider = request.app[KEY].provider
+    if provider is None:
+        raise web.HTTPNotFound(text="Single sign-on is not configured (SIFT_ADMIN__OIDC__ISSUER).")
+    return provider
+
+
+async def start(request: web.Request) -> web.StreamResponse:
+    """Send the browser to the provider, remembering state, nonce and PKCE verifier here."""
+    console, provider = request.app[KEY], _provider(request)
+    redirect_uri = (console.admin.oidc.redirect_url
+                    or str(request.url.with_path(CALLBACK).with_query(None)))
+    try:
+        state, url = await provider.start(redirect_uri, safe_next(request.query.get("next")))
+    except Refused as refused:
+        return _refused(request, refused.sentence, str(refused), 502)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return _refused(request, UNREACHABLE, f"discovery failed: {exc!r}", 502)
+    response = web.HTTPSeeOther(url)
+    # Lax, not Strict: the provider's redirect back is a navigation from another site.
+    response.set_cookie(STATE_COOKIE, state, path=SSO, httponly=True, samesite="Lax",
+                        secure=console.admin.secure_cookie, max_age=600)
+    raise response
+
+
+async def callback(request: web.Request) -> web.StreamResponse:
+    """Check state, exchange the code, verify the ID token, then open a session."""
+    console, provider = request.app[KEY], _provider(request)
+    try:
+        pending = provider.take(request.query.get("state", ""),
+                                request.cookies.get(STATE_COOKIE, ""))
+        if "error" in request.query:
+            raise Refused("The identity provider did not sign you in: please start again.",
+                          f"the provider answered error={request.query['error'][:80]!r}")
+        person = await provider.finish(pending, request.query.get("code", ""))
+    except Refused as refused:
+        return _refused(request, refused.sentence, str(refused), 403)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return _refused(request, UNREACHABLE, f"token exchange failed: {exc!r}", 502)
+    log.info("console: %s signed in through single sign-on as %s from %s", person.role,
+             person.email or "?", request.remote or "?")
+    # A page that moves on by itself rather than a redirect: the browser arrived from the
+    # provider's site, and would leave the SameSite=Strict session cookie off a redirect
+    # in that chain; the page's own navigation is same-site, so the cookie goes along.
+    response = render(request, "continue.html", target=pending.next)
+    open_session(console, response, person.role, person.email)
+    response.del_cookie(STATE_COOKIE, path=SSO)
+    return response
+
+
+def _refused(request: web.Request, sentence: str, cause: str, status: int) -> web.Response:
+    reference = secrets.token_hex(4)
+    log.warning("console: single sign-on refused [ref %s]: %s", reference, cause)
+    response = login_page(request, f"{sentence} (Reference {reference}.)", status)
+    response.del_cookie(STATE_COOKIE, path=SSO)
+    return response

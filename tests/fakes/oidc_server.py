@@ -1,0 +1,129 @@
+"""A fake OpenID Connect provider: discovery, JWKS, authorize (consents at once) and token.
+
+Payloads follow OpenID Connect Discovery 1.0 §3/§4 and Core 1.0 §3.1.3.3 (token response);
+PKCE (RFC 7636, S256) and single-use codes are enforced as real providers do. ID tokens are
+signed with a test RSA key; `claims` and `signer` let a test play a forged or stale token.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import jwt
+from aiohttp import web
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.fakes.http import LocalServer
+
+KID = "test-key-1"
+
+
+def new_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@dataclass
+class Grant:
+    client_id: str
+    redirect_uri: str
+    challenge: str
+    nonce: str
+    used: bool = False
+
+
+@dataclass
+class Account:
+    """Who consents at /authorize."""
+
+    email: str = "ada@example.com"
+    sub: str = "user-1"
+    email_verified: bool = True
+    groups: list[str] = field(default_factory=list)
+
+
+class FakeOidc(LocalServer):
+    def __init__(self, client_id: str, client_secret: str) -> None:
+        super().__init__()
+        self.client_id, self.client_secret = client_id, client_secret
+        self.key = new_key()
+        self.signer: rsa.RSAPrivateKey = self.key  # a test swaps in another key
+        self.account = Account()
+        self.claims: dict[str, Any] = {}  # overrides for the next ID tokens (aud, exp, nonce)
+        self.grants: dict[str, Grant] = {}
+        self.authorize_queries: list[dict[str, str]] = []
+        self.token_forms: list[dict[str, str]] = []
+        self.token_auth: list[str] = []
+        self.token_page: str | None = None  # an HTML page instead of the token response
+        self.app.router.add_get("/.well-known/openid-configuration", self.discovery)
+        self.app.router.add_get("/jwks", self.jwks)
+        self.app.router.add_get("/authorize", self.authorize)
+        self.app.router.add_post("/token", self.token)
+
+    async def discovery(self, _: web.Request) -> web.Response:
+        return web.json_response({
+            "issuer": self.url, "authorization_endpoint": f"{self.url}/authorize",
+            "token_endpoint": f"{self.url}/token", "jwks_uri": f"{self.url}/jwks",
+            "response_types_supported": ["code"], "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256"],
+            "scopes_supported": ["openid", "email", "profile"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            "code_challenge_methods_supported": ["S256"],
+            "claims_supported": ["sub", "iss", "aud", "exp", "iat", "nonce", "email",
+                                 "email_verified", "groups"]})
+
+    async def jwks(self, _: web.Request) -> web.Response:
+        public = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        return web.json_response({"keys": [{**public, "kid": KID, "use": "sig",
+                                            "alg": "RS256"}]})
+
+    async def authorize(self, request: web.Request) -> web.StreamResponse:
+        query = dict(request.query)
+        self.authorize_queries.append(query)
+        if (query.get("response_type") != "code" or query.get("client_id") != self.client_id
+                or query.get("code_challenge_method") != "S256"
+                or "openid" not in query.get("scope", "").split()):
+            raise web.HTTPBadRequest(text="invalid_request")
+        code = secrets.token_urlsafe(16)
+        self.grants[code] = Grant(self.client_id, query["redirect_uri"],
+                                  query["code_challenge"], query.get("nonce", ""))
+        back = urlencode({"code": code, "state": query.get("state", "")})
+        raise web.HTTPFound(f"{query['redirect_uri']}?{back}")
+
+    def _client_ok(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        self.token_auth.append(header.split(" ")[0])
+        expected = base64.b64encode(f"{self.client_id}:{self.client_secret}".encode()).decode()
+        return secrets.compare_digest(header, f"Basic {expected}")
+
+    async def token(self, request: web.Request) -> web.Response:
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        self.token_forms.append(form)
+        if not self._client_ok(request):
+            return web.json_response({"error": "invalid_client"}, status=401)
+        grant = self.grants.get(form.get("code", ""))
+        verifier = form.get("code_verifier", "").encode()
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+        if (form.get("grant_type") != "authorization_code" or grant is None or grant.used
+                or grant.redirect_uri != form.get("redirect_uri")
+                or challenge.decode() != grant.challenge):
+            return web.json_response({"error": "invalid_grant"}, status=400)
+        grant.used = True  # a code is good once
+        if self.token_page is not None:
+            return web.Response(text=self.token_page, content_type="text/html")
+        return web.json_response({"access_token": secrets.token_urlsafe(16),
+                                  "token_type": "Bearer", "expires_in": 3600,
+                                  "id_token": self.id_token(grant.nonce)})
+
+    def id_token(self, nonce: str) -> str:
+        now = int(time.time())
+        a = self.account
+        claims = {"iss": self.url, "sub": a.sub, "aud": self.client_id, "iat": now,
+                  "exp": now + 300, "nonce": nonce, "email": a.email,
+                  "email_verified": a.email_verified, "groups": a.groups, **self.claims}
+        return jwt.encode(claims, self.signer, algorithm="RS256", headers={"kid": KID})
