@@ -14,25 +14,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from sync.connectors.base import SourceConfig, SourceDocument
 from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
 from sync.connectors.confluence_storage import storage_to_markdown
-from sync.connectors.convert import html_to_markdown
+from sync.connectors.convert import file_to_markdown, html_to_markdown
+from sync.connectors.gdrive import GDriveSettings
+from sync.connectors.gdrive import build as build_gdrive
 from sync.connectors.notion import NotionConnector, NotionSettings
 from sync.connectors.notion_blocks import blocks_to_markdown
+from sync.connectors.sharepoint import SharePointConnector, SharePointSettings
 from sync.connectors.web import WebConnector, WebSettings
 from sync.connectors.web_pages import extract
 from sync.connectors.zendesk import ZendeskConnector, ZendeskSettings
 from tests.fakes.confluence_server import EMAIL, TOKEN, FakeConfluence, FakePage
+from tests.fakes.gdrive_server import DOC, DriveFile, FakeDrive, permission
+from tests.fakes.graph_server import CLIENT_ID, TENANT
+from tests.fakes.graph_server import SECRET as APP_SECRET
 from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
+from tests.fakes.sharepoint_server import FakeFile, FakeSharePoint, org_link
 from tests.fakes.web_site import FakeSite, SitePage
 from tests.fakes.zendesk_server import EMAIL as ZENDESK_EMAIL
 from tests.fakes.zendesk_server import TOKEN as ZENDESK_TOKEN
 from tests.fakes.zendesk_server import FakeArticle, FakeZendesk
+from tests.sync.test_convert_files import docx  # the smallest valid .docx writer
 
 PROSE = ("The deployment pipeline builds the image, runs the integration suite and promotes "
          "the release to staging before anyone approves production. ")
@@ -122,6 +132,34 @@ async def web(pages: int, start: str) -> tuple[Any, Callable[[], None], Any]:
     return conn, lambda: [extract(b) for b in bodies], server
 
 
+def word(i: int) -> bytes:
+    return docx([f"Runbook {i}", *[PROSE * 6] * 4, "make deploy ENV=prod"])
+
+
+async def sharepoint(pages: int) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeSharePoint()
+    server.sites["site-1"] = ["b!lib"]
+    for i in range(pages):
+        server.put("b!lib", FakeFile(f"{1000 + i}", f"Runbook {i}.docx", word(i), [org_link()]))
+    await server.start()
+    conn = SharePointConnector(SourceConfig("sp", url=server.graph_url, token=APP_SECRET),
+                               SharePointSettings(tenant_id=TENANT, client_id=CLIENT_ID,
+                                                  authority=server.login_url,
+                                                  sites=["site-1"], pages=False))
+    return conn, lambda: [file_to_markdown(word(i), "a.docx") for i in range(pages)], server
+
+
+async def gdrive(pages: int) -> tuple[Any, Callable[[], None], Any]:
+    server = FakeDrive()
+    for i in range(pages):
+        server.put(DriveFile(f"d{i}", f"Runbook {i}", DOC, storage(i).encode(),
+                             [permission("domain", "acme.com")]))
+    await server.start()
+    key = server.key_file(Path(tempfile.mkdtemp(prefix="sift-bench-")))
+    conn = build_gdrive(SourceConfig("gd", url=server.url), GDriveSettings(key_file=key))
+    return conn, lambda: [html_to_markdown(storage(i)) for i in range(pages)], server
+
+
 async def zendesk(pages: int) -> tuple[Any, Callable[[], None], Any]:
     server = FakeZendesk()
     server.categories, server.sections = {1: "Operations"}, {10: ("Runbooks", 1)}
@@ -145,7 +183,9 @@ async def main(pages: int, rounds: int) -> None:
         ("confluence cloud", lambda: confluence(pages, "cloud")),
         ("confluence datacenter", lambda: confluence(pages, "datacenter")),
         ("notion", lambda: notion(pages)), ("web sitemap", lambda: web(pages, "/sitemap.xml")),
-        ("web crawl", lambda: web(pages, "/docs/")), ("zendesk", lambda: zendesk(pages))]
+        ("web crawl", lambda: web(pages, "/docs/")), ("zendesk", lambda: zendesk(pages)),
+        ("sharepoint (docx)", lambda: sharepoint(pages)),
+        ("gdrive (docs export)", lambda: gdrive(pages))]
     print(f"{pages} pages per connector, best of {rounds} rounds (pages/s)")
     print(f"{'connector':<22} {'full pass':>9} {'id list':>9} {'convert':>9} {'convert share':>8}")
     for name, make in cases:

@@ -23,6 +23,7 @@ from bot.chat.policy import (
 )
 from bot.chat.service import ChatLimits, ChatService, ChatStores
 from bot.hooks import PushEndpoint
+from bot.permissions.directory import GroupDirectory
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
@@ -305,8 +306,9 @@ class App:
             target_tokens=target,
             overlap_tokens=default if s.overlap_tokens is None else s.overlap_tokens,
             min_tokens=default if s.min_tokens is None else s.min_tokens)
-        known = frozenset(["public", *(g.name for g in self.settings.groups),
-                           *(p for g in self.settings.groups for p in g.principals)])
+        groups = self.settings.groups  # with the Entra ids SharePoint names, so they count
+        known = frozenset(["public", *(g.name for g in groups),
+                           *GroupDirectory(groups).principals])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
                          max_file_bytes=int(s.max_file_mb * 2**20))

@@ -15,6 +15,8 @@ from sync.push_queue import PushSyncs
 
 log = logging.getLogger(__name__)
 ROUTE = "/sync/hooks/{source}"
+# A handshake echoes the caller's text: a browser must never read it as anything but text.
+NOSNIFF = {"X-Content-Type-Options": "nosniff"}
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,9 @@ class PushRoutes:
             log.info("push to %s: queued %d named document(s)%s", name, len(reply.doc_ids),
                      " and an incremental sync" if reply.resync else "")
         return web.Response(status=reply.status, text=reply.body,
-                            content_type=reply.content_type)
+                            content_type=reply.content_type, headers=NOSNIFF)
 
 
 def _text(status: int, message: str) -> web.Response:
-    return web.Response(status=status, text=message, content_type="text/plain")
+    return web.Response(status=status, text=message, content_type="text/plain",
+                        headers=NOSNIFF)

@@ -256,6 +256,7 @@ class SyncRun(Base):
     failed: Mapped[int] = mapped_column(Integer, default=0)
     chunks_written: Mapped[int] = mapped_column(Integer, default=0)
     errors: Mapped[list[str]] = mapped_column(JSON, default=list)
+    cursor: Mapped[str | None] = mapped_column(Text, nullable=True)  # a platform's delta link
 
 
 class SourceDocument(Base):

@@ -89,13 +89,13 @@ class SyncStateRepository:
             return run.id
 
     def finish_run(self, run_id: int, counts: RunCountsLike, errors: Sequence[str], *,
-                   status: str) -> None:
+                   status: str, cursor: str | None = None) -> None:
         values: dict[str, Any] = {
             "status": status, "finished_at": self._clock(), "added": counts.added,
             "updated": counts.updated, "deleted": counts.deleted,
             "unchanged": counts.unchanged, "failed": counts.failed,
             "chunks_written": counts.chunks_written,
-            "errors": [e[:MAX_ERROR_CHARS] for e in errors[:MAX_ERRORS]],
+            "errors": [e[:MAX_ERROR_CHARS] for e in errors[:MAX_ERRORS]], "cursor": cursor,
         }
         with self._db.write() as session:
             result = session.execute(update(SyncRun).where(SyncRun.id == run_id).values(values))
@@ -106,6 +106,14 @@ class SyncStateRepository:
         """Start of the source's last run that finished with status "ok"."""
         query = select(func.max(SyncRun.started_at)).where(SyncRun.source == source,
                                                            SyncRun.status == SUCCESS)
+        with self._db.read() as session:
+            return session.scalar(query)
+
+    def last_cursor(self, source: str) -> str | None:
+        """The change cursor of the source's latest run that finished with status "ok"."""
+        query = (select(SyncRun.cursor).where(SyncRun.source == source,
+                                              SyncRun.status == SUCCESS)
+                 .order_by(SyncRun.started_at.desc(), SyncRun.id.desc()).limit(1))
         with self._db.read() as session:
             return session.scalar(query)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import ParamSpec, TypeVar
@@ -22,7 +22,9 @@ from rag.ports import Embedder
 from rag.types import Chunk
 from sync.chunk import ChunkingConfig
 from sync.connectors.base import (
+    Checkpoint,
     Connector,
+    CursorSource,
     DocumentFailure,
     DocumentGone,
     Fetched,
@@ -86,7 +88,7 @@ class SyncJob:
                 raise
             if run_id is not None:
                 await self._state(self.state.finish_run, run_id, run.tally.freeze(),
-                                  run.errors[:MAX_ERRORS_KEPT], status="ok")
+                                  run.errors[:MAX_ERRORS_KEPT], status="ok", cursor=run.cursor)
             return self._summary(run, time.perf_counter() - started)
         except Exception as exc:
             raise self._failure(exc) from exc
@@ -100,13 +102,29 @@ class SyncJob:
                 run.indexed = await self.index.list_documents(self.source)
         if since is not None:
             since = _aware(since) - timedelta(seconds=self.config.checkpoint_overlap_s)
-        items = self.timers.iterate("read", self.connector.documents(since))
-        async for item in items:
-            await self._take(run, item)
+        async for item in self.timers.iterate("read", await self._listing(run, since)):
+            if isinstance(item, Checkpoint):
+                self._checkpoint(run, item)
+            else:
+                await self._take(run, item)
         await self._flush(run)
-        if run.full or self.connector.cheap_ids:  # else pruning waits for the next full pass
+        if run.full or self.connector.cheap_ids or run.listed_all:  # else: the next full pass
             await self._prune(run)
         self._warn_groups(run)
+
+    async def _listing(self, run: RunState, since: datetime | None) -> AsyncIterator[
+            Fetched | Checkpoint]:
+        """The connector's documents since the checkpoint time, or since its own cursor."""
+        if not isinstance(self.connector, CursorSource):
+            return self.connector.documents(since)
+        cursor = None if run.full else await self._state(self.state.last_cursor, self.source)
+        return self.connector.changes(cursor)
+
+    def _checkpoint(self, run: RunState, item: Checkpoint) -> None:
+        run.cursor, run.listed_all = item.cursor, item.complete
+        for warning in item.warnings:
+            log.warning("sync %s: %s", self.source, warning)
+            run.warnings.append(warning)
 
     async def run_ids(self, doc_ids: Sequence[str]) -> SyncSummary:
         """Sync only these documents (a push named them) through the connector's `fetch`: no
@@ -280,8 +298,10 @@ class SyncJob:
 
     async def _prune(self, run: RunState) -> None:
         """Delete documents the source no longer has (its own listing is the authority)."""
-        with self.timers.phase("read"):
-            present = run.seen | await self.connector.list_ids()
+        present = set(run.seen)
+        if not run.listed_all:  # else this run's listing was already complete
+            with self.timers.phase("read"):
+                present |= await self.connector.list_ids()
         for doc_id in sorted((set(run.known) | set(run.indexed)) - present):
             run.tally.deleted += 1
             if run.dry_run:

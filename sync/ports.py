@@ -82,11 +82,16 @@ class SyncState(Protocol):
     def start_run(self, source: str, *, full: bool) -> int: ...
 
     def finish_run(
-        self, run_id: int, counts: RunCounts, errors: Sequence[str], *, status: str
+        self, run_id: int, counts: RunCounts, errors: Sequence[str], *, status: str,
+        cursor: str | None = None,
     ) -> None: ...
 
     def last_success(self, source: str) -> datetime | None:
         """Start time of the source's last successful run: the incremental checkpoint."""
+        ...
+
+    def last_cursor(self, source: str) -> str | None:
+        """The platform change cursor its last successful run stored (Graph delta links)."""
         ...
 
     def last_started(self, source: str, *, full: bool = False) -> datetime | None:

@@ -34,6 +34,8 @@ class RunState:
     embedded: int = 0
     warnings: list[str] = field(default_factory=list)
     unknown_groups: dict[str, list[str]] = field(default_factory=dict)  # group -> doc ids
+    cursor: str | None = None  # the platform's change cursor, stored if the run succeeds
+    listed_all: bool = False  # the connector listed every current document this run
 
     @property
     def pending_chunks(self) -> int:

@@ -92,10 +92,13 @@ class BuildState:
         return 1
 
     def finish_run(self, run_id: int, counts: RunCounts, errors: Sequence[str], *,
-                   status: str) -> None:
+                   status: str, cursor: str | None = None) -> None:
         return None
 
     def last_success(self, source: str) -> datetime | None:
+        return None
+
+    def last_cursor(self, source: str) -> str | None:
         return None
 
     def last_started(self, source: str, *, full: bool = False) -> datetime | None:

@@ -33,6 +33,15 @@ class _Group:
     principals: tuple[str, ...] = ()
 
 
+def _with_entra(group: GroupSettings) -> tuple[str, ...]:
+    """A group's principals, plus its Entra groups and members as the SharePoint connector
+    names them (`entra:group:<object id>`, `entra:user:<object id>`, lower case), so that
+    declaring `entra_groups` once covers both Teams askers and SharePoint files."""
+    entra = [f"entra:group:{i}" for i in sorted(_norm(group.entra_groups))]
+    entra += [f"entra:user:{i}" for i in sorted(_norm(group.entra_members))]
+    return tuple(dict.fromkeys((*group.principals, *entra)))
+
+
 class GroupDirectory:
     """Membership by email, email domain, Slack user group, Entra group or Entra object id."""
 
@@ -40,7 +49,7 @@ class GroupDirectory:
         self._groups = [
             _Group(g.name, _norm(g.emails), _norm(d.lstrip("@") for d in g.domains),
                    _norm(g.slack_usergroups), _norm(g.entra_groups), _norm(g.entra_members),
-                   tuple(g.principals))
+                   _with_entra(g))
             for g in groups]
 
     @property

@@ -43,9 +43,22 @@ class DocumentFailure:
 
 @dataclass(frozen=True)
 class DocumentGone:
-    """A document deleted (or unpublished, archived) at the source: the job deletes it now."""
+    """The platform says this document was deleted (a delta's `deleted` facet, a trashed
+    file): the job removes it at once instead of waiting for a pruning pass."""
 
     doc_id: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The platform's own change cursor (Graph delta links), yielded once at the end of
+    `changes`. The job stores it with the run when the run succeeds and hands it back to the
+    next incremental run. `complete`: this run listed every current document (a first pass,
+    or a delta restarted from scratch), so whatever it did not list was deleted."""
+
+    cursor: str
+    complete: bool = False
+    warnings: tuple[str, ...] = ()  # reported by the sync (a refused delta token)
 
 
 Fetched = SourceDocument | DocumentFailure | DocumentGone
@@ -63,6 +76,14 @@ class Connector(Protocol):
     def documents(self, since: datetime | None) -> AsyncIterator[Fetched]: ...
 
     async def list_ids(self) -> set[str]: ...
+
+
+@runtime_checkable
+class CursorSource(Protocol):
+    """A connector that reads changes since its platform's cursor instead of since a time.
+    `cursor=None` lists everything; the last item is the new `Checkpoint`."""
+
+    def changes(self, cursor: str | None) -> AsyncIterator[Fetched | Checkpoint]: ...
 
 
 @runtime_checkable

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import difflib
+import functools
 import io
 import re
 import zipfile
@@ -111,10 +113,10 @@ def file_to_markdown(data: bytes, name: str) -> Parsed:
         raise DocumentParseError(f"{name}: unsupported file type {suffix or '(none)'}")
     if not zipfile.is_zipfile(io.BytesIO(data)):  # else markitdown falls back to plain text
         raise DocumentParseError(f"not a readable {suffix} file (not an Office zip package)")
-    from markitdown import MarkItDown, StreamInfo  # heavy import, needed only for these
+    from markitdown import StreamInfo
 
     try:
-        result = MarkItDown(enable_plugins=False).convert_stream(
+        result = _markitdown().convert_stream(
             io.BytesIO(data), stream_info=StreamInfo(extension=suffix))
     except Exception as exc:  # markitdown wraps each format's own parser errors
         raise DocumentParseError(f"not a readable {suffix} file: {exc}") from exc
@@ -122,6 +124,28 @@ def file_to_markdown(data: bytes, name: str) -> Parsed:
     if not body:
         raise DocumentParseError(f"the {suffix} file has no text")
     return Parsed(body + "\n", {"title": result.title} if result.title else {})
+
+
+def csv_to_markdown(text: str) -> Parsed:
+    """A CSV table (a spreadsheet's export) as a Markdown table, its first row the header."""
+    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    if not rows:
+        raise DocumentParseError("the spreadsheet has no cells")
+    width = max(len(r) for r in rows)
+
+    def line(row: list[str]) -> str:
+        cells = [c.replace("|", "\\|").replace("\n", " ").strip() for c in row]
+        return "| " + " | ".join(cells + [""] * (width - len(cells))) + " |"
+    table = [line(rows[0]), "|" + " --- |" * width, *(line(r) for r in rows[1:])]
+    return Parsed("\n".join(table) + "\n", {})
+
+
+@functools.cache
+def _markitdown() -> Any:
+    """One converter per process: building it costs about as much as converting a file."""
+    from markitdown import MarkItDown  # heavy import, needed only for Office files
+
+    return MarkItDown(enable_plugins=False)
 
 
 def first_heading(body: str) -> str:

@@ -1,12 +1,14 @@
-"""Google Drive push channels (`changes.watch`): the channel token checked, `sync` answered,
-every change a cue for an incremental sync of the source."""
+"""Google Drive push channels: the channel token checked, `sync` answered; a `files.watch`
+message syncs its file, a `changes.watch` one starts an incremental sync of the source."""
 
 from __future__ import annotations
 
 import hmac
 import logging
+import re
 import time
 from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -17,6 +19,8 @@ CHANNEL = "X-Goog-Channel-ID"
 TOKEN = "X-Goog-Channel-Token"
 STATE = "X-Goog-Resource-State"
 EXPIRATION = "X-Goog-Channel-Expiration"
+RESOURCE_URI = "X-Goog-Resource-URI"
+FILE_PATH = re.compile(r"/drive/v\d+/files/([A-Za-z0-9_-]+)")  # a files.watch channel's file
 # `change` is what changes.watch sends; the others come from a files.watch channel.
 CHANGED = frozenset({"change", "add", "update", "remove", "trash", "untrash"})
 RENEW_WITHIN_S = 24 * 3600
@@ -24,8 +28,8 @@ RENEW_WITHIN_S = 24 * 3600
 
 class DriveReceiver:
     """The `address` of a channel opened with `changes.watch` (or `files.watch`) whose `token`
-    is `gdrive.channel_token`. Drive's messages have no body and name no file, and carry no
-    signed time: a replayed one costs an incremental run that finds nothing new."""
+    is `gdrive.channel_token`. Drive's messages have no body and carry no signed time: a
+    replayed one costs a sync that finds nothing new."""
 
     def __init__(self, token: SecretStr | None, channel_id: str = "",
                  clock: Clock = time.time) -> None:
@@ -51,6 +55,9 @@ class DriveReceiver:
         if state not in CHANGED:
             return PushReply(202, f"Ignored: resource state {state or '(none)'}.")
         self._warn_if_expiring(channel, request.header(EXPIRATION))
+        found = FILE_PATH.fullmatch(urlsplit(request.header(RESOURCE_URI).strip()).path)
+        if found:
+            return PushReply(202, "Queued.", doc_ids=(found.group(1),))
         return PushReply(202, "Queued: an incremental sync.", resync=True)
 
     def _warn_if_expiring(self, channel: str, stamp: str) -> None:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from sync.connectors import confluence, folder, http, notion, web, zendesk
+from sync.connectors import (
+    confluence,
+    folder,
+    gdrive,
+    http,
+    notion,
+    sharepoint,
+    web,
+    zendesk,
+)
 from sync.connectors.base import ConnectorSpec
 
 # Adding a connector: its module declares SPEC beside its code, and it is listed here once.
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
-                        zendesk.SPEC)}
+                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC)}
 
 
 def known_kinds() -> str:

@@ -97,5 +97,7 @@ async def test_a_handshake_is_answered_and_syncs_nothing(served: Served) -> None
     response = await served.client.get("/sync/hooks/desk?validationToken=abc%20d",
                                        headers={"X-Token": SECRET})
     assert (response.status, await response.text()) == (200, "abc d")
+    assert response.content_type == "text/plain"  # an echo is never read as a page
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
     await served.pushes.idle()
     assert served.source.fetched == []

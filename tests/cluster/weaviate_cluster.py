@@ -85,8 +85,9 @@ class WeaviateCluster:
             list(pool.map(lambda node: node.start(timeout_s), self.nodes))
 
     def stop(self) -> None:
-        for node in self.nodes:
-            node.stop()
+        """Stop every node at once (each waits for its own shutdown)."""
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(lambda node: node.stop(), self.nodes))
 
     def _get(self, via: int, path: str) -> urllib.request.Request:
         return urllib.request.Request(f"{self.nodes[via].url}{path}",

@@ -30,6 +30,7 @@ class StoredRun:
     status: str = "running"
     counts: RunCounts = field(default_factory=RunCounts)
     errors: tuple[str, ...] = ()
+    cursor: str | None = None
 
 
 class MemorySyncState:
@@ -74,15 +75,21 @@ class MemorySyncState:
             return run.run_id
 
     def finish_run(self, run_id: int, counts: RunCounts, errors: Sequence[str], *,
-                   status: str) -> None:
+                   status: str, cursor: str | None = None) -> None:
         with self._lock:
             run = self.runs[run_id - 1]
             run.status, run.counts, run.errors = status, counts, tuple(errors)
+            run.cursor = cursor
 
     def last_success(self, source: str) -> datetime | None:
         with self._lock:
             done = [r.started_at for r in self.runs if r.source == source and r.status == "ok"]
             return max(done) if done else None
+
+    def last_cursor(self, source: str) -> str | None:
+        with self._lock:
+            done = [r for r in self.runs if r.source == source and r.status == "ok"]
+            return done[-1].cursor if done else None
 
     def last_started(self, source: str, *, full: bool = False) -> datetime | None:
         with self._lock:

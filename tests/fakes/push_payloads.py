@@ -40,17 +40,20 @@ GRAPH_VALIDATION_HEADERS = {"Content-Type": "text/plain; charset=utf-8"}
 
 
 def drive_message(state: str, number: int, *, token: str = DRIVE_CHANNEL_TOKEN,
-                  channel: str = DRIVE_CHANNEL_ID,
-                  expires: timedelta = timedelta(days=6)) -> dict[str, str]:
-    """The headers of a Drive push message on a `changes.watch` channel (the body is empty)."""
+                  channel: str = DRIVE_CHANNEL_ID, expires: timedelta = timedelta(days=6),
+                  file: str = "") -> dict[str, str]:
+    """The headers of a Drive push message (the body is empty): a `changes.watch` channel's,
+    or with `file` a `files.watch` channel's on that file."""
+    uri = (f"https://www.googleapis.com/drive/v3/files/{file}?alt=json&supportsAllDrives=true"
+           if file else "https://www.googleapis.com/drive/v3/changes?alt=json&pageToken=1234"
+           "&supportsAllDrives=true")
     return {
         "Content-Type": "application/json; utf-8",
         "X-Goog-Channel-ID": channel,
         "X-Goog-Channel-Token": token,
         "X-Goog-Channel-Expiration": format_datetime(datetime.now(UTC) + expires, usegmt=True),
         "X-Goog-Resource-ID": "ret08u3rv24htgh289g",
-        "X-Goog-Resource-URI": "https://www.googleapis.com/drive/v3/changes?alt=json"
-                               "&pageToken=1234&supportsAllDrives=true",
+        "X-Goog-Resource-URI": uri,
         "X-Goog-Resource-State": state,
         "X-Goog-Message-Number": str(number),
     }

@@ -41,3 +41,21 @@ def test_mapped_principals_are_known_to_sync(tmp_path: Path) -> None:
     assert known is not None
     assert {"confluence:group:hr", "notion:workspace", "hr"} <= known
     assert "confluence:group:finance" not in known  # unmapped: nobody's group reads it
+
+
+async def test_declared_entra_groups_read_what_sharepoint_grants_them() -> None:
+    legal = GroupSettings(name="legal", entra_groups=["5F1B0C3A-AAAA"],
+                          entra_members=["9A0C-77"])
+    directory = GroupDirectory([legal])
+    assert {"entra:group:5f1b0c3a-aaaa", "entra:user:9a0c-77"} <= directory.principals
+    teams = Asker(Platform.TEAMS, "9a0c-77")
+    groups = await GroupResolver(directory).groups_for(teams, Audience(Visibility.PRIVATE))
+    assert "entra:group:5f1b0c3a-aaaa" in groups and "entra:user:9a0c-77" in groups
+    assert directory.with_principals(["other"]) == ("other",)
+
+
+def test_declared_entra_groups_are_known_to_sync(tmp_path: Path) -> None:
+    legal = GroupSettings(name="legal", entra_groups=["5F1B0C3A-AAAA"], entra_members=["9A0C-77"])
+    known = App(Settings(data_dir=tmp_path, groups=[legal])).sync_config.known_groups
+    assert known is not None  # else SharePoint files granted to them would be reported
+    assert {"entra:group:5f1b0c3a-aaaa", "entra:user:9a0c-77"} <= known

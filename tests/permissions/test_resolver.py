@@ -144,13 +144,17 @@ async def test_a_missing_slack_usergroup_is_reported_by_name(slack: FakeSlack) -
     assert await resolver(slack).startup_problems() == []
 
 
+# A group reads what SharePoint grants its Entra groups and members.
+SECURITY = (PUBLIC, "security", "entra:group:g-sec", "entra:user:oid-static")
+
+
 async def test_teams_uses_upn_static_members_and_graph(slack: FakeSlack) -> None:
     r = resolver(slack)
     teams = Audience(Visibility.PRIVATE)
     assert await r.groups_for(Asker(Platform.TEAMS, "oid-1", "tenant", "hana@acme.example"),
                               teams) == (PUBLIC, "hr")
     assert await r.groups_for(Asker(Platform.TEAMS, "oid-static", "tenant"), teams) == \
-        (PUBLIC, "security")  # no Graph credentials: the static member list
+        SECURITY  # no Graph credentials: the static member list
     async with FakeGraph() as graph:
         assert isinstance(graph, FakeGraph)
         graph.memberships["oid-2"] = {"g-sec", "g-other"}
@@ -159,7 +163,7 @@ async def test_teams_uses_upn_static_members_and_graph(slack: FakeSlack) -> None
             GroupDirectory(GROUPS).entra_group_ids)
         r = resolver(slack, graph=membership)
         assert await r.groups_for(Asker(Platform.TEAMS, "oid-2", "tenant"), teams) == \
-            (PUBLIC, "security")
+            SECURITY
         assert graph.requests[-1] == {"oid": "oid-2", "groupIds": ["g-sec"]}
         graph.fail_status = 503
         assert await r.groups_for(Asker(Platform.TEAMS, "oid-3", "tenant"), teams) == \

@@ -67,6 +67,22 @@ def test_runs_and_the_incremental_checkpoint(state: SyncStateRepository, clock: 
         "failed", 1, ["doc x: boom"])
 
 
+def test_the_cursor_of_the_last_successful_run_is_handed_back(state: SyncStateRepository,
+                                                               clock: Clock) -> None:
+    assert state.last_cursor("sp") is None
+    first = state.start_run("sp", full=True)
+    state.finish_run(first, RunCounts(added=1), [], status="ok", cursor='{"d": "link-1"}')
+    clock.advance(hours=1)
+    failed = state.start_run("sp", full=False)
+    state.finish_run(failed, RunCounts(), ["boom"], status="failed", cursor='{"d": "link-2"}')
+    assert state.last_cursor("sp") == '{"d": "link-1"}'
+    clock.advance(hours=1)
+    plain = state.start_run("sp", full=False)
+    state.finish_run(plain, RunCounts(), [], status="ok")
+    assert state.last_cursor("sp") is None  # the latest success stored none: start over
+    assert state.last_cursor("other") is None
+
+
 def test_errors_are_capped(state: SyncStateRepository) -> None:
     run = state.start_run("kb", full=True)
     state.finish_run(run, RunCounts(failed=500), [f"e{i}" + "x" * 5000 for i in range(500)],

@@ -111,6 +111,13 @@ def test_drive_states(state: str, expected: PushReply) -> None:
         call(headers=drive_message(state, 2))) == expected
 
 
+def test_a_files_watch_message_names_its_file() -> None:
+    reply = drive().receive(call(headers=drive_message("update", 3, file="1aBc-D_9")))
+    assert (reply.status, reply.doc_ids, reply.resync) == (202, ("1aBc-D_9",), False)
+    sync = drive().receive(call(headers=drive_message("sync", 1, file="1aBc-D_9")))
+    assert (sync.status, sync.doc_ids) == (200, ())
+
+
 def test_drive_warns_of_a_channel_about_to_expire(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     drive().receive(call(headers=drive_message("change", 2)))
