@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import Settings, SyncSettings, WeaviateSettings
+from bot.settings import Settings, SourceSettings, SyncSettings, WeaviateSettings
 from bot.weaviate.process import ManagedWeaviate, free_port
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
@@ -83,7 +83,21 @@ def settings_for(tmp_path: Path, weaviate: ManagedWeaviate, collection: str,
         # The corpus is loaded directly; a start-up sync would add the sample knowledge base.
         sync=SyncSettings(sync_on_start=False))
     values.update(overrides)
+    values["sources"] = [unscheduled(s) for s in values.get("sources") or []]
     return Settings(**values)
+
+
+SCHEDULE_FIELDS = {"interval_minutes", "cron", "full_cron"}
+
+
+def unscheduled(source: SourceSettings | dict[str, Any]) -> SourceSettings:
+    """The source as given, without the default schedule unless the test set one: ticks are
+    aligned to the wall clock (replicas share them), so the default 15-minute interval fires
+    in any test that happens to cross a quarter hour, syncing behind the test's back."""
+    made = SourceSettings.model_validate(source)
+    if made.model_fields_set & SCHEDULE_FIELDS:
+        return made
+    return made.model_copy(update={"interval_minutes": None, "full_cron": ""})
 
 
 @pytest.fixture
