@@ -255,9 +255,13 @@ class App:
         s = self.settings
         history = HistoryOfDocuments(self.database,
                                      relevant_threshold=s.storage.relevant_threshold)
-        config = PriorConfig(low=s.prior.low, high=s.prior.high,
-                             half_life_days=s.prior.half_life_days)
-        return StoredPriors(self.overrides, history, config, learn=s.prior.learn)
+        return StoredPriors(self.overrides, history, self.prior_config, learn=s.prior.learn)
+
+    @cached_property
+    def prior_config(self) -> PriorConfig:
+        """The `[prior]` settings, for answers and for `sift eval --simulate-feedback` alike."""
+        p = self.settings.prior
+        return PriorConfig(low=p.low, high=p.high, half_life_days=p.half_life_days)
 
     @cached_property
     def sync_state(self) -> SyncStateRepository:

@@ -179,7 +179,7 @@ def _simulations(app: App, results: list[QueryResult],
     return tuple(simulate(questions, SimOptions(options.simulate_feedback,
                                                 options.feedback_noise, voters,
                                                 relevant_threshold=threshold),
-                          selection, regrade=regrade)
+                          selection, app.prior_config, regrade=regrade)
                  for voters in VOTERS)
 
 

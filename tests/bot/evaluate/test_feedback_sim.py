@@ -3,11 +3,19 @@ sink it; everyone lying is bounded by the prior's limits."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from bot.app import App
+from bot.evaluate import evaluation
+from bot.evaluate.dataset import EvalQuery
 from bot.evaluate.feedback_sim import SimOptions, SimQuestion, SimResult, simulate
+from bot.evaluate.runner import QueryResult
+from bot.settings import Settings
 from rag.config import SelectionConfig
-from rag.types import Candidate, Grade, GradeSource
+from rag.prior import PriorConfig
+from rag.types import Answer, AnswerStatus, Candidate, Grade, GradeSource, Question
 from tests.rag.builders import chunk
 
 SELECTION = SelectionConfig(threshold=0.5, max_chunks=10, per_document=1, floor=5,
@@ -50,3 +58,24 @@ def test_adversarial_votes_cannot_bury_what_ranks_first(voters: str) -> None:
 
 def test_pure_noise_learns_nothing_useful() -> None:
     assert run("honest", noise=0.5).gain < run("honest").gain
+
+
+def test_the_eval_replays_with_the_configured_prior(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`[prior]` settings reach the simulation: one evaluates the bounds one would deploy."""
+    app = App(Settings(data_dir=tmp_path, prior={"low": 0.9, "high": 1.1}))
+    assert (app.prior_config.low, app.prior_config.high) == (0.9, 1.1)
+    seen: list[PriorConfig | None] = []
+
+    def spy(questions: object, options: object, selection: object,
+            prior: PriorConfig | None = None, regrade: object = None) -> SimResult:
+        seen.append(prior)
+        return SimResult(voters="honest", noise=0.0, ndcg=[0.0], votes=0)
+
+    monkeypatch.setattr(evaluation, "simulate", spy)
+    question = EvalQuery("q1", "how?", relevant={"answer0": 1.0})
+    answer = Answer("a", AnswerStatus.ANSWERED, Question("how?"),
+                    candidates=QUESTIONS[0].candidates)
+    evaluation._simulations(app, [QueryResult(question, {}, answer)],
+                            evaluation.Options(simulate_feedback=2))
+    assert seen and all(p == app.prior_config for p in seen)
