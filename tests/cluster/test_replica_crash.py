@@ -35,6 +35,9 @@ def test_a_replica_killed_mid_sync_leaves_the_lease_to_the_next(
     dying = _replica(tmp_path / "dying", weaviate_server, kb, database_url,
                      unique_collection("Replica"))
     other = _replica(tmp_path / "other", weaviate_server, kb, database_url, dying.collection)
+    # One chunk per write: ~90 small steps, so "mid-run" lasts long enough to be caught even
+    # with the fast embedder on a quiet machine (at 8 per batch the run ended in between).
+    dying.env["SIFT_SYNC__EMBED_BATCH"] = "1"
     db = Database(database_url)
     try:
         process = dying.start()
@@ -43,6 +46,8 @@ def test_a_replica_killed_mid_sync_leaves_the_lease_to_the_next(
             assert process.poll() is None, "the sync finished before the kill"
             assert time.monotonic() < deadline, "the sync wrote nothing within 240s"
             time.sleep(0.02)
+        process.send_signal(signal.SIGSTOP)  # frozen mid-run: it cannot finish meanwhile
+        assert process.poll() is None, "the sync finished before it could be frozen"
         with pytest.raises(LeaseTaken):  # the dying replica holds the source's lease
             Lease(db, "sync:kb").acquire()
         process.send_signal(signal.SIGKILL)
