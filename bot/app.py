@@ -255,7 +255,8 @@ class App:
         s = self.settings
         history = HistoryOfDocuments(self.database,
                                      relevant_threshold=s.storage.relevant_threshold)
-        return StoredPriors(self.overrides, history, self.prior_config, learn=s.prior.learn)
+        return StoredPriors(self.overrides, history, self.prior_config, learn=s.prior.learn,
+                            refresh_s=s.prior.refresh_s)
 
     @cached_property
     def prior_config(self) -> PriorConfig:

@@ -124,6 +124,9 @@ class PriorSettings(_Section):
     low: float = Field(0.7, gt=0.0, le=1.0)
     high: float = Field(1.4, ge=1.0, le=5.0)
     half_life_days: float = Field(90.0, gt=0)
+    # Seconds a replica reuses a document's learned multiplier before re-reading its history
+    # (votes move it over days; overrides and hidden documents always apply at once).
+    refresh_s: float = Field(60.0, ge=0)
 
 
 class StorageSettings(_Section):

@@ -52,8 +52,8 @@ class FeedbackRepository:
         replace = ["vote", "channel", "updated_at"] + (["comment"] if comment is not None else [])
         with self._db.write() as session:
             old = self._previous(session, interaction_id, user)
-            session.execute(upsert(self._db.dialect, table(Feedback), [row],
-                                   keys=("interaction_id", "user_id"), replace=replace))
+            session.execute(upsert(self._db.dialect, table(Feedback),
+                                   keys=("interaction_id", "user_id"), replace=replace), [row])
             self._move_thumbs(session, interaction_id, old, vote)
 
     def retract(self, interaction_id: int, user: str) -> None:

@@ -81,8 +81,8 @@ class GradeCacheRepository:
         if not rows:
             return
         with self._db.write() as session:
-            session.execute(upsert(self._db.dialect, _table, rows, keys=_KEY,
-                                   replace=("score", "reason", "model", "created_at")))
+            session.execute(upsert(self._db.dialect, _table, keys=_KEY,
+                                   replace=("score", "reason", "model", "created_at")), rows)
 
     def expire(self) -> int:
         """Delete entries past the ttl; returns how many."""

@@ -119,9 +119,8 @@ class InteractionRepository:
             if sources:
                 session.execute(insert(InteractionSource), sources)
             if deltas:
-                session.execute(upsert(self._db.dialect, table(DocumentStats),
-                                       stats_rows(deltas, now), keys=("doc_id",),
-                                       add=COUNTERS, replace=LATEST))
+                session.execute(upsert(self._db.dialect, table(DocumentStats), keys=("doc_id",),
+                                       add=COUNTERS, replace=LATEST), stats_rows(deltas, now))
             # After document_stats, as in voting: one lock order for every writer.
             day = Rollup()
             day.add(asked(row))

@@ -60,9 +60,9 @@ class OverrideRepository:
         row = {"doc_id": doc_id, "kind": kind, "factor": factor, "note": note,
                "set_by": set_by, "updated_at": self._clock()}
         with self._db.write() as session:
-            session.execute(upsert(self._db.dialect, table(DocumentOverride), [row],
-                                   keys=("doc_id",),
-                                   replace=("kind", "factor", "note", "set_by", "updated_at")))
+            session.execute(upsert(self._db.dialect, table(DocumentOverride), keys=("doc_id",),
+                                   replace=("kind", "factor", "note", "set_by", "updated_at")),
+                            [row])
 
     def reset(self, doc_id: str) -> bool:
         """Remove the document's override; False when it had none."""

@@ -29,8 +29,8 @@ def store(db: Database, model: str, vectors: dict[int, Sequence[float]]) -> None
     if not rows:
         return
     with db.write() as session:
-        session.execute(upsert(db.dialect, table(QuestionVector), rows,
-                               keys=("interaction_id",), replace=("model", "vector")))
+        session.execute(upsert(db.dialect, table(QuestionVector), keys=("interaction_id",),
+                               replace=("model", "vector")), rows)
 
 
 def known(db: Database, ids: Sequence[int], model: str) -> set[int]:

@@ -109,7 +109,7 @@ class Rollup:
             at = (key["day"], stage, key["mode"], key["ab_arm"], bucket)
             self.latency[at] = self.latency.get(at, 0) + 1
 
-    def write(self, dialect: str, connection: Connection | Session, chunk: int = 2000) -> None:
+    def write(self, dialect: str, connection: Connection | Session) -> None:
         """Add these counts to the stored ones, rows in key order (the lock order of every
         writer, so concurrent PostgreSQL transactions cannot deadlock)."""
         outcomes = [dict(zip(_OUTCOME_KEYS, k, strict=True)) |
@@ -123,9 +123,8 @@ class Rollup:
                 (DailyOutcome, outcomes, _OUTCOME_KEYS, ("questions", "up", "down", "voted")),
                 (DailyTokens, tokens, ("day", "model"), ("input_tokens", "output_tokens")),
                 (DailyLatency, latency, _LATENCY_KEYS, ("questions",))):
-            for start in range(0, len(rows), chunk):
-                connection.execute(upsert(dialect, table(model), rows[start:start + chunk],
-                                          keys=keys, add=add))
+            if rows:
+                connection.execute(upsert(dialect, table(model), keys=keys, add=add), rows)
 
 
 def record_vote(session: Session, asked: Asked, up: int, down: int, voted: int) -> None:

@@ -56,8 +56,8 @@ class SyncStateRepository:
         changed = ("content_hash", "chunk_count", "updated_at", "last_synced", "status", "error",
                    "restricted")
         with self._db.write() as session:
-            session.execute(upsert(self._db.dialect, table(SourceDocument), [row],
-                                   keys=("source", "doc_id"), replace=changed))
+            session.execute(upsert(self._db.dialect, table(SourceDocument),
+                                   keys=("source", "doc_id"), replace=changed), [row])
 
     def forget_document(self, source: str, doc_id: str) -> None:
         with self._db.write() as session:

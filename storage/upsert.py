@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Table
@@ -19,21 +19,21 @@ def insert_for(dialect: str, table: Table) -> Any:
     raise ValueError(f"upserts support sqlite and postgresql, not {dialect}")
 
 
-def upsert(dialect: str, table: Table, rows: Sequence[Mapping[str, Any]], *,
-           keys: Sequence[str], add: Sequence[str] = (), replace: Sequence[str] = ()) -> Insert:
-    """Insert `rows`; on a key conflict add the `add` columns and overwrite the `replace` ones.
+def upsert(dialect: str, table: Table, *, keys: Sequence[str], add: Sequence[str] = (),
+           replace: Sequence[str] = ()) -> Insert:
+    """The statement to execute with the rows as parameters (`session.execute(stmt, rows)`):
+    insert each row; on a key conflict add the `add` columns and overwrite the `replace` ones.
 
-    The increment is `column + excluded.column`, evaluated by the database under its row lock,
-    so concurrent writers never lose an update. Callers pass rows sorted by key so that two
-    transactions lock shared rows in the same order (no deadlocks on PostgreSQL).
+    The rows go as parameters, not as a VALUES list, so the statement compiles once and is
+    cached (a VALUES list of N rows is a new statement to compile for every N: measured as a
+    large share of `sift serve`'s CPU per answer). The increment is `column + excluded.column`,
+    evaluated by the database under its row lock, so concurrent writers never lose an update.
+    Callers pass rows sorted by key so that two transactions lock shared rows in the same order
+    (no deadlocks on PostgreSQL).
     """
-    stmt = insert_for(dialect, table).values(list(rows))
+    stmt = insert_for(dialect, table)
     excluded = stmt.excluded
     changes = {name: table.c[name] + excluded[name] for name in add}
     changes.update({name: excluded[name] for name in replace})
     return stmt.on_conflict_do_update(index_elements=[table.c[k] for k in keys], set_=changes)
 
-
-def insert_ignore(dialect: str, table: Table, rows: Sequence[Mapping[str, Any]]) -> Insert:
-    stmt: Insert = insert_for(dialect, table).values(list(rows)).on_conflict_do_nothing()
-    return stmt

@@ -151,3 +151,26 @@ def test_an_override_replaces_the_learned_prior(database: Database,
     overrides.set("vpn", "hide")
     stored = priors(database, overrides)
     assert stored.hidden() == ["vpn"] and "vpn" not in stored.adjustments(["vpn"])
+
+
+def test_a_learned_multiplier_is_reused_for_refresh_s_but_an_override_applies_at_once(
+        database: Database, overrides: OverrideRepository) -> None:
+    ticks = [0.0]
+    stored = StoredPriors(overrides, HistoryOfDocuments(database, clock=lambda: NOW),
+                          PriorConfig(), refresh_s=60.0, clock=lambda: NOW,
+                          monotonic=lambda: ticks[0])
+    for day in range(30):
+        record(database, "vpn", True, NOW - timedelta(days=day))
+        record(database, "holidays", False, NOW - timedelta(days=day))
+    first = stored.adjustments(["vpn"])["vpn"].multiplier
+    assert first > 1.1
+    for day in range(30):
+        record(database, "vpn", False, NOW - timedelta(days=day, hours=1))
+    ticks[0] = 59.0
+    assert stored.adjustments(["vpn"])["vpn"].multiplier == first  # remembered
+    overrides.set("vpn", "demote")
+    assert stored.adjustments(["vpn"])["vpn"].multiplier == 0.7  # the admin's word, at once
+    overrides.reset("vpn")
+    ticks[0] = 61.0
+    reread = stored.adjustments(["vpn"])["vpn"].multiplier
+    assert reread < first  # half the retrievals were irrelevant: read again after refresh_s
