@@ -51,9 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="replay the questions N times with votes simulated from the "
                         "qrels, and report nDCG@10 of the graded mode before and after the "
                         "learned document prior, for honest, random, inverted and one lying "
-                        "account's votes (needs the graded mode)")
+                        "account's votes (needs the graded mode): the mean gain over "
+                        "--feedback-seeds draws, and the worst one")
     parser.add_argument("--feedback-noise", type=float, default=0.1, metavar="P",
                         help="chance an honest simulated vote is flipped (default 0.1)")
+    parser.add_argument("--feedback-seeds", type=int, default=5, metavar="K",
+                        help="repeat each kind of voter's replay with K random draws (seeds "
+                        "17, 18, ...) and report the mean and the worst (default 5)")
     parser.set_defaults(handler=_eval)
 
 
@@ -113,7 +117,8 @@ def _eval(args: argparse.Namespace) -> int:
                       concurrency=max(1, args.concurrency), rebuild=args.rebuild,
                       judge_model=args.judge_model,
                       simulate_feedback=max(0, args.simulate_feedback),
-                      feedback_noise=min(1.0, max(0.0, args.feedback_noise)))
+                      feedback_noise=min(1.0, max(0.0, args.feedback_noise)),
+                      feedback_seeds=max(1, args.feedback_seeds))
     app = App(load_settings(args.config))
     data = datasets.load(args.dataset)
     out = eval_dir(app, data)
@@ -177,7 +182,7 @@ def _write(report: Report, report_path: Path, json_path: Path) -> None:
     if report.feedback:
         from bot.evaluate.report import feedback_table
 
-        print("\n" + "\n".join(feedback_table(report)))
+        print("\n" + "\n".join(feedback_table(report.feedback, report.feedback_seconds)))
     if report.note:
         print(f"\n{report.note}")
     print(f"\nReport: {report_path}\nChart:  {chart if chart_name else '(none)'}\n"

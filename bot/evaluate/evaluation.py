@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bot.app import App
 from bot.evaluate.dataset import EvalSet
-from bot.evaluate.feedback_sim import VOTERS, SimOptions, SimQuestion, SimResult, simulate
+from bot.evaluate.feedback_sim import VOTERS, Replays, SimOptions, SimQuestion, replay
 from bot.evaluate.indexing import EvalIndex, IndexInfo, collection_name, fingerprint
 from bot.evaluate.judge import Judge
 from bot.evaluate.runner import MODES, Plan, QueryResult, Runner
@@ -39,6 +39,7 @@ class Options:
     judge_model: str = ""  # default: the configured answer model
     simulate_feedback: int = 0  # rounds of simulated votes (0: no simulation)
     feedback_noise: float = 0.1
+    feedback_seeds: int = 5  # replays per kind of voter, each with its own random draw
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class Report:
     settings: RunSettings
     results: Results
     note: str = ""  # why the answer metrics are missing, when they are
-    feedback: tuple[SimResult, ...] = ()  # --simulate-feedback: one run per kind of voter
+    feedback: tuple[Replays, ...] = ()  # --simulate-feedback: per kind of voter, per seed
+    feedback_seconds: float = 0.0  # time the feedback replays took
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     seconds: float = 0.0
 
@@ -160,15 +162,17 @@ async def evaluate(app: App, dataset: EvalSet, options: Options,
         await index.close()
     summary = summarise(results, options.modes, options.ks, judge_model if judge else "")
     note = "" if llm is not None or "graded" not in options.modes else NO_LLM_NOTE
+    replayed = time.perf_counter()
+    feedback = _simulations(app, results, options)
     return Report(dataset.name, str(dataset.path), len(dataset.queries), info,
-                  _settings(app, options, depth), summary, note,
-                  _simulations(app, results, options),
+                  _settings(app, options, depth), summary, note, feedback,
+                  round(time.perf_counter() - replayed, 2) if feedback else 0.0,
                   seconds=round(time.perf_counter() - started, 2))
 
 
 def _simulations(app: App, results: list[QueryResult],
-                 options: Options) -> tuple[SimResult, ...]:
-    """The feedback replay over the graded mode's candidates, once per kind of voter."""
+                 options: Options) -> tuple[Replays, ...]:
+    """The feedback replay over the graded mode's candidates, per kind of voter and seed."""
     if not options.simulate_feedback:
         return ()
     questions = [SimQuestion(r.query.relevant, r.answer.candidates, r.query.text)
@@ -176,10 +180,9 @@ def _simulations(app: App, results: list[QueryResult],
     selection = app.pipeline_config.selection
     threshold = app.settings.storage.relevant_threshold
     regrade = None if app.llm is not None else heuristic_grade
-    return tuple(simulate(questions, SimOptions(options.simulate_feedback,
-                                                options.feedback_noise, voters,
-                                                relevant_threshold=threshold),
-                          selection, app.prior_config, regrade=regrade)
+    return tuple(replay(questions, SimOptions(options.simulate_feedback, options.feedback_noise,
+                                              voters, relevant_threshold=threshold),
+                        options.feedback_seeds, selection, app.prior_config, regrade)
                  for voters in VOTERS)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bot.evaluate.evaluation import Report
+from bot.evaluate.feedback_sim import ADVERSARIAL, ADVERSARIAL_LIMIT, Replays, breaches
 from bot.evaluate.summary import ModeSummary, StageSummary
 
 MODE_TITLES = {"bm25": "BM25 (alpha 0)", "vector": "vector (alpha 1)"}
@@ -64,11 +66,20 @@ def to_json(report: Report) -> dict[str, Any]:
         "stages": {s.stage: _stage_json(s) for s in res.stages},
         "settings": asdict(report.settings),
         "per_query": [asdict(row) for row in res.rows],
-        "feedback": [{"voters": f.voters, "noise": f.noise, "votes": f.votes,
-                      "ndcg_at_10": [_r(v) for v in f.ndcg], "gain": _r(f.gain)}
-                     for f in report.feedback],
+        "feedback": [_replays_json(f) for f in report.feedback],
+        "feedback_adversarial_bound_holds": not breaches(report.feedback)
+        if report.feedback else None,
+        "feedback_seconds": report.feedback_seconds,
         "started_at": report.started_at, "seconds": report.seconds,
     }
+
+
+def _replays_json(replays: Replays) -> dict[str, Any]:
+    return {"voters": replays.voters, "mean_gain": _r(replays.mean_gain),
+            "worst_gain": _r(replays.worst.gain), "worst_seed": replays.worst.seed,
+            "runs": [{"seed": f.seed, "noise": f.noise, "votes": f.votes,
+                      "ndcg_at_10": [_r(v) for v in f.ndcg], "gain": _r(f.gain)}
+                     for f in replays.runs]}
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -198,20 +209,42 @@ def to_markdown(report: Report, chart: str | None = None) -> str:
     lines += _misses(report)
     if report.feedback:
         lines += ["## Simulated feedback (learned document prior)", "",
-                  *feedback_table(report)]
+                  *feedback_table(report.feedback, report.feedback_seconds)]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def feedback_table(report: Report) -> list[str]:
-    """nDCG@10 of the graded mode before and after the replayed votes, per kind of voter."""
-    rows = [[f.voters, f"{f.noise:g}" if f.voters == "honest" else "-", str(f.votes),
-             f"{f.ndcg[0]:.3f}", f"{f.ndcg[-1]:.3f}", f"{f.gain * 100:+.1f}"]
-            for f in report.feedback]
-    rounds = len(report.feedback[0].ndcg) - 1 if report.feedback else 0
-    return [f"{rounds} replays of every question; honest votes follow the qrels (flipped with "
-            "the noise probability); random and inverted voters are everyone; one-account adds "
-            "one account voting against the qrels on every answer.", "",
-            *_table(["voters", "noise", "votes", "nDCG@10 before", "after", "points"], rows), ""]
+def feedback_table(feedback: Sequence[Replays], seconds: float) -> list[str]:
+    """nDCG@10 of the graded mode before and after the replayed votes, per kind of voter: the
+    mean over the seeds and the worst seed."""
+    rows = []
+    for f in feedback:
+        first, worst = f.runs[0], f.worst
+        after = sum(r.ndcg[-1] for r in f.runs) / len(f.runs)
+        rows.append([f.voters, f"{first.noise:g}" if f.voters == "honest" else "-",
+                     str(round(sum(r.votes for r in f.runs) / len(f.runs))),
+                     f"{first.ndcg[0]:.3f}", f"{after:.3f}", f"{f.mean_gain * 100:+.1f}",
+                     f"{worst.gain * 100:+.1f} (seed {worst.seed})"])
+    runs = feedback[0].runs if feedback else ()
+    rounds = len(runs[0].ndcg) - 1 if runs else 0
+    return [f"{rounds} replays of every question, repeated with {len(runs)} seeds "
+            f"({', '.join(str(r.seed) for r in runs)}) per kind of voter "
+            f"({seconds:.0f} s in all); honest votes follow the qrels (flipped "
+            "with the noise probability); random and inverted voters are everyone; one-account "
+            "adds one account voting against the qrels on every answer. Points are the mean "
+            "gain over the seeds; one seed's draw can move it by a question's worth.", "",
+            *_table(["voters", "noise", "votes", "nDCG@10 before", "after (mean)",
+                     "points (mean)", "worst seed"], rows), "", _bound(feedback), ""]
+
+
+def _bound(replays: Sequence[Replays]) -> str:
+    limit = f"{ADVERSARIAL_LIMIT * 100:g} point"
+    rule = (f"Adversarial bound ({' and '.join(ADVERSARIAL)} votes lower nDCG@10 by at most "
+            f"{limit}, judged on the mean over the seeds): ")
+    failed = breaches(replays)
+    if not failed:
+        return rule + "holds."
+    return rule + "does NOT hold (" + ", ".join(
+        f"{f.voters} {f.mean_gain * 100:+.1f}" for f in failed) + ")."
 
 
 def write_chart(report: Report, path: Path) -> None:

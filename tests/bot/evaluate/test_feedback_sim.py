@@ -10,7 +10,17 @@ import pytest
 from bot.app import App
 from bot.evaluate import evaluation
 from bot.evaluate.dataset import EvalQuery
-from bot.evaluate.feedback_sim import SimOptions, SimQuestion, SimResult, simulate
+from bot.evaluate.feedback_sim import (
+    Replays,
+    SimOptions,
+    SimQuestion,
+    SimResult,
+    breaches,
+    replay,
+    seeds,
+    simulate,
+)
+from bot.evaluate.report import feedback_table
 from bot.evaluate.runner import QueryResult
 from bot.settings import Settings
 from rag.config import SelectionConfig
@@ -60,22 +70,76 @@ def test_pure_noise_learns_nothing_useful() -> None:
     assert run("honest", noise=0.5).gain < run("honest").gain
 
 
-def test_the_eval_replays_with_the_configured_prior(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_eval_replays_with_the_configured_prior_and_seeds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`[prior]` settings reach the simulation: one evaluates the bounds one would deploy."""
     app = App(Settings(data_dir=tmp_path, prior={"low": 0.9, "high": 1.1}))
     assert (app.prior_config.low, app.prior_config.high) == (0.9, 1.1)
-    seen: list[PriorConfig | None] = []
+    seen: list[tuple[PriorConfig | None, int]] = []
 
-    def spy(questions: object, options: object, selection: object,
-            prior: PriorConfig | None = None, regrade: object = None) -> SimResult:
-        seen.append(prior)
-        return SimResult(voters="honest", noise=0.0, ndcg=[0.0], votes=0)
+    def spy(questions: object, options: SimOptions, count: int, selection: object,
+            prior: PriorConfig | None = None, regrade: object = None) -> Replays:
+        seen.append((prior, count))
+        return Replays(options.voters, (SimResult(options.voters, 0.0, [0.0], 0),))
 
-    monkeypatch.setattr(evaluation, "simulate", spy)
+    monkeypatch.setattr(evaluation, "replay", spy)
     question = EvalQuery("q1", "how?", relevant={"answer0": 1.0})
     answer = Answer("a", AnswerStatus.ANSWERED, Question("how?"),
                     candidates=QUESTIONS[0].candidates)
-    evaluation._simulations(app, [QueryResult(question, {}, answer)],
-                            evaluation.Options(simulate_feedback=2))
-    assert seen and all(p == app.prior_config for p in seen)
+    replays = evaluation._simulations(app, [QueryResult(question, {}, answer)],
+                                      evaluation.Options(simulate_feedback=2, feedback_seeds=3))
+    assert [r.voters for r in replays] == ["honest", "random", "inverted", "one-account"]
+    assert seen == [(app.prior_config, 3)] * 4
+
+
+@pytest.mark.parametrize(("base", "count", "expected"), [
+    (17, 5, [17, 18, 19, 20, 21]),
+    (0, 1, [0]),
+    (3, 0, [3]),  # at least one replay
+])
+def test_seeds_follow_the_base_seed(base: int, count: int, expected: list[int]) -> None:
+    assert seeds(base, count) == expected
+
+
+def test_replay_runs_one_simulation_per_seed_derived_from_the_base() -> None:
+    options = SimOptions(rounds=6, noise=0.5, cite=1, seed=40)  # coin-flip votes
+    replays = replay(QUESTIONS, options, 4, SELECTION)
+    assert [r.seed for r in replays.runs] == [40, 41, 42, 43]
+    assert replays.runs[2] == simulate(QUESTIONS, SimOptions(rounds=6, noise=0.5, cite=1,
+                                                             seed=42), SELECTION)
+
+
+def replays(voters: str, *gains: float) -> Replays:
+    return Replays(voters, tuple(SimResult(voters, 0.1, [0.5, 0.5 + g], 10, seed)
+                                 for seed, g in enumerate(gains)))
+
+
+@pytest.mark.parametrize(("gains", "mean", "worst_seed", "breached"), [
+    ({"random": (0.0, -0.004), "inverted": (-0.006, -0.002)}, {"inverted": -0.004}, 1, []),
+    ({"inverted": (-0.012, -0.010)}, {"inverted": -0.011}, 0, ["inverted"]),
+    # one bad seed among good ones: the mean decides, the worst is still shown
+    ({"random": (0.004, -0.03, 0.02)}, {"random": -0.002}, 1, []),
+    ({"random": (-0.02,), "inverted": (-0.02,)}, {"random": -0.02}, 0, ["random", "inverted"]),
+    # honest or one-account losses are reported, but are not the adversarial bound
+    ({"honest": (-0.05,), "one-account": (-0.05,)}, {"honest": -0.05}, 0, []),
+])
+def test_the_adversarial_bound_is_judged_on_the_mean_over_seeds(
+        gains: dict[str, tuple[float, ...]], mean: dict[str, float], worst_seed: int,
+        breached: list[str]) -> None:
+    found = [replays(v, *g) for v, g in gains.items()]
+    (kind, expected), = mean.items()
+    first = next(r for r in found if r.voters == kind)
+    assert first.mean_gain == pytest.approx(expected)
+    assert found[0].worst.seed == worst_seed
+    assert [r.voters for r in breaches(found)] == breached
+
+
+def test_the_report_gives_mean_worst_seed_and_the_bound_on_the_mean() -> None:
+    found = [replays("honest", 0.02, 0.01), replays("inverted", -0.005, -0.025)]
+    lines = feedback_table(found, 12.3)
+    assert "| honest | 0.1 | 10 | 0.500 | 0.515 | +1.5 | +1.0 (seed 1) |" in lines
+    assert "| inverted | - | 10 | 0.500 | 0.485 | -1.5 | -2.5 (seed 1) |" in lines
+    text = "\n".join(lines)
+    assert "2 seeds (0, 1)" in text and "12 s in all" in text
+    assert "judged on the mean over the seeds): does NOT hold (inverted -1.5)." in text
+    assert "): holds." in "\n".join(feedback_table([replays("random", -0.009)], 1.0))
