@@ -112,6 +112,7 @@ class SelectionSettings(_Section):
     per_document: int = Field(2, ge=1, le=100)
     floor: int = Field(5, ge=0, le=100)
     floor_min: float = Field(0.4, ge=0.0, le=1.0)
+    heuristic_floor_share: float = Field(0.5, ge=0.0, le=1.0)
     relative: float = Field(0.8, ge=0.0, le=1.0)
     retrieval_weight: float = Field(0.0, ge=0.0, le=1.0)
 

@@ -37,6 +37,8 @@ class SelectionConfig:
     per_document: int = 2
     floor: int = 5  # the first N documents in retrieval order are kept ...
     floor_min: float = 0.4  # ... unless graded below this (a verdict of off-topic)
+    # ... or, for a heuristic grade, below this share of the best one (rag/select.py: why).
+    heuristic_floor_share: float = 0.5
     relative: float = 0.8  # beyond the floor: a grade at least this share of the best
     # Order: 0 is by grade alone (the heuristic grade already holds the retrieval score).
     retrieval_weight: float = 0.0

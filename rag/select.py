@@ -6,9 +6,14 @@ The rules, in order:
    not cover the question.
 2. Documents, not chunks, are judged: a document's grade is its best chunk's.
 3. The floor: the first `floor` documents in retrieval order, and pinned documents, are
-   kept unless their grade is below `floor_min`, a grader's verdict of off-topic. Retrieval
-   already put them on top; a grader, above all a heuristic one, is not sure enough to drop
-   them for a middling grade.
+   kept unless the grader's verdict is off-topic. Retrieval already put them on top; a
+   grader, above all a heuristic one, is not sure enough to drop them for a middling grade.
+   Off-topic is a grade below `floor_min` from an LLM (its scores mean the same for every
+   question), but below `heuristic_floor_share` of the best grade from the heuristic grader:
+   its scores are relative to the pool graded together (term rarity among the candidates,
+   retrieval score as a share of the best), so a fixed cut falls at a different place for
+   every question. Half the best grade: a floor document that matches the question less
+   than half as well as the best one is off-topic; a middling one stays for the answer.
 4. Beyond the floor, a document is kept when its grade is at least `relative` times the best
    grade (rank-relative: absolute scores of different graders are not comparable) and at
    least `threshold`.
@@ -42,6 +47,7 @@ class _Doc:
     chunks: list[Candidate]
     grade: float | None  # best checked chunk grade; None when no chunk was checked
     pinned: bool
+    heuristic: bool = False  # the best grade came from the heuristic grader
 
 
 def _documents(candidates: Sequence[Candidate]) -> list[_Doc]:
@@ -54,8 +60,10 @@ def _documents(candidates: Sequence[Candidate]) -> list[_Doc]:
     for position, (doc_id, chunks) in enumerate(groups.items(), start=1):
         scores = [s for s in map(_checked, chunks) if s is not None]
         chunks.sort(key=lambda c: (-(_checked(c) or 0.0), c.rank))
+        top = chunks[0].grade  # the best checked grade's, when any chunk was checked
+        heuristic = bool(scores) and top is not None and top.source is GradeSource.HEURISTIC
         docs.append(_Doc(doc_id, position, chunks, max(scores) if scores else None,
-                         any(c.pinned for c in chunks)))
+                         any(c.pinned for c in chunks), heuristic))
     return docs
 
 
@@ -75,7 +83,8 @@ def _priority(doc: _Doc, best: float, config: SelectionConfig) -> tuple[int, flo
 def _kept(doc: _Doc, best: float, config: SelectionConfig) -> bool:
     if doc.pinned or doc.grade is None:
         return True
-    if doc.retrieval_rank <= config.floor and doc.grade >= config.floor_min:
+    off_topic = config.heuristic_floor_share * best if doc.heuristic else config.floor_min
+    if doc.retrieval_rank <= config.floor and doc.grade >= off_topic:
         return True
     return doc.grade >= config.threshold and doc.grade >= config.relative * best
 

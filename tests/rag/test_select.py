@@ -20,10 +20,15 @@ def cand(rank: int, doc: str, score: float | None, source: GradeSource = GradeSo
 
 
 def rules(floor: int = 0, relative: float = 0.0, weight: float = 0.0, max_chunks: int = 12,
-          per_document: int = 5, threshold: float = 0.5,
-          floor_min: float = 0.0) -> SelectionConfig:
-    return SelectionConfig(threshold, max_chunks, per_document, floor, floor_min, relative,
-                           weight)
+          per_document: int = 5, threshold: float = 0.5, floor_min: float = 0.0,
+          share: float = 0.0) -> SelectionConfig:
+    return SelectionConfig(threshold=threshold, max_chunks=max_chunks,
+                           per_document=per_document, floor=floor, floor_min=floor_min,
+                           heuristic_floor_share=share, relative=relative,
+                           retrieval_weight=weight)
+
+
+HEUR = GradeSource.HEURISTIC
 
 
 FALL = GradeSource.FALLBACK
@@ -39,6 +44,18 @@ CASES = [
     ("the floor never keeps a grade below floor_min (off-topic)",
      [cand(1, "a", 0.9), cand(2, "b", 0.45), cand(3, "c", 0.2)],
      rules(floor=3, floor_min=0.4), ["a:0", "b:0"]),
+    ("a heuristic floor document is off-topic below a share of the best grade, not floor_min",
+     [cand(1, "a", 0.6, HEUR), cand(2, "b", 0.35, HEUR), cand(3, "c", 0.25, HEUR)],
+     rules(floor=3, floor_min=0.4, share=0.5), ["a:0", "b:0"]),
+    ("the heuristic share scales with the best grade of the pool",
+     [cand(1, "a", 0.9, HEUR), cand(2, "b", 0.4, HEUR), cand(3, "c", 0.5, HEUR)],
+     rules(floor=3, floor_min=0.0, share=0.5), ["a:0", "c:0"]),
+    ("an llm grade keeps the absolute floor_min whatever the heuristic share",
+     [cand(1, "a", 0.6), cand(2, "b", 0.35), cand(3, "c", 0.25)],
+     rules(floor=3, floor_min=0.4, share=0.5), ["a:0"]),
+    ("the heuristic share applies inside the floor only",
+     [cand(1, "a", 0.9, HEUR), cand(2, "b", 0.5, HEUR), cand(3, "c", 0.6, HEUR)],
+     rules(floor=1, relative=0.8, share=0.5), ["a:0"]),
     ("rank-relative: beyond the floor only grades near the best",
      [cand(1, "a", 0.9), cand(2, "b", 0.8), cand(3, "c", 0.6), cand(4, "d", 0.95)],
      rules(floor=1, relative=0.8), ["d:0", "a:0", "b:0"]),
