@@ -88,6 +88,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
     async with AsyncExitStack() as stack:
         stack.push_async_callback(app.aclose)
+        stack.callback(gc.unfreeze)  # what _warm_up froze is collectable again once stopped
         supervisor = await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
         index = app.index()
