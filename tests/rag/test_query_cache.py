@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from rag.query_cache import QueryVectorCache
 from rag.types import Vector
 
@@ -47,3 +49,17 @@ async def test_documents_pass_through() -> None:
     cache = QueryVectorCache(inner)
     assert await cache.embed_documents(["xy"]) == [[2.0, 1.0]] and inner.documents == 1
     assert (cache.name, cache.dimension) == ("counting", 2)
+
+
+async def test_a_models_float32_vector_comes_back_exactly() -> None:
+    class Float32Embedder(CountingEmbedder):
+        async def embed_query(self, text: str) -> Vector:
+            self.queries.append(text)
+            return [0.1234567, -0.9876543, 1e-7]  # not exact in float32 until packed
+
+    inner = Float32Embedder()
+    cache = QueryVectorCache(inner)
+    model_output = [float(x) for x in np.array([0.1234567, -0.9876543, 1e-7], dtype=np.float32)]
+    await cache.embed_query("q")
+    # The cache packs as float32, so what comes back is what a float32 model returned.
+    assert await cache.embed_query("q") == model_output and cache.hits == 1
