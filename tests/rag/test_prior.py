@@ -15,12 +15,13 @@ from rag.prior import (
     VoteEvent,
     decay,
     evidence,
+    is_evidence,
     multiplier,
     override_adjustment,
     rerank,
     voter_evidence,
 )
-from rag.types import Candidate
+from rag.types import Candidate, Grade, GradeSource
 from tests.rag.builders import chunk
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -126,3 +127,15 @@ def test_rerank(name: str, adjust: dict[str, Adjustment], order: list[str]) -> N
     ranked = rerank(cands(("a", 1.0), ("b", 0.9), ("c", 0.8)), adjust)
     assert [c.chunk.doc_id for c in ranked] == order, name
     assert [c.rank for c in ranked] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("grade", "counts"), [
+    (Grade(0.9, "r", GradeSource.LLM), True),
+    (Grade(0.1, "r", GradeSource.CACHE), True),
+    (Grade(0.9, "r", GradeSource.HEURISTIC), False),  # derived from the scaled retrieval score
+    (Grade(None, "grading failed", GradeSource.FALLBACK), False),
+    (Grade(None, "r", GradeSource.LLM), False),
+    (None, False),
+])
+def test_only_a_models_grades_count_as_evidence(grade: Grade | None, counts: bool) -> None:
+    assert is_evidence(grade) is counts
