@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -82,6 +83,7 @@ class Run:
     asked: list[Asked] = field(default_factory=list)
     rss_mb: list[tuple[float, float]] = field(default_factory=list)
     connections: list[tuple[float, int]] = field(default_factory=list)
+    serve_cpu_s: float = 0.0  # CPU the `sift serve` process used while the conversations ran
 
 
 def pct(values: list[float], p: float) -> float:
@@ -120,6 +122,12 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (fields 14 and 15 of /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def db_connections(admin_url: str, database: str) -> int:
@@ -221,6 +229,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,
                                              args.sample_s))
         tags = itertools.count(1)
+        cpu_before = cpu_seconds(process.pid)
         started = time.monotonic()
         deadline = started + args.seconds
         url = f"http://127.0.0.1:{port}/slack/events"
@@ -229,6 +238,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
             await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run)
                                    for k in range(args.conversations)))
         elapsed = time.monotonic() - started
+        run.serve_cpu_s = cpu_seconds(process.pid) - cpu_before
         stop.set()
         await sampler
     finally:
@@ -257,6 +267,11 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"model busy ms per answer: p50 {pct(model, 50):.0f}, p95 {pct(model, 95):.0f}")
     print(f"Sift's own ms per answer (answer - model): p50 {pct(own, 50):.0f}, "
           f"p95 {pct(own, 95):.0f}")
+    # One Python process uses at most one core for its own code: near 100% means the answers
+    # queue for the interpreter, and Sift's own time is mostly that wait.
+    print(f"sift serve CPU: {run.serve_cpu_s:.1f} s in {elapsed:.0f} s "
+          f"({100 * run.serve_cpu_s / elapsed:.0f}% of one core), "
+          f"{1000 * run.serve_cpu_s / max(1, len(answered)):.0f} ms per answer")
     rss = [mb for _, mb in run.rss_mb]
     third = max(1, len(rss) // 3)
     print(f"RSS MB: start {rss[0]:.0f}, first third median "
