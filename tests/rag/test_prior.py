@@ -39,8 +39,9 @@ def days(n: float) -> datetime:
     ("always relevant, many times, rises", Evidence(200, 200), 1.4, 1.4),
     ("never relevant, many times, falls", Evidence(200, 0), 0.7, 0.75),
     ("base-rate document stays neutral", Evidence(100, 30), 0.999, 1.001),
-    ("many up-voters raise it", Evidence(up=50), 1.3, 1.4),
-    ("many down-voters lower it", Evidence(down=50), 0.7, 0.75),
+    # votes alone move a document by at most x1.22 (e^0.2) either way
+    ("many up-voters raise it", Evidence(up=50), 1.15, 1.2215),
+    ("many down-voters lower it", Evidence(down=50), 1 / 1.2215, 0.87),
     ("relevant but voted down: bounded below", Evidence(1000, 0, 0, 1000), 0.7, 0.7),
     ("relevant and voted up: bounded above", Evidence(1000, 1000, 1000, 0), 1.4, 1.4),
     ("votes cancel out", Evidence(up=20, down=20), 1.0, 1.0),
