@@ -49,7 +49,7 @@ from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
-from rag.prior import DocumentPriors, PriorConfig
+from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
@@ -254,7 +254,8 @@ class App:
 
         s = self.settings
         history = HistoryOfDocuments(self.database,
-                                     relevant_threshold=s.storage.relevant_threshold)
+                                     relevant_threshold=s.storage.relevant_threshold,
+                                     grade_sources=[str(g) for g in EVIDENCE_SOURCES])
         return StoredPriors(self.overrides, history, self.prior_config, learn=s.prior.learn,
                             refresh_s=s.prior.refresh_s)
 

@@ -94,9 +94,11 @@ class HistoryOfDocuments:
     """Reads the evidence the learned prior weighs, for the documents of one question."""
 
     def __init__(self, db: Database, *, relevant_threshold: float = 0.5,
-                 window_days: float = 365.0, clock: Callable[[], datetime] = utc_now) -> None:
+                 window_days: float = 365.0, clock: Callable[[], datetime] = utc_now,
+                 grade_sources: Sequence[str] = ("llm", "cache")) -> None:
         self._db = db
         self._threshold = relevant_threshold
+        self._sources = list(grade_sources)  # the graders whose grades count as evidence
         self._window = timedelta(days=window_days)  # older evidence has decayed to ~nothing
         self._clock = clock
 
@@ -116,7 +118,7 @@ class HistoryOfDocuments:
         graded = (select(s.doc_id, func.max(s.grade_score), i.created_at)
                   .join(i, i.id == s.interaction_id)
                   .where(s.doc_id.in_(list(doc_ids)), s.grade_score.is_not(None),
-                         i.created_at >= since)
+                         s.grade_source.in_(self._sources), i.created_at >= since)
                   .group_by(s.interaction_id, s.doc_id, i.created_at))
         # One row per (vote, document): a document cited twice in one answer is one citation.
         votes = (select(s.doc_id, f.user_id, f.vote, f.updated_at).distinct()

@@ -16,6 +16,7 @@ from rag.prior import (
     PriorConfig,
     VoteEvent,
     evidence,
+    is_evidence,
     multiplier,
     rerank,
 )
@@ -142,7 +143,7 @@ def _record(history: _History, question: SimQuestion, candidates: Sequence[Candi
             at: datetime) -> int:
     best: dict[str, float] = {}
     for c in candidates:
-        if c.grade is not None and c.grade.score is not None:
+        if c.grade is not None and c.grade.score is not None and is_evidence(c.grade):
             best[c.chunk.doc_id] = max(best.get(c.chunk.doc_id, 0.0), c.grade.score)
     for doc, score in best.items():
         history.grades.setdefault(doc, []).append(

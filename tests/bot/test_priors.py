@@ -110,9 +110,10 @@ async def test_boost_and_demote_reorder(index: Any, embedder: Any, database: Dat
     assert after[0] == "prod-creds"
 
 
-def record(database: Database, doc: str, relevant: bool, at: datetime) -> int:
+def record(database: Database, doc: str, relevant: bool, at: datetime,
+           source: GradeSource = GradeSource.LLM) -> int:
     chunk = next(c for c in CHUNKS if c.doc_id == doc)
-    grade = Grade(0.9 if relevant else 0.1, "r", GradeSource.LLM)
+    grade = Grade(0.9 if relevant else 0.1, "r", source)
     candidate = Candidate(1, chunk, 0.9, grade, selected=True, cited=True)
     answer = Answer("text [1]", AnswerStatus.ANSWERED, Question("q", AskContext()),
                     citations=(Citation(1, doc, chunk.title, "", chunk.chunk_id),),
@@ -140,6 +141,21 @@ def test_the_learned_prior_follows_grades_and_people(database: Database,
                               PriorConfig(grade_weight=0.0), clock=lambda: NOW)
     voted = only_votes.adjustments(["holidays", "webhooks"])
     assert voted["webhooks"].multiplier < voted["holidays"].multiplier < 1.0
+
+
+@pytest.mark.parametrize(("source", "moved"), [
+    (GradeSource.LLM, True),
+    (GradeSource.CACHE, True),  # a model's grade, remembered
+    (GradeSource.HEURISTIC, False),  # computed from the retrieval score the prior scales
+])
+def test_only_a_models_grades_are_evidence(database: Database, overrides: OverrideRepository,
+                                           source: GradeSource, moved: bool) -> None:
+    for day in range(40):
+        record(database, "vpn", True, NOW - timedelta(days=day), source)
+        record(database, "holidays", False, NOW - timedelta(days=day), source)
+    found = priors(database, overrides).adjustments(["vpn", "holidays"])
+    assert ("vpn" in found and found["vpn"].multiplier > 1.1) is moved
+    assert ("holidays" in found and found["holidays"].multiplier < 0.9) is moved
 
 
 def test_an_override_replaces_the_learned_prior(database: Database,

@@ -15,12 +15,13 @@ from rag.prior import (
     VoteEvent,
     decay,
     evidence,
+    is_evidence,
     multiplier,
     override_adjustment,
     rerank,
     voter_evidence,
 )
-from rag.types import Candidate
+from rag.types import Candidate, Grade, GradeSource
 from tests.rag.builders import chunk
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -38,8 +39,9 @@ def days(n: float) -> datetime:
     ("always relevant, many times, rises", Evidence(200, 200), 1.4, 1.4),
     ("never relevant, many times, falls", Evidence(200, 0), 0.7, 0.75),
     ("base-rate document stays neutral", Evidence(100, 30), 0.999, 1.001),
-    ("many up-voters raise it", Evidence(up=50), 1.3, 1.4),
-    ("many down-voters lower it", Evidence(down=50), 0.7, 0.75),
+    # votes alone move a document by at most x1.22 (e^0.2) either way
+    ("many up-voters raise it", Evidence(up=50), 1.15, 1.2215),
+    ("many down-voters lower it", Evidence(down=50), 1 / 1.2215, 0.87),
     ("relevant but voted down: bounded below", Evidence(1000, 0, 0, 1000), 0.7, 0.7),
     ("relevant and voted up: bounded above", Evidence(1000, 1000, 1000, 0), 1.4, 1.4),
     ("votes cancel out", Evidence(up=20, down=20), 1.0, 1.0),
@@ -126,3 +128,15 @@ def test_rerank(name: str, adjust: dict[str, Adjustment], order: list[str]) -> N
     ranked = rerank(cands(("a", 1.0), ("b", 0.9), ("c", 0.8)), adjust)
     assert [c.chunk.doc_id for c in ranked] == order, name
     assert [c.rank for c in ranked] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("grade", "counts"), [
+    (Grade(0.9, "r", GradeSource.LLM), True),
+    (Grade(0.1, "r", GradeSource.CACHE), True),
+    (Grade(0.9, "r", GradeSource.HEURISTIC), False),  # derived from the scaled retrieval score
+    (Grade(None, "grading failed", GradeSource.FALLBACK), False),
+    (Grade(None, "r", GradeSource.LLM), False),
+    (None, False),
+])
+def test_only_a_models_grades_count_as_evidence(grade: Grade | None, counts: bool) -> None:
+    assert is_evidence(grade) is counts

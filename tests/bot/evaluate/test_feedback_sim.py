@@ -33,9 +33,10 @@ SELECTION = SelectionConfig(threshold=0.5, max_chunks=10, per_document=1, floor=
 
 
 def question(n: int) -> SimQuestion:
-    """A popular page that answers nothing ranks first for every question; the answer is 2nd."""
+    """A popular page that answers nothing ranks first for every question, the answer 2nd
+    (5% behind: within what votes alone can move, x1.22 at most)."""
     docs = ["popular", f"answer{n}", f"other{n}"]
-    candidates = tuple(Candidate(rank, chunk(d, d, "t"), 1.0 - rank / 10,
+    candidates = tuple(Candidate(rank, chunk(d, d, "t"), 1.0 - rank / 20,
                                  Grade(0.6, "r", GradeSource.HEURISTIC))
                        for rank, d in enumerate(docs, start=1))
     return SimQuestion({f"answer{n}": 1.0}, candidates)
