@@ -38,6 +38,10 @@ ADMIN_PW, VIEWER_PW = "correct horse battery staple", "viewer only please"
 SCRIPT_ID = 10_000
 SECRET_DOC = "d22"  # a candidate of question 21
 
+# Ticks are aligned to the clock (replicas share them): a daily interval fires at 00:00 UTC
+# only, where an hourly one could sync behind a test's back whenever a run crossed the hour.
+DAILY = 1440
+
 
 def seed_hostile(db: Database) -> None:
     """One question, answer, document title, vote comment and sync error carrying markup."""
@@ -144,10 +148,10 @@ async def console(seeded: Database, embedder: LocalEmbedder,
     settings = Settings(data_dir=tmp_path / "data", admin={
         "password": ADMIN_PW, "viewer_password": VIEWER_PW},
         sources=[{"name": "handbook", "kind": "folder", "path": str(kb),
-                  "interval_minutes": 60, "full_cron": ""}])
+                  "interval_minutes": DAILY, "full_cron": ""}])
     runner = SyncRunner([SyncSource("handbook", FolderConnector(kb))], MemoryIndex(),
                         embedder, SyncStateRepository(seeded), tmp_path / "locks")
-    scheduler = SyncScheduler(runner, [SourceSchedule("handbook", 60, "", "")],
+    scheduler = SyncScheduler(runner, [SourceSchedule("handbook", DAILY, "", "")],
                               sync_on_start=False)
     root = web.Application()
     sub = mount(root, seeded, settings, embedder, scheduler)

@@ -116,7 +116,7 @@ async def test_sources_show_runs_errors_and_next_run(admin: Console) -> None:
     html = await _html(admin, "/admin/sources")
     assert "d49: the page returned HTTP 500" in html and "partial" in html
     assert "Next run: 2" in html  # an actual time from the running scheduler
-    assert "every 60 min" in html
+    assert "every 1440 min" in html
 
 
 async def test_sync_now_runs_the_scheduler(admin: Console) -> None:
