@@ -15,7 +15,6 @@ from rag.index import WeaviateIndex
 from tests.cluster.replicas import fresh_database
 from tests.cluster.weaviate_cluster import WeaviateCluster
 from tests.conftest import WEAVIATE_VERSION, index_config, unique_collection
-from tests.fakes.slack_server import FakeSlack
 from tests.rag.corpus import CHUNKS
 from tests.sync.conftest import article, write
 
@@ -33,14 +32,6 @@ def weaviate_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Weavi
         yield cluster
     finally:
         cluster.stop()
-
-
-@pytest.fixture
-async def fake_slack() -> AsyncIterator[FakeSlack]:
-    server = FakeSlack()
-    await server.start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.slack_server import FakeSlack
 
 
 @pytest.fixture
@@ -15,6 +16,14 @@ async def fake_anthropic() -> AsyncIterator[FakeAnthropic]:
     await server.start()
     yield server
     await close_test_llms()
+    await server.stop()
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    yield server
     await server.stop()
 
 

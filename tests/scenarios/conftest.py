@@ -19,14 +19,6 @@ from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
 
 
 @pytest.fixture
-async def fake_slack() -> AsyncIterator[FakeSlack]:
-    server = FakeSlack()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,  # noqa: F811
                       embedder: LocalEmbedder, fake_anthropic: FakeAnthropic,
                       fake_slack: FakeSlack) -> AsyncIterator[Serve]:

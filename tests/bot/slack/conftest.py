@@ -33,14 +33,6 @@ def slack_settings(api_url: str, **slack: Any) -> Settings:
                     slack_api_url=api_url, slack=SlackSettings(**slack))
 
 
-@pytest.fixture
-async def fake_slack() -> AsyncIterator[FakeSlack]:
-    server = FakeSlack()
-    await server.start()
-    yield server
-    await server.stop()
-
-
 @pytest.fixture(scope="session")
 async def memory_index(embedder: Any) -> MemoryIndex:
     index = MemoryIndex()
