@@ -331,13 +331,15 @@ class App:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
         return SyncLease(Lease(self.database, f"sync:{source}"), source)
 
-    def sync_scheduler(self, runner: SyncRunner) -> SyncScheduler:
-        """`sift serve`'s schedule: incremental and full passes per source, one at start-up."""
+    def sync_scheduler(self, runner: SyncRunner, *, first_pass: bool = True) -> SyncScheduler:
+        """`sift serve`'s schedule: incremental and full passes per source; `first_pass`: also
+        one at start-up, and the removal of sources no longer configured."""
         schedules = [SourceSchedule(s.name, s.interval_minutes, s.cron, s.full_cron)
                      for s in self.settings.resolved_sources]
         return SyncScheduler(runner, schedules,
                              misfire_grace_s=self.settings.sync.misfire_grace_s,
-                             sync_on_start=self.settings.sync.sync_on_start)
+                             sync_on_start=first_pass and self.settings.sync.sync_on_start,
+                             prune_on_start=first_pass)
 
     def push_endpoints(self) -> dict[str, PushEndpoint]:
         """Every source's webhook endpoint: its receiver, or None when its kind takes none."""
