@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
     ChannelPolicy,
@@ -57,6 +58,7 @@ from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
 from storage.errors import StorageError
+from storage.expiring import ExpiringStore
 from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
@@ -464,7 +466,7 @@ class App:
         """The one ask flow and vote flow every chat surface runs."""
         defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
-                        self.access_resolver)
+                        self.access_resolver, PendingComments(ExpiringStore(self.database)))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
