@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "static"
 USER_COOKIE = "sift_chat"
 CSRF_COOKIE = "sift_chat_csrf"
+_TOKEN = re.compile(r"[0-9a-f]{64}")
 CHANNEL = "web"  # every web conversation's channel: its messages are answers' refs
 _SECURITY = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
              "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -80,7 +82,9 @@ class WebChat:
         # Double submit: requests must echo the token this browser's cookie holds, which
         # another site can neither read nor set. No server-side secret, so any replica can
         # check a page that another replica served.
-        token = secrets.token_hex(32)
+        # One token per browser, kept across page loads: two open tabs both keep working.
+        kept = request.cookies.get(CSRF_COOKIE, "")
+        token = kept if _TOKEN.fullmatch(kept) else secrets.token_hex(32)
         body = (STATIC / "chat.html").read_text().replace("{{csrf}}", token)
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
         for name, value in ((USER_COOKIE, user), (CSRF_COOKIE, token)):

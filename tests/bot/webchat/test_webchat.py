@@ -133,6 +133,16 @@ async def test_requests_the_page_did_not_make_are_refused(
     assert (await browser.vote("anything", 1))[0] == 403
 
 
+async def test_two_open_pages_of_one_browser_both_ask(
+        served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, _ = served
+    await browser.open()
+    first = browser.csrf
+    await browser.open()  # a second tab
+    assert browser.csrf == first
+    assert (await browser.ask(STAGING))[0] == 200
+
+
 async def test_a_token_is_bound_to_its_visitor(served: tuple[Browser, MemoryChatStores]) -> None:
     browser, _ = served
     await browser.open()
