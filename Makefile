@@ -56,8 +56,14 @@ install: system-packages app
 run: app
 	$(BIN)/sift serve
 
+# The suite spends much of its time waiting on servers and subprocesses, so it runs on
+# parallel workers (pytest-xdist). `loadgroup` keeps each module (and each xdist_group, such
+# as the 3-node cluster tests) on one worker, so module fixtures start once. TEST_WORKERS=0
+# runs it in one process.
+TEST_WORKERS ?= auto
+
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot rag sync storage tests bench
