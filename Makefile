@@ -57,13 +57,12 @@ run: app
 	$(BIN)/sift serve
 
 # The suite spends much of its time waiting on servers and subprocesses, so it runs on
-# parallel workers (pytest-xdist). `loadgroup` keeps each module (and each xdist_group, such
-# as the 3-node cluster tests) on one worker, so module fixtures start once. TEST_WORKERS=0
-# runs it in one process.
+# parallel workers (pytest-xdist). Each test module runs whole on one worker, so its module
+# fixtures start once (tests/parallel.py). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= auto
 
 test: install
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot rag sync storage tests bench

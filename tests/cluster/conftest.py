@@ -19,15 +19,6 @@ from tests.rag.corpus import CHUNKS
 from tests.sync.conftest import article, write
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `make test`'s parallel workers (pytest-xdist, `--dist loadgroup`), every test of
-    this package runs on one worker, so the package starts one cluster, not one per worker."""
-    here = Path(__file__).parent
-    for item in items:
-        if item.path.is_relative_to(here):
-            item.add_marker(pytest.mark.xdist_group("cluster"))
-
-
 @pytest.fixture(scope="package")
 def weaviate_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeaviateCluster]:
     explicit = os.environ.get("SIFT_WEAVIATE_BINARY")
