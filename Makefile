@@ -56,10 +56,12 @@ install: system-packages app
 run: app
 	$(BIN)/sift serve
 
-# The suite spends much of its time waiting on servers and subprocesses, so it runs on
-# parallel workers (pytest-xdist). Each test module runs whole on one worker, so its module
-# fixtures start once (tests/parallel.py). TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= auto
+# The suite spends about half its time waiting on servers and subprocesses, so it runs on
+# parallel workers (pytest-xdist): two per core, at most 8 (each starts its own Weaviate,
+# PostgreSQL and Chromium). Each test module runs whole on one worker, so its module fixtures
+# start once (tests/parallel.py). TEST_WORKERS=0 runs the suite in one process.
+CORES        := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$(( $(CORES) * 2 < 8 ? $(CORES) * 2 : 8 )))
 
 test: install
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
