@@ -1,6 +1,6 @@
 """K concurrent Slack conversations against one `sift serve`: throughput, latency, memory.
 
-Run:  .venv/bin/python -m bench.serve_load [--conversations 50] [--seconds 120]
+Run:  .venv/bin/python -m bench.serve_load [--conversations 50] [--seconds 120] [--workers 2]
 
 One `sift serve` process on real PostgreSQL (a throwaway server, tests/pg.py) and a managed
 Weaviate holding the sample knowledge base. This process plays Slack (the fake Web API and
@@ -117,17 +117,37 @@ async def conversation(k: int, url: str, slack: TimedSlack, http: aiohttp.Client
         asked.answer_s = slack.answered_at[ts] - sent
 
 
+def family(pid: int) -> list[int]:
+    """`sift serve` and the worker processes it started (SIFT_WORKERS)."""
+    found = [pid]
+    for entry in Path("/proc").iterdir():
+        with suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    """Resident memory of `sift serve` and its workers together."""
+    total = 0.0
+    for member in family(pid):
+        with suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+    return total
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (fields 14 and 15 of /proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time so far of `sift serve` and its workers (fields 14 and 15 of
+    /proc/<pid>/stat)."""
+    total = 0.0
+    for member in family(pid):
+        with suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def db_connections(admin_url: str, database: str) -> int:
@@ -191,9 +211,13 @@ def postgres() -> Iterator[tuple[str, str]]:
         cluster.stop()
 
 
-def wait_ready(base: str, process: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+def wait_ready(base: str, process: subprocess.Popen[bytes], workers: int,
+               timeout_s: float = 300) -> None:
+    """Until `workers` distinct processes have said 200 on /readyz (each request is a new
+    connection, which the kernel gives to any of them)."""
     import urllib.error
     import urllib.request
+    ready: set[int] = set()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -201,10 +225,12 @@ def wait_ready(base: str, process: subprocess.Popen[bytes], timeout_s: float = 3
         try:
             with urllib.request.urlopen(base + "/readyz", timeout=2) as response:
                 if response.status == 200:
-                    return
+                    ready.add(int(json.loads(response.read())["pid"]))
+                    if len(ready) >= workers:
+                        return
         except (urllib.error.URLError, OSError):
             pass
-        time.sleep(0.2)
+        time.sleep(0.05 if ready else 0.2)
     raise SystemExit("sift serve was not ready in time")
 
 
@@ -220,11 +246,12 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
                  "SIFT_SLACK_BOT_TOKEN": BOT_TOKEN, "SIFT_SLACK_SIGNING_SECRET": SIGNING_SECRET,
                  "SIFT_SLACK_API_URL": slack.api_url, "SIFT_SYNC__SYNC_ON_START": "false",
                  "SIFT_CHAT__QUOTA_PER_MINUTE": "100000"}
-    process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve"], cwd=ROOT, env=serve_env,
+    process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", "--workers",
+                                str(args.workers)], cwd=ROOT, env=serve_env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run, stop = Run(), asyncio.Event()
     try:
-        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process)
+        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process, args.workers)
         database = database_url.rsplit("/", 1)[1]
         sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,
                                              args.sample_s))
@@ -269,7 +296,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           f"p95 {pct(own, 95):.0f}")
     # One Python process uses at most one core for its own code: near 100% means the answers
     # queue for the interpreter, and Sift's own time is mostly that wait.
-    print(f"sift serve CPU: {run.serve_cpu_s:.1f} s in {elapsed:.0f} s "
+    print(f"sift serve CPU ({args.workers} process{'es' if args.workers > 1 else ''}): "
+          f"{run.serve_cpu_s:.1f} s in {elapsed:.0f} s "
           f"({100 * run.serve_cpu_s / elapsed:.0f}% of one core), "
           f"{1000 * run.serve_cpu_s / max(1, len(answered)):.0f} ms per answer")
     rss = [mb for _, mb in run.rss_mb]
@@ -292,6 +320,8 @@ def main() -> None:
     parser.add_argument("--first-token-ms", type=float, default=500.0)
     parser.add_argument("--per-token-ms", type=float, default=8.0)
     parser.add_argument("--sample-s", type=float, default=5.0, help="RSS/connection sampling")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="sift serve --workers N (processes sharing the port)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sift-load-") as scratch, postgres() as (db, admin):
         env = {**environment(Path(scratch)), "SIFT_DATABASE_URL": db}

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
     ChannelPolicy,
@@ -57,6 +58,7 @@ from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
 from storage.errors import StorageError
+from storage.expiring import ExpiringStore
 from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
@@ -331,13 +333,15 @@ class App:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
         return SyncLease(Lease(self.database, f"sync:{source}"), source)
 
-    def sync_scheduler(self, runner: SyncRunner) -> SyncScheduler:
-        """`sift serve`'s schedule: incremental and full passes per source, one at start-up."""
+    def sync_scheduler(self, runner: SyncRunner, *, first_pass: bool = True) -> SyncScheduler:
+        """`sift serve`'s schedule: incremental and full passes per source; `first_pass`: also
+        one at start-up, and the removal of sources no longer configured."""
         schedules = [SourceSchedule(s.name, s.interval_minutes, s.cron, s.full_cron)
                      for s in self.settings.resolved_sources]
         return SyncScheduler(runner, schedules,
                              misfire_grace_s=self.settings.sync.misfire_grace_s,
-                             sync_on_start=self.settings.sync.sync_on_start)
+                             sync_on_start=first_pass and self.settings.sync.sync_on_start,
+                             prune_on_start=first_pass)
 
     def push_endpoints(self) -> dict[str, PushEndpoint]:
         """Every source's webhook endpoint: its receiver, or None when its kind takes none."""
@@ -462,7 +466,7 @@ class App:
         """The one ask flow and vote flow every chat surface runs."""
         defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
-                        self.access_resolver)
+                        self.access_resolver, PendingComments(ExpiringStore(self.database)))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""

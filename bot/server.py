@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 from bot.admin import routes as admin_console
 from bot.app import App
@@ -16,6 +18,8 @@ from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
+from bot.workers import Workers, worker_command
+from rag.errors import ConfigError
 from rag.index import WeaviateIndex
 from sync.push_queue import PushSyncs
 
@@ -81,15 +85,42 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
+def _check_workers(app: App, worker: bool) -> int:
+    """How many more processes this one starts (0 in a worker): ConfigError when the port
+    cannot be shared."""
+    count = 0 if worker else app.settings.workers - 1
+    if count and app.settings.port == 0:
+        raise ConfigError("SIFT_WORKERS > 1 with SIFT_PORT=0", user_message=(
+            f"SIFT_WORKERS is {app.settings.workers}, but SIFT_PORT is 0 (any free port): "
+            "workers share one port, so set SIFT_PORT to a port number."))
+    return count
+
+
+def _start_workers(app: App, stack: AsyncExitStack, count: int, config: Path | None
+                   ) -> Workers | None:
+    if not count:
+        return None
+    workers = Workers(worker_command(os.getpid(), config), count)
+    workers.start()
+    stack.push_async_callback(workers.stop)
+    log.info("started %d more worker process%s on port %d", count, "es" if count > 1 else "",
+             app.settings.port)
+    return workers
+
+
 async def serve(app: App, *, started: asyncio.Event | None = None,
-                stop: asyncio.Event | None = None) -> None:
-    """Run until SIGINT/SIGTERM (or `stop` is set), then shut everything down in reverse."""
+                stop: asyncio.Event | None = None, config: Path | None = None,
+                worker: bool = False) -> None:
+    """Run until SIGINT/SIGTERM (or `stop` is set), then shut everything down in reverse.
+    `worker`: one of SIFT_WORKERS' extra processes (bot/workers.py), which leaves Weaviate,
+    the start-up sync and the start-up messages to the process that started it."""
     stop = stop or _stop_event()
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
+    more = _check_workers(app, worker)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(app.aclose)
         stack.callback(gc.unfreeze)  # what _warm_up froze is collectable again once stopped
-        supervisor = await _start_weaviate(app, stack)
+        supervisor = None if worker else await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
         index = app.index()
         await index.connect()
@@ -102,7 +133,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                 priors=app.document_priors)
         service = app.chat_service(pipeline)
-        seeded = await asyncio.to_thread(app.seed_channel_policies)
+        seeded = [] if worker else await asyncio.to_thread(app.seed_channel_policies)
         if seeded:
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
@@ -123,7 +154,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # --- end Slack ---------------------------------------------------------------------
         for problem in await app.access_resolver.startup_problems():  # named, not fatal
             log.warning("permissions: %s", problem)
-        syncs = app.sync_scheduler(app.sync_runner(index))  # started below, after the site
+        # Started below, after the site; the start-up pass runs in the primary only.
+        syncs = app.sync_scheduler(app.sync_runner(index), first_pass=not worker)
         # --- Push: POST /sync/hooks/<source> (each platform's signature checked) ------------
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
         PushRoutes(app.push_endpoints(), pushes).mount(web_app)
@@ -134,8 +166,13 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         chat_page = app.web_chat(flow, admin_console.chat_gate(console) if console else None)
         if chat_page is not None:
             chat_page.mount(web_app)
-        runner = await start_site(web_app, app.settings.host, app.settings.port)
+        shared = worker or app.settings.workers > 1
+        runner = await start_site(web_app, app.settings.host, app.settings.port,
+                                  shared=shared)
         stack.push_async_callback(runner.cleanup)
+        workers = _start_workers(app, stack, more, config)  # once the schema is migrated
+        if workers is not None:
+            checks["workers"] = workers.health
         # The model loads after the site is up: /readyz says 503 "loading" until it has.
         warm_up = asyncio.create_task(_warm_up(app, readiness))
         stack.push_async_callback(_cancel, warm_up)
@@ -143,11 +180,13 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         syncs.start()
         stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs
         # --- end Sync ----------------------------------------------------------------------
-        print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
-              "(Ctrl-C to stop)", flush=True)
-        await announce(app, admin=console is not None)  # a line per surface: on, or off and why
+        if not worker:
+            print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
+                  "(Ctrl-C to stop)", flush=True)
+            await announce(app, admin=console is not None)  # a line per surface
         if started is not None:
             started.set()
         await stop.wait()
         log.info("shutting down")
-    print("Sift stopped.", flush=True)
+    if not worker:
+        print("Sift stopped.", flush=True)

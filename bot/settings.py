@@ -401,6 +401,8 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(3978, ge=0, le=65535)
+    # Processes serving SIFT_PORT: one uses one core for Sift's own work (see bot/workers.py).
+    workers: int = Field(1, ge=1, le=64)
 
     weaviate: WeaviateSettings = Field(default_factory=WeaviateSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ def _health_handler(
         }
         healthy = all(r.ok for r in results)
         body["status"] = "ok" if healthy else "unhealthy"
+        body["pid"] = os.getpid()  # which process answered (with SIFT_WORKERS, one of several)
         return web.json_response(body, status=200 if healthy else 503)
 
     return healthz
@@ -82,10 +84,13 @@ def build_web_app(checks: Mapping[str, HealthCheck], *, timeout_s: float = 5.0,
     return app
 
 
-async def start_site(app: web.Application, host: str, port: int) -> web.AppRunner:
+async def start_site(app: web.Application, host: str, port: int, *,
+                     shared: bool = False) -> web.AppRunner:
+    """Serve `app`; `shared`: other processes bind the same port too (SO_REUSEPORT), and the
+    kernel spreads new connections over them."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, reuse_port=shared or None)
     await site.start()
     log.info("listening on http://%s:%s", host, port)
     return runner

@@ -276,12 +276,15 @@ class SourceDocument(Base):
 
 
 class EventKey(Base):
-    """A claimed platform event id; a redelivery within `expires_at` is dropped."""
+    """A key that lives until `expires_at`: a claimed platform event id (a redelivery is
+    dropped), a counted question or failed sign-in, or short-lived state every replica must
+    see (console sessions, a pending sign-in, a pending comment) with its JSON `value`."""
 
     __tablename__ = "event_keys"
 
     key: Mapped[str] = mapped_column(String, primary_key=True)
     expires_at: Mapped[datetime] = mapped_column(index=True)
+    value: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ConversationTurn(Base):

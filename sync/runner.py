@@ -68,8 +68,9 @@ class SyncRunner:
                             f"sources: {known}.") from None
 
     async def _not_done_yet(self, name: str, full: bool, due: datetime | None) -> None:
-        # Replicas tick together, but a short run can end before a slower replica's tick
-        # takes the lease: the lease alone would let that replica run the same tick again.
+        # Replicas (and one machine's workers) tick together, but a short run can end before
+        # a slower replica's tick takes the lock: the lock alone would let that replica run
+        # the same tick again.
         # A full run covers an incremental one, not the other way round.
         if due is None:
             return
@@ -117,7 +118,8 @@ class SyncRunner:
         async with self._queues.setdefault(name, asyncio.Lock()):
             with SourceLock(self.lock_dir, name):
                 shared = self._shared(name) if self._shared else None
-                if shared is None:
+                if shared is None:  # one machine: its file lock is the only lock
+                    await self._not_done_yet(name, full, due)  # `sift serve` workers
                     yield
                     return
                 await asyncio.to_thread(shared.acquire)

@@ -84,8 +84,10 @@ class SyncScheduler:
     into one), plus an immediate full pass in the background at start-up."""
 
     def __init__(self, runner: SyncRunner, schedules: Sequence[SourceSchedule], *,
-                 misfire_grace_s: float = 300.0, sync_on_start: bool = True) -> None:
+                 misfire_grace_s: float = 300.0, sync_on_start: bool = True,
+                 prune_on_start: bool = True) -> None:
         self.runner = runner
+        self._prune_on_start = prune_on_start
         self.scheduler = AsyncIOScheduler()
         self._grace_s = misfire_grace_s
         self._running: set[asyncio.Task[None]] = set()
@@ -122,9 +124,10 @@ class SyncScheduler:
                 self._running.discard(task)
 
     def start(self) -> None:
-        self.scheduler.add_job(self._prune, "date", id="prune-unconfigured",
-                               name="removal of sources no longer configured",
-                               replace_existing=True, misfire_grace_time=None)
+        if self._prune_on_start:
+            self.scheduler.add_job(self._prune, "date", id="prune-unconfigured",
+                                   name="removal of sources no longer configured",
+                                   replace_existing=True, misfire_grace_time=None)
         self.scheduler.start()
 
     async def _prune(self) -> None:

@@ -6,7 +6,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
+from bot.weaviate.process import free_port
 
 ENV_URL = "SIFT_TEST_POSTGRES_URL"
 DATABASE = "sift_test"
@@ -27,12 +28,6 @@ def _bin_dir() -> Path | None:
                default=None)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Cluster:
     """initdb + pg_ctl in a temp dir on a free loopback port; as root, run as `postgres`."""
 
@@ -40,7 +35,7 @@ class Cluster:
         self.bin_dir = bin_dir
         self.root = Path(tempfile.mkdtemp(prefix="sift-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_root = os.geteuid() == 0
         if self.as_root:
             shutil.chown(self.root, "postgres", "postgres")

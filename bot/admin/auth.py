@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import SecretStr
+
+from storage.expiring import ExpiringStore
 
 ADMIN, VIEWER = "admin", "viewer"
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
@@ -52,76 +52,75 @@ class Credentials:
 class Session:
     role: str
     csrf: str
-    expires: float
     email: str = ""  # who, when the sign-in named them (OIDC); "" for a shared password
 
 
-@dataclass
 class Sessions:
-    """Random opaque tokens held in memory: a restart signs everyone out, a forged or stolen-
-    then-expired cookie matches nothing."""
+    """Random opaque tokens, kept in the database so that every replica knows them (a load
+    balancer may send each request elsewhere). Only a hash of the token is stored, and the
+    CSRF token is derived from it: a copy of the database opens no session. A forged, or
+    stolen-then-expired, cookie matches nothing; each use renews the idle timer."""
 
-    idle_s: float
-    clock: Callable[[], float] = time.monotonic
-    _by_token: dict[str, Session] = field(default_factory=dict)
+    def __init__(self, store: ExpiringStore, idle_s: float) -> None:
+        self.store = store
+        self.idle_s = idle_s
 
-    def open(self, role: str, email: str = "") -> tuple[str, Session]:
-        self._sweep()
+    async def open(self, role: str, email: str = "") -> tuple[str, Session]:
         token = secrets.token_urlsafe(32)
-        session = Session(role, secrets.token_urlsafe(32), self.clock() + self.idle_s, email)
-        self._by_token[token] = session
-        return token, session
+        await asyncio.to_thread(self.store.put, _key(token), {"role": role, "email": email},
+                                self.idle_s)
+        return token, Session(role, _csrf(token), email)
 
-    def get(self, token: str | None) -> Session | None:
+    async def get(self, token: str | None) -> Session | None:
         """The live session for a cookie value, its idle timer renewed; None if unknown or
         expired."""
-        session = self._by_token.get(token or "")
-        if session is None:
+        if not token:
             return None
-        now = self.clock()
-        if session.expires <= now:
-            del self._by_token[token or ""]
+        found = await asyncio.to_thread(self.store.get, _key(token), renew_s=self.idle_s)
+        if found is None:
             return None
-        session.expires = now + self.idle_s
-        return session
+        return Session(str(found["role"]), _csrf(token), str(found.get("email", "")))
 
-    def close(self, token: str | None) -> None:
-        self._by_token.pop(token or "", None)
-
-    def _sweep(self) -> None:
-        now = self.clock()
-        for token in [t for t, s in self._by_token.items() if s.expires <= now]:
-            del self._by_token[token]
+    async def close(self, token: str | None) -> None:
+        if token:
+            await asyncio.to_thread(self.store.delete, _key(token))
 
 
-@dataclass
+def _key(token: str) -> str:
+    return "session:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def _csrf(token: str) -> str:
+    return hmac.new(token.encode(), b"console csrf", hashlib.sha256).hexdigest()
+
+
 class LoginLimiter:
     """At most `attempts` failed sign-ins per address per window, and ten times that overall
-    (a guesser spread over many addresses meets the second limit)."""
+    (a guesser spread over many addresses meets the second limit). Counted in the database:
+    several replicas do not multiply a guesser's attempts."""
 
-    attempts: int
-    window_s: float
-    clock: Callable[[], float] = time.monotonic
-    _failures: dict[str, deque[float]] = field(default_factory=dict)
-    _all: deque[float] = field(default_factory=deque)
+    def __init__(self, store: ExpiringStore, attempts: int, window_s: float) -> None:
+        self.store = store
+        self.attempts = attempts
+        self.window_s = window_s
 
-    def _recent(self, times: deque[float]) -> deque[float]:
-        horizon = self.clock() - self.window_s
-        while times and times[0] <= horizon:
-            times.popleft()
-        return times
-
-    def wait_s(self, address: str) -> float:
+    async def wait_s(self, address: str) -> float:
         """Seconds until this address may try again; 0 when it may now."""
-        mine = self._recent(self._failures.setdefault(address, deque()))
-        overall = self._recent(self._all)
-        blocking = [q[0] for q, cap in ((mine, self.attempts), (overall, self.attempts * 10))
-                    if len(q) >= cap]
-        return max(0.0, max(blocking) + self.window_s - self.clock()) if blocking else 0.0
+        return await asyncio.to_thread(self._wait_s, address)
 
-    def failed(self, address: str) -> None:
-        now = self.clock()
-        self._failures.setdefault(address, deque()).append(now)
-        self._all.append(now)
-        if len(self._failures) > 10_000:  # bound memory against address churn
-            self._failures = {a: q for a, q in self._failures.items() if self._recent(q)}
+    def _wait_s(self, address: str) -> float:
+        now = self.store.clock()
+        free_at = [expiries[len(expiries) - cap]
+                   for expiries, cap in ((self.store.expiries(_failures(address)), self.attempts),
+                                         (self.store.expiries(_failures("")), self.attempts * 10))
+                   if len(expiries) >= cap]
+        return max(0.0, (max(free_at) - now).total_seconds()) if free_at else 0.0
+
+    async def failed(self, address: str) -> None:
+        await asyncio.to_thread(self.store.count, _failures(address), self.window_s)
+
+
+def _failures(address: str) -> str:
+    """The key prefix of an address's failed sign-ins ("" for every address's). "|" appears
+    in no address, so one address's prefix never covers another's (IPv6 has colons)."""
+    return f"login-failure|{address}|" if address else "login-failure|"

@@ -117,7 +117,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     if request.path.startswith(OPEN_PATHS):
         return await handler(request)
     console = request.app[KEY]
-    session = session_of(console, request)
+    session = await session_of(console, request)
     if session is None:
         wanted = request.path_qs if request.method == "GET" else PREFIX + "/"
         raise web.HTTPSeeOther(f"{PREFIX}/login?next={quote(wanted, safe='')}")
@@ -148,16 +148,16 @@ def _set_cookie(response: web.StreamResponse, console: Console, name: str, value
                         secure=console.admin.secure_cookie, max_age=max_age)
 
 
-def open_session(console: Console, response: web.StreamResponse, role: str,
+async def open_session(console: Console, response: web.StreamResponse, role: str,
                  email: str = "") -> None:
     """Sign in: the session cookie covers the whole site, since the web chat at / accepts
     the console's sign-in (SameSite=Strict: no other site's page can send it)."""
-    token, _ = console.sessions.open(role, email)
+    token, _ = await console.sessions.open(role, email)
     _set_cookie(response, console, COOKIE, token, None, path="/")
 
 
-def session_of(console: Console, request: web.Request) -> Session | None:
-    return console.sessions.get(request.cookies.get(COOKIE))
+async def session_of(console: Console, request: web.Request) -> Session | None:
+    return await console.sessions.get(request.cookies.get(COOKIE))
 
 
 async def login_form(request: web.Request) -> web.StreamResponse:
@@ -180,7 +180,7 @@ def login_page(request: web.Request, error: str, status: int) -> web.Response:
 async def login(request: web.Request) -> web.StreamResponse:
     console = request.app[KEY]
     address = request.remote or "?"
-    wait = console.limiter.wait_s(address)
+    wait = await console.limiter.wait_s(address)
     if wait > 0:
         minutes = max(1, round(wait / 60))
         return login_page(request, f"Too many sign-in attempts: try again in {minutes} "
@@ -191,18 +191,18 @@ async def login(request: web.Request) -> web.StreamResponse:
         return login_page(request, STALE_FORM, 403)
     role = console.credentials.role_for(str(form.get("password", "")))
     if role is None:
-        console.limiter.failed(address)
+        await console.limiter.failed(address)
         log.info("console: failed sign-in from %s", address)
         return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
-    open_session(console, response, role)
+    await open_session(console, response, role)
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)
     raise response
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    request.app[KEY].sessions.close(request.cookies.get(COOKIE))
+    await request.app[KEY].sessions.close(request.cookies.get(COOKIE))
     response = web.HTTPSeeOther(f"{PREFIX}/login")
     response.del_cookie(COOKIE, path="/")
     raise response

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import quote_plus, urlencode, urlsplit
 
@@ -18,6 +19,7 @@ import jwt
 from bot.admin.auth import ADMIN, VIEWER
 from bot.settings import OidcSettings
 from rag.errors import ConfigError
+from storage.expiring import ExpiringStore
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,10 @@ class Pending:
     verifier: str
     next: str
     redirect_uri: str
-    started: float
+
+
+def _pending_key(state: str) -> str:
+    return "oidc-pending:" + hashlib.sha256(state.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,13 @@ class Provider:
     """One configured issuer: its discovery document and keys, fetched when first needed."""
 
     settings: OidcSettings
+    # Started sign-ins, in the database: the provider may send the browser back to any
+    # replica. Kept PENDING_S at most, keyed by a hash of the state, and used up once.
+    pending: ExpiringStore
     clock: Callable[[], float] = time.monotonic
     _discovery: dict[str, Any] | None = None
     _keys: jwt.PyJWKSet | None = None
     _keys_at: float = -1e9
-    _pending: dict[str, Pending] = field(default_factory=dict)
     _http: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:
@@ -149,10 +156,10 @@ class Provider:
     async def start(self, redirect_uri: str, next_: str) -> tuple[str, str]:
         """(state, the provider's authorization URL) for a new sign-in."""
         found = await self.discovery()
-        self._sweep()
         state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         verifier = secrets.token_urlsafe(64)
-        self._pending[state] = Pending(nonce, verifier, next_, redirect_uri, self.clock())
+        await asyncio.to_thread(self.pending.put, _pending_key(state), asdict(
+            Pending(nonce, verifier, next_, redirect_uri)), PENDING_S)
         query = urlencode({
             "response_type": "code", "client_id": self.settings.client_id,
             "redirect_uri": redirect_uri, "scope": " ".join(self.settings.scopes),
@@ -161,21 +168,15 @@ class Provider:
         endpoint = found["authorization_endpoint"]
         return state, f"{endpoint}{'&' if '?' in endpoint else '?'}{query}"
 
-    def take(self, state: str, cookie_state: str) -> Pending:
+    async def take(self, state: str, cookie_state: str) -> Pending:
         """The pending sign-in for this callback, used up: a state is good once, and only in
         the browser that started it (its cookie)."""
-        self._sweep()
         if not state or not secrets.compare_digest(state, cookie_state or ""):
             raise Refused(NOT_STARTED, "the callback's state does not match this browser's")
-        pending = self._pending.pop(state, None)
-        if pending is None:
+        found = await asyncio.to_thread(self.pending.take, _pending_key(state))
+        if found is None:
             raise Refused(NOT_STARTED, "the callback's state is unknown, used or expired")
-        return pending
-
-    def _sweep(self) -> None:
-        horizon = self.clock() - PENDING_S
-        for state in [s for s, p in self._pending.items() if p.started < horizon]:
-            del self._pending[state]
+        return Pending(**found)
 
     async def finish(self, pending: Pending, code: str) -> Person:
         """Exchange the code, verify the ID token, decide the role; Refused otherwise."""

@@ -29,6 +29,7 @@ from bot.settings import Settings
 from bot.webchat.app import Gate, Reader
 from rag.ports import Embedder
 from storage.db import Database
+from storage.expiring import ExpiringStore
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +46,12 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     if not credentials.enabled and not admin.oidc.enabled:
         return None
     sub = web.Application(middlewares=[guard])
-    provider = oidc.Provider(admin.oidc) if admin.oidc.enabled else None
+    shared = ExpiringStore(db)  # what every replica must see: sessions, sign-ins under way
+    provider = oidc.Provider(admin.oidc, shared) if admin.oidc.enabled else None
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
-                       Sessions(admin.session_minutes * 60),
-                       LoginLimiter(admin.login_attempts, admin.login_window_s), templates(),
-                       provider)
+                       Sessions(shared, admin.session_minutes * 60),
+                       LoginLimiter(shared, admin.login_attempts, admin.login_window_s),
+                       templates(), provider)
     if provider is not None:
         sub.router.add_get("/oidc/start", sso.start)
         sub.router.add_get("/oidc/callback", sso.callback)
@@ -100,8 +102,8 @@ def chat_gate(sub: web.Application) -> Gate:
     person in; they ask as the email their sign-in gave, else as the public."""
     console = sub[KEY]
 
-    def reader(request: web.Request) -> Reader | None:
-        session = session_of(console, request)
+    async def reader(request: web.Request) -> Reader | None:
+        session = await session_of(console, request)
         return None if session is None else Reader(session.email)
 
     return Gate(reader, f"{PREFIX}/login?next=/")

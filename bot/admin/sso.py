@@ -47,7 +47,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
     """Check state, exchange the code, verify the ID token, then open a session."""
     console, provider = request.app[KEY], _provider(request)
     try:
-        pending = provider.take(request.query.get("state", ""),
+        pending = await provider.take(request.query.get("state", ""),
                                 request.cookies.get(STATE_COOKIE, ""))
         if "error" in request.query:
             raise Refused("The identity provider did not sign you in: please start again.",
@@ -63,7 +63,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
     # provider's site, and would leave the SameSite=Strict session cookie off a redirect
     # in that chain; the page's own navigation is same-site, so the cookie goes along.
     response = render(request, "continue.html", target=pending.next)
-    open_session(console, response, person.role, person.email)
+    await open_session(console, response, person.role, person.email)
     response.del_cookie(STATE_COOKIE, path=SSO)
     return response
 

@@ -1,11 +1,22 @@
 """After a down vote, the person's next message in that conversation is the "what was missing?"
-comment. Kept in memory: a restart only loses the invitation, never a vote."""
+comment. The invitation is kept in the shared store (the database in `sift serve`), so the
+reply counts whichever replica or worker receives it; it lapses after `ttl_s`."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import asyncio
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Expiring(Protocol):
+    """Values that expire: storage.expiring.ExpiringStore, or a fake in tests."""
+
+    def put(self, key: str, value: dict[str, Any], ttl_s: float) -> None: ...
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def take(self, key: str) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True)
@@ -14,24 +25,27 @@ class CommentKey:
     thread: str  # "" at the top level of a DM
     user: str
 
+    @property
+    def stored(self) -> str:
+        return f"comment|{self.channel}|{self.thread}|{self.user}"
+
 
 class PendingComments:
-    def __init__(self, ttl_s: float = 3600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: Expiring, ttl_s: float = 3600.0) -> None:
+        self._store = store
         self._ttl = ttl_s
-        self._clock = clock
-        self._waiting: dict[CommentKey, tuple[int, float]] = {}
 
-    def expect(self, key: CommentKey, interaction_id: int) -> None:
-        self._waiting[key] = (interaction_id, self._clock() + self._ttl)
+    async def expect(self, key: CommentKey, interaction_id: int) -> None:
+        await asyncio.to_thread(self._store.put, key.stored, {"interaction": interaction_id},
+                                self._ttl)
 
-    def peek(self, key: CommentKey) -> int | None:
-        now = self._clock()
-        self._waiting = {k: v for k, v in self._waiting.items() if v[1] > now}
-        found = self._waiting.get(key)
-        return found[0] if found else None
+    async def peek(self, key: CommentKey) -> int | None:
+        return _interaction(await asyncio.to_thread(self._store.get, key.stored))
 
-    def take(self, key: CommentKey) -> int | None:
-        found = self.peek(key)
-        self._waiting.pop(key, None)
-        return found
+    async def take(self, key: CommentKey) -> int | None:
+        """The awaited interaction, no longer awaited: of two messages at once, one is it."""
+        return _interaction(await asyncio.to_thread(self._store.take, key.stored))
+
+
+def _interaction(found: dict[str, Any] | None) -> int | None:
+    return None if found is None else int(found["interaction"])

@@ -44,11 +44,11 @@ class Policies:
 
 class ChatFlow:
     def __init__(self, service: ChatService, policies: Policies, access: AccessResolver,
-                 comments: PendingComments | None = None) -> None:
+                 comments: PendingComments) -> None:
         self.service = service
         self.policies = policies
         self._access = access
-        self._comments = comments or PendingComments()
+        self._comments = comments
 
     # --- questions ----------------------------------------------------------------------
 
@@ -137,10 +137,10 @@ class ChatFlow:
         if msg.kind not in (Kind.DIRECT, Kind.THREAD_REPLY):
             return False  # an @mention is a question even while a comment is awaited
         key = CommentKey(msg.channel, msg.thread, msg.user)
-        if self._comments.peek(key) is None:
+        if await self._comments.peek(key) is None:
             return False
         gate = await self.service.admit(msg.event_key, msg.user, msg.text)
-        interaction = self._comments.take(key) if gate.admitted else None
+        interaction = await self._comments.take(key) if gate.admitted else None
         if interaction is not None:
             await self.service.comment(interaction, msg.user, msg.text)
             await surface.notice(messages.COMMENT_THANKS)
@@ -178,7 +178,8 @@ class ChatFlow:
             await self._escalate(vote.platform, vote.channel, surface, team=vote.team)
         asked_in = await surface.voted(vote, interaction)
         if asked_in is not None:
-            self._comments.expect(CommentKey(vote.channel, asked_in, vote.user), interaction)
+            await self._comments.expect(CommentKey(vote.channel, asked_in, vote.user),
+                                        interaction)
 
     async def on_help(self, platform: Platform, channel: str, surface: Surface, *,
                       team: str = "") -> None:

@@ -49,14 +49,43 @@ class Status:
     data_dir: Path
 
 
+def _ephemeral_low(default: int = 32768) -> int:
+    """Where the kernel's ephemeral ports start (Linux; the IANA 49152 elsewhere)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default if os.name == "posix" else 49152
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    """A loopback port nothing listens on, for a server started a little later.
+
+    Chosen below the ephemeral range: bind(0) picks from that range, where every outgoing
+    connection also takes its local port, so in a busy test run a client socket could take
+    the port between this check and the server's bind.
+    """
+    high = _ephemeral_low()
+    low = max(1024, high - 12_000)
+    for _ in range(100):
+        port = secrets.randbelow(high - low) + low
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # all taken: any port
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
 
 
 def free_ports() -> Ports:
-    return Ports(*(free_port() for _ in range(7)))
+    ports: list[int] = []
+    while len(ports) < 7:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return Ports(*ports)
 
 
 def _port_in_use(port: int) -> bool:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
 USER_COOKIE = "sift_chat"
+CSRF_COOKIE = "sift_chat_csrf"
+_TOKEN = re.compile(r"[0-9a-f]{64}")
 CHANNEL = "web"  # every web conversation's channel: its messages are answers' refs
 _SECURITY = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
              "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -46,7 +48,7 @@ class Gate:
     """Who may use the chat when it is reachable from other machines: `reader` finds the
     request's signed-in person (None: nobody), `login_url` is where the page sends them."""
 
-    reader: Callable[[web.Request], Reader | None]
+    reader: Callable[[web.Request], Awaitable[Reader | None]]
     login_url: str
 
 
@@ -58,8 +60,6 @@ class WebChat:
         self._flow = flow
         self._max_chars = max_chars
         self._gate = gate
-        # Forms carry an HMAC of the visitor's id: another site cannot post on their behalf.
-        self._secret = secrets.token_bytes(32)
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/", self.page)
@@ -67,31 +67,35 @@ class WebChat:
         app.router.add_post("/chat/vote", self.vote)
         app.router.add_static("/chat/static/", STATIC, append_version=True)
 
-    def _token(self, user: str) -> str:
-        return hmac.new(self._secret, user.encode(), hashlib.sha256).hexdigest()
-
     def _visitor(self, request: web.Request) -> str:
         user = request.cookies.get(USER_COOKIE, "")
         return user if user.startswith("web-") and len(user) == 36 else ""
 
-    def _reader(self, request: web.Request) -> Reader | None:
+    async def _reader(self, request: web.Request) -> Reader | None:
         """Who asks: Reader() when the chat is open to all (loopback), None when refused."""
-        return Reader() if self._gate is None else self._gate.reader(request)
+        return Reader() if self._gate is None else await self._gate.reader(request)
 
     async def page(self, request: web.Request) -> web.Response:
-        if self._reader(request) is None:
+        if await self._reader(request) is None:
             raise web.HTTPSeeOther(self._gate.login_url if self._gate else "/")
         user = self._visitor(request) or f"web-{secrets.token_hex(16)}"
-        body = (STATIC / "chat.html").read_text().replace("{{csrf}}", self._token(user))
+        # Double submit: requests must echo the token this browser's cookie holds, which
+        # another site can neither read nor set. No server-side secret, so any replica can
+        # check a page that another replica served.
+        # One token per browser, kept across page loads: two open tabs both keep working.
+        kept = request.cookies.get(CSRF_COOKIE, "")
+        token = kept if _TOKEN.fullmatch(kept) else secrets.token_hex(32)
+        body = (STATIC / "chat.html").read_text().replace("{{csrf}}", token)
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
-        response.set_cookie(USER_COOKIE, user, httponly=True, samesite="Strict",
-                            max_age=30 * 24 * 3600)
+        for name, value in ((USER_COOKIE, user), (CSRF_COOKIE, token)):
+            response.set_cookie(name, value, httponly=True, samesite="Strict",
+                                max_age=30 * 24 * 3600)
         return response
 
     async def _checked(self, request: web.Request) -> tuple[str, Reader, dict[str, Any]]:
         """The visitor, who is signed in and the JSON body; 401 without a sign-in the gate
         accepts, 403 for a request the page did not make."""
-        reader = self._reader(request)
+        reader = await self._reader(request)
         if reader is None:
             log.info("web chat: refused a %s without a sign-in", request.path)
             raise web.HTTPUnauthorized(text=SIGN_IN_FIRST)
@@ -101,8 +105,9 @@ class WebChat:
         except (ValueError, UnicodeDecodeError):
             raise web.HTTPBadRequest(text="The request body is not JSON.") from None
         token = data.get("csrf") if isinstance(data, dict) else None
-        if not user or not isinstance(token, str) or not hmac.compare_digest(
-                token, self._token(user)):
+        expected = request.cookies.get(CSRF_COOKIE, "")
+        if not user or not expected or not isinstance(token, str) or not hmac.compare_digest(
+                token.encode(), expected.encode()):  # bytes: a non-ASCII str would raise
             raise web.HTTPForbidden(text="This request did not come from the chat page; "
                                     "reload the page and try again.")
         return user, reader, data

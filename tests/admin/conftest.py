@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from sqlalchemy import insert, update
+from sqlalchemy import delete, insert, update
 
 from bot.admin.gaps import INDEXER
 from bot.admin.routes import mount
@@ -20,6 +20,7 @@ from rag.embed import LocalEmbedder
 from storage.db import Database
 from storage.models import (
     DocumentStats,
+    EventKey,
     Feedback,
     Interaction,
     InteractionSource,
@@ -86,6 +87,12 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     db.dispose()
 
 
+def forget_sign_ins(db: Database) -> None:
+    """Sessions and failed sign-ins live in the database, which a module's tests share."""
+    with db.write() as session:
+        session.execute(delete(EventKey))
+
+
 @dataclass
 class Console:
     client: TestClient
@@ -149,6 +156,7 @@ async def console(seeded: Database, embedder: LocalEmbedder,
         "password": ADMIN_PW, "viewer_password": VIEWER_PW},
         sources=[{"name": "handbook", "kind": "folder", "path": str(kb),
                   "interval_minutes": DAILY, "full_cron": ""}])
+    forget_sign_ins(seeded)  # each test starts with no session and no failed sign-in
     runner = SyncRunner([SyncSource("handbook", FolderConnector(kb))], MemoryIndex(),
                         embedder, SyncStateRepository(seeded), tmp_path / "locks")
     scheduler = SyncScheduler(runner, [SourceSchedule("handbook", DAILY, "", "")],

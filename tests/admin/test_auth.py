@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiohttp import web
@@ -95,8 +96,8 @@ async def test_a_forged_session_cookie_is_not_a_session(console: Console) -> Non
 async def test_an_expired_session_goes_back_to_sign_in_keeping_the_page(
         console: Console) -> None:
     await console.sign_in()
-    sessions = console.app[KEY].sessions
-    sessions.clock = lambda: 1e12  # long after the idle limit
+    store = console.app[KEY].sessions.store
+    store.clock = lambda: datetime.now(UTC) + timedelta(days=1)  # long after the idle limit
     response = await console.client.get("/admin/documents?view=down", allow_redirects=False)
     assert response.status == 303
     location = URL(response.headers["Location"])

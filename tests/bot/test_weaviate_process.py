@@ -57,3 +57,15 @@ def test_a_port_conflict_names_the_setting_of_the_busy_port(
               "SIFT_WEAVIATE__GOSSIP_PORT", "SIFT_WEAVIATE__PROFILING_PORT"} - {setting}
     assert not [name for name in others if name in message]
     assert "\n" not in message
+
+
+def test_free_ports_are_distinct_bindable_and_outside_the_ephemeral_range() -> None:
+    """Outgoing connections take their local ports from the ephemeral range: a port handed
+    out there could be taken by any client socket before its server binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = list(free_ports().all())
+    assert len(set(ports)) == 7 and all(1024 <= p < low for p in ports)
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((LOOPBACK, port))  # nothing listens there
+

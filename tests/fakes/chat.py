@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from bot.chat.access import AccessResolver, PublicOnly
+from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import ChannelPolicy, PolicyDefaults
 from bot.chat.service import ChatService
+from tests.fakes.memory_expiring import MemoryExpiring
 
 
 class MemoryPolicies:
@@ -20,7 +22,9 @@ class MemoryPolicies:
 
 def make_flow(service: ChatService, *, follow_ups: bool = True,
               policies: MemoryPolicies | None = None,
-              access: AccessResolver | None = None) -> ChatFlow:
+              access: AccessResolver | None = None,
+              comments: PendingComments | None = None) -> ChatFlow:
     return ChatFlow(service, Policies(policies or MemoryPolicies(),
                                       PolicyDefaults(follow_ups=follow_ups)),
-                    access or PublicOnly())
+                    access or PublicOnly(),
+                    comments or PendingComments(MemoryExpiring()))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.chat.access import Asker, Audience, Visibility
+from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, ChatMessage, Kind, Thread, Vote
 from bot.chat.policy import ChannelPolicy, Respond
@@ -18,6 +20,8 @@ from bot.chat.surface import Delivery
 from rag import messages
 from rag.ports import TextSink
 from rag.types import Answer, AnswerStatus, Platform, Turn
+from storage.db import Database
+from storage.expiring import ExpiringStore
 from tests.fakes.chat import MemoryPolicies, make_flow
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.fakes.memory_index import MemoryIndex
@@ -206,6 +210,27 @@ async def test_a_down_vote_calls_the_channels_people_and_awaits_a_comment(
                           "U2", "it should name the approver", ts="9.0")
     await setup.flow.on_message(comment, reply)
     assert setup.stores.feedback.votes[(1, "U2")].comment == "it should name the approver"
+    assert reply.notices == [messages.COMMENT_THANKS] and reply.delivered == []
+
+
+async def test_the_comment_may_reach_another_replica(index: MemoryIndex, embedder: Any,
+                                                   tmp_path: Path) -> None:
+    """The invitation lives in the database: the reply counts whichever process receives it."""
+    db = Database(f"sqlite:///{tmp_path / 'sift.db'}")
+    db.upgrade()
+    stores = MemoryChatStores()
+    service = ChatService(make_pipeline(index, embedder, None, recorder=stores.interactions),
+                          stores.chat_stores(), ChatLimits(quota_per_minute=100))
+    first, second = (make_flow(service, comments=PendingComments(ExpiringStore(db)))
+                     for _ in range(2))
+    await first.on_message(msg(STAGING), MemorySurface())
+    await first.on_vote(Vote(Platform.SLACK, "CGEN", "msg-1", "U2", -1, VIA_BUTTON),
+                        MemorySurface(comment_thread="1.0"))
+    reply = MemorySurface()
+    await second.on_message(ChatMessage(Platform.SLACK, Kind.THREAD_REPLY, "ev-c", "T1", "CGEN",
+                                        "1.0", "U2", "name the approver", ts="9.0"), reply)
+    db.dispose()
+    assert stores.feedback.votes[(1, "U2")].comment == "name the approver"
     assert reply.notices == [messages.COMMENT_THANKS] and reply.delivered == []
 
 

@@ -115,7 +115,7 @@ async def test_follow_ups_use_the_conversation(served: tuple[Browser, MemoryChat
     assert [role for role, _ in history] == ["user", "assistant", "user", "assistant"]
 
 
-@pytest.mark.parametrize("tamper", ["no-token", "wrong-token", "no-cookie"])
+@pytest.mark.parametrize("tamper", ["no-token", "wrong-token", "non-ascii-token", "no-cookie"])
 async def test_requests_the_page_did_not_make_are_refused(
         served: tuple[Browser, MemoryChatStores], tamper: str) -> None:
     browser, stores = served
@@ -124,11 +124,23 @@ async def test_requests_the_page_did_not_make_are_refused(
         browser.csrf = ""
     elif tamper == "wrong-token":
         browser.csrf = "0" * 64
+    elif tamper == "non-ascii-token":
+        browser.csrf = "é" * 64
     else:
         browser.session.cookie_jar.clear()
     status, events = await browser.ask(STAGING)
     assert status == 403 and events == [] and stores.interactions.rows == {}
     assert (await browser.vote("anything", 1))[0] == 403
+
+
+async def test_two_open_pages_of_one_browser_both_ask(
+        served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, _ = served
+    await browser.open()
+    first = browser.csrf
+    await browser.open()  # a second tab
+    assert browser.csrf == first
+    assert (await browser.ask(STAGING))[0] == 200
 
 
 async def test_a_token_is_bound_to_its_visitor(served: tuple[Browser, MemoryChatStores]) -> None:
@@ -226,3 +238,23 @@ def test_inline_code_stays_in_its_quote_and_fences_are_blocks() -> None:
     shown = to_html("> Run `vault write x` and restart.\n\n```\nmake <all>\n```", {})
     assert shown == ("<blockquote>Run <code>vault write x</code> and restart.</blockquote>"
                      "<pre><code>make &lt;all&gt;</code></pre>")
+
+
+async def test_a_page_from_one_replica_asks_another(index: MemoryIndex, embedder: Any) -> None:
+    """Behind a load balancer the page and the question may reach different processes."""
+    stores = MemoryChatStores()
+    service = ChatService(make_pipeline(index, embedder, None, recorder=stores.interactions),
+                          stores.chat_stores(), ChatLimits())
+    replicas = [ChatWeb(WebChat(make_flow(service))) for _ in range(2)]
+    for replica in replicas:
+        await replica.start()
+    try:
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+            browser = Browser(replicas[0].url, session)
+            await browser.open()
+            browser.url = replicas[1].url
+            status, events = await browser.ask(STAGING)
+    finally:
+        for replica in replicas:
+            await replica.stop()
+    assert status == 200 and dict(events)["answer"]["status"] == "answered"
