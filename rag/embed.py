@@ -23,7 +23,10 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL_DIMENSION = 384
 BACKENDS = ("onnx", "onnx-int8")
 MAX_POSITIONS = 512
-GRAPH_VERSION = 2  # bump when rag/minilm_graph.py changes what it builds
+GRAPH_VERSION = 3  # bump when rag/minilm_graph.py or rag/minilm_int8.py change the graph
+# The int8 graph's vector space; bump when rag/minilm_int8.py changes its vectors, so that an
+# index built with the older int8 graph is refused (re-sync) instead of mixing vectors.
+INT8_VERSION = 2
 
 
 class Embedder(Protocol):
@@ -56,7 +59,8 @@ class LocalEmbedder:
             raise ConfigError(f"unknown embedding backend {backend!r}",
                               user_message=f"SIFT_EMBEDDING__BACKEND must be one of "
                               f"{', '.join(BACKENDS)}, not {backend!r}.")
-        self.name = "local:all-MiniLM-L6-v2" + ("-int8" if backend == "onnx-int8" else "")
+        self.name = "local:all-MiniLM-L6-v2" + (
+            f"-int8-v{INT8_VERSION}" if backend == "onnx-int8" else "")
         self.backend = backend
         self._batch_size = batch_size
         # The model has position embeddings for 512 tokens and no more.
@@ -131,19 +135,12 @@ def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:
     try:
         import onnx
 
-        onnx.save(build_graph(model_dir), str(scratch / "full.onnx"))
+        graph = build_graph(model_dir)
         if quantised:
-            from onnxruntime.quantization import QuantType, quantize_dynamic
+            from rag.minilm_int8 import quantise
 
-            # Signed weights with per-channel scales: per-tensor ones cost this model up to 0.05
-            # of cosine, and u8 activations x s8 weights is the pairing CPUs' int8 dot-product
-            # instructions (AVX-VNNI, AVX512-VNNI) run fastest (1.8x less CPU than fp32 here).
-            quantize_dynamic(scratch / "full.onnx", scratch / "model.onnx",
-                             weight_type=QuantType.QInt8, per_channel=True,
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-            (scratch / "full.onnx").unlink()
-        else:
-            (scratch / "full.onnx").rename(scratch / "model.onnx")
+            graph = quantise(graph)
+        onnx.save(graph, str(scratch / "model.onnx"))
         # If another process got there first, its graph is as good as ours.
         with contextlib.suppress(OSError):
             scratch.rename(target)

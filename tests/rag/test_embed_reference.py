@@ -52,10 +52,12 @@ async def test_the_int8_graph_stays_close_to_the_reference(tmp_path: Path) -> No
     int8 = LocalEmbedder(backend="onnx-int8", cache_dir=tmp_path)
     vectors = await int8.embed_documents([row["text"] for row in ROWS])
     similarities = [cosine(ours, row["vector"]) for ours, row in zip(vectors, ROWS, strict=True)]
-    assert min(similarities) > 0.96
-    assert sum(similarities) / len(similarities) > 0.985
+    # Per-token scales: ONNX Runtime's per-tensor dynamic quantisation gave 0.971 / 0.993 here.
+    assert min(similarities) > 0.985
+    assert sum(similarities) / len(similarities) > 0.998
     assert max(similarities) < 0.99999  # quantised weights: near the reference, not equal
-    assert int8.name == "local:all-MiniLM-L6-v2-int8"  # its own vector space
+    # Its own vector space, and not the one of the older per-tensor int8 graph either.
+    assert int8.name == "local:all-MiniLM-L6-v2-int8-v2"
 
 
 BUILD_WITH_TORCH_BLOCKED = """
@@ -84,7 +86,7 @@ def test_the_graphs_build_and_run_where_torch_cannot_be_imported(tmp_path: Path)
     assert len(list(tmp_path.glob("*/onnx-int8/model.onnx"))) == 1
     for fp32, int8, row in zip(out["onnx"], out["onnx-int8"], rows, strict=True):
         assert cosine(fp32, row["vector"]) > 0.9999, row["text"][:60]
-        assert 0.96 < cosine(int8, row["vector"]) < 0.99999, row["text"][:60]
+        assert 0.985 < cosine(int8, row["vector"]) < 0.99999, row["text"][:60]
 
 
 def test_a_question_loads_neither_torch_nor_the_graph_builder(embedder: LocalEmbedder) -> None:
