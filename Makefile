@@ -56,8 +56,15 @@ install: system-packages app
 run: app
 	$(BIN)/sift serve
 
+# The suite spends about half its time waiting on servers and subprocesses, so it runs on
+# parallel workers (pytest-xdist): two per core, at most 8 (each starts its own Weaviate,
+# PostgreSQL and Chromium). Each test module runs whole on one worker, so its module fixtures
+# start once (tests/parallel.py). TEST_WORKERS=0 runs the suite in one process.
+CORES        := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$(( $(CORES) * 2 < 8 ? $(CORES) * 2 : 8 )))
+
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot rag sync storage tests bench

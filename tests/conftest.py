@@ -16,6 +16,7 @@ from rag.embed import LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from tests.browser import browser  # noqa: F401
 from tests.fakes.fixtures import fake_anthropic, fake_slack  # noqa: F401
+from tests.parallel import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401
 from tests.pg import postgres_url  # noqa: F401
 
 WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", WeaviateSettings().version)

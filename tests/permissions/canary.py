@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 PUB, HR, FIN, BOTH = "CANARY-PUB-K7Q1", "CANARY-HR-M4K2", "CANARY-FIN-Z9X3", "CANARY-BOTH-P5W8"
 SECOPS, TYPO, EMPTY = "CANARY-SECOPS-R2D6", "CANARY-TYPO-J3N4", "CANARY-EMPTY-H8L0"
@@ -52,3 +53,9 @@ def visible(*groups: str) -> set[str]:
              SECOPS: {"secops"}, TYPO: set(), EMPTY: set()}
     held = {"public", *groups}
     return {m for m, allowed in rules.items() if allowed & held}
+
+
+def param_id(value: Any) -> str:
+    """A test id for a parameter. A set's own order changes with each process's hash seed, and
+    parallel workers (pytest-xdist) must all collect the same ids: so sets are sorted."""
+    return str(sorted(value)) if isinstance(value, set | frozenset) else str(value)

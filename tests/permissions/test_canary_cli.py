@@ -30,6 +30,7 @@ from tests.permissions.canary import (
     STRANGER,
     TYPO,
     markers_in,
+    param_id,
     visible,
     write_canaries,
 )
@@ -108,7 +109,7 @@ ASKERS = [
 ]
 
 
-@pytest.mark.parametrize(("who", "expected"), ASKERS, ids=lambda v: str(v))
+@pytest.mark.parametrize(("who", "expected"), ASKERS, ids=param_id)
 def test_each_asker_sees_exactly_their_markers_in_json(
         env: Path, capsys: pytest.CaptureFixture[str], who: tuple[str, ...],
         expected: set[str]) -> None:

@@ -19,7 +19,7 @@ from rag.types import AnswerStatus, AskContext, Platform, Question
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import FakeSlack
-from tests.permissions.canary import HR_EMAIL, QUESTION, markers_in, visible
+from tests.permissions.canary import HR_EMAIL, QUESTION, markers_in, param_id, visible
 from tests.scenarios.stack import settings_for
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
@@ -73,7 +73,7 @@ ASKERS = [
 
 
 @pytest.mark.parametrize(("user", "visibility", "audience", "expected"), ASKERS,
-                         ids=lambda v: str(v))
+                         ids=param_id)
 async def test_each_marker_reaches_exactly_the_places_it_may(
         app: App, echoing_claude: FakeAnthropic, user: str, visibility: Visibility,
         audience: tuple[str, ...], expected: set[str]) -> None:

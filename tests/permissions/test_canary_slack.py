@@ -32,7 +32,7 @@ from tests.fakes.slack_payloads import (
     slash_command,
 )
 from tests.fakes.slack_server import FakeSlack
-from tests.permissions.canary import HR_EMAIL, PUB, QUESTION, markers_in, visible
+from tests.permissions.canary import HR_EMAIL, PUB, QUESTION, markers_in, param_id, visible
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
 
@@ -124,7 +124,7 @@ SURFACES = [
 
 
 @pytest.mark.parametrize(("surface", "user", "channel", "expected"), SURFACES,
-                         ids=lambda v: str(v))
+                         ids=param_id)
 async def test_each_surface_shows_exactly_what_its_readers_may_see(
         serve: Serve, echoing_claude: FakeAnthropic, surface: str, user: str, channel: str,
         expected: set[str]) -> None:

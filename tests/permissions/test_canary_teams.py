@@ -22,7 +22,7 @@ from storage.models import Interaction
 from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.teams_connector import FakeConnector
-from tests.permissions.canary import QUESTION, markers_in, visible
+from tests.permissions.canary import QUESTION, markers_in, param_id, visible
 from tests.scenarios.stack import ServedSift, settings_for
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
@@ -94,7 +94,7 @@ SURFACES = [
 
 
 @pytest.mark.parametrize(("surface", "sender", "audience", "expected"), SURFACES,
-                         ids=lambda v: str(v))
+                         ids=param_id)
 async def test_each_teams_surface_shows_exactly_what_its_readers_may_see(
         serve: Serve, connector: FakeConnector, echoing_claude: FakeAnthropic, surface: str,
         sender: dict[str, Any], audience: tuple[str, ...], expected: set[str]) -> None:

@@ -191,6 +191,7 @@ async def _failure(call: Awaitable[object]) -> tuple[str, str, float]:
     return "no error", "", time.monotonic() - started
 
 
+@pytest.mark.slow
 async def test_calls_after_server_died_fail_fast_naming_it(
         weaviate_server: ManagedWeaviate, tmp_path: Any, embedder: LocalEmbedder) -> None:
     server = ManagedWeaviate(weaviate_server.binary, tmp_path, free_ports())

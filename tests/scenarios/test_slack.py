@@ -166,6 +166,7 @@ async def test_bad_signature_or_stale_timestamp_is_refused(make_served: Serve,
     assert s.slack.calls == [] and await asyncio.to_thread(s.sift.rows, Interaction) == []
 
 
+@pytest.mark.slow
 async def test_weaviate_down_gives_a_clear_message_in_the_thread(
         make_served: Serve, tmp_path_factory: pytest.TempPathFactory,
         weaviate_server: ManagedWeaviate) -> None:

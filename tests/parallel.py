@@ -1,0 +1,47 @@
+"""How `make test` shares the suite among parallel workers (pytest-xdist, `--dist loadfile`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# Packages whose package-scoped fixture is costly (tests/cluster starts a 3-node Weaviate
+# cluster): all their modules run on one worker, one after another.
+WHOLE_PACKAGES = ("tests/cluster/",)
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit one worker runs whole: a test module, or a whole package listed above."""
+    path = nodeid.split("::", 1)[0]
+    return next((package for package in WHOLE_PACKAGES if path.startswith(package)), path)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Units with a test marked `slow` go first (order within a unit kept). A worker that took
+    a 50-second module last would keep the run waiting while the other workers sit idle."""
+    first_seen: dict[str, int] = {}
+    slow: set[str] = set()
+    for position, item in enumerate(items):
+        unit = unit_of(item.nodeid)
+        first_seen.setdefault(unit, position)
+        if item.get_closest_marker("slow"):
+            slow.add(unit)
+    items.sort(key=lambda item: (unit_of(item.nodeid) not in slow,
+                                 first_seen[unit_of(item.nodeid)]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With `--dist loadfile`: xdist's per-file scheduling, units as above, in the order the
+    suite collected them (not xdist's most-tests-first)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return UnitScheduling(config, log)
