@@ -9,6 +9,7 @@ import stat
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,7 +158,9 @@ def install(version: str, explicit: Path | None, report: Report, *,
         ("go build", _go_build),
     ]
     for method, step in steps:
-        partial = dest.with_suffix(".partial")
+        # Per process: two installs at once (two `sift` commands) each write their own file
+        # and rename it into place; the last rename wins with a whole binary either way.
+        partial = dest.with_name(f"{dest.name}.{os.getpid()}.{threading.get_ident()}.partial")
         try:
             step(version, partial, report)
             partial.chmod(partial.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

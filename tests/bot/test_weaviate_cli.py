@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from bot.weaviate.install import WeaviateInstallError, cached_binary, find_binary, install
 from bot.weaviate.process import ManagedWeaviate, Ports, free_port, free_ports
@@ -19,6 +22,7 @@ from rag.errors import ConfigError
 from rag.index import IndexConfig, WeaviateIndex
 from rag.types import Chunk
 from tests.conftest import WEAVIATE_VERSION
+from tests.fakes.http import LocalServer
 
 SIFT = Path(sys.executable).parent / "sift"
 PORT_NAMES = ("http", "grpc", "gossip", "data", "raft", "raft_rpc", "profiling")
@@ -142,6 +146,48 @@ def test_install_names_every_step_and_why(tmp_path: Path, offline: str) -> None:
     steps = [i for i, line in enumerate(lines) if line.startswith(("Downloading", "Building"))]
     assert [lines[i].split()[0] for i in steps] == ["Downloading", "Building"]
     assert not list(cached_binary(VERSION).parent.iterdir())  # no partial file left behind
+
+
+class SlowRelease(LocalServer):
+    """A release server whose tarball arrives slowly, so that two downloads overlap."""
+
+    def __init__(self, binary: bytes) -> None:
+        super().__init__()
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            info = tarfile.TarInfo("weaviate")
+            info.size, info.mode = len(binary), 0o755
+            tar.addfile(info, io.BytesIO(binary))
+        self.tarball = buffer.getvalue()
+        self.requests = 0
+        self.app.router.add_get("/weaviate-v{version}.tar.gz", self._get)
+
+    async def _get(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        response = web.StreamResponse(headers={"Content-Length": str(len(self.tarball))})
+        await response.prepare(request)
+        half = len(self.tarball) // 2
+        await response.write(self.tarball[:half])
+        await asyncio.sleep(0.5)  # the other install is downloading meanwhile
+        await response.write(self.tarball[half:])
+        await response.write_eof()
+        return response
+
+
+async def test_two_installs_at_once_both_get_a_whole_binary(tmp_path: Path,
+                                                           offline: str) -> None:
+    fake_go(tmp_path / "bin", "exit 1\n")  # no fallback: the download itself must succeed
+    binary = b"#!/bin/sh\necho weaviate\n" + b"#" * 200_000
+    async with SlowRelease(binary) as release:
+        assert isinstance(release, SlowRelease)
+        url = release.url + "/weaviate-v{version}.tar.gz"
+        found = await asyncio.gather(*(asyncio.to_thread(install, VERSION, None, lambda _: None,
+                                                         release_url=url) for _ in range(2)))
+    assert release.requests == 2
+    assert found == [cached_binary(VERSION)] * 2
+    assert cached_binary(VERSION).read_bytes() == binary
+    assert os.access(cached_binary(VERSION), os.X_OK)
+    assert not list(cached_binary(VERSION).parent.glob("*.partial"))
 
 
 def test_go_build_follows_an_unreachable_release(tmp_path: Path, offline: str) -> None:
