@@ -26,8 +26,6 @@ from bot.weaviate.process import free_ports
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = "import sys; from bot.cli import main; sys.exit(main(sys.argv[1:]))"
 QUESTION = "how do I reset my MFA?"
-PORT_SETTINGS = ("HTTP_PORT", "GRPC_PORT", "GOSSIP_PORT", "DATA_PORT", "RAFT_PORT",
-                 "RAFT_RPC_PORT", "PROFILING_PORT")
 
 
 def environment(data_dir: Path) -> dict[str, str]:
@@ -35,8 +33,7 @@ def environment(data_dir: Path) -> dict[str, str]:
            if not k.upper().startswith("SIFT_") and k != "ANTHROPIC_API_KEY"}
     env["SIFT_DATA_DIR"] = str(data_dir)
     env["SIFT_LOG_LEVEL"] = "WARNING"
-    for name, port in zip(PORT_SETTINGS, free_ports().all(), strict=True):
-        env[f"SIFT_WEAVIATE__{name}"] = str(port)
+    env |= {name: str(port) for name, port in free_ports().settings().items()}
     return env
 
 

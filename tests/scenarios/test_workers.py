@@ -37,8 +37,6 @@ from tests.fakes.slack_server import FakeSlack
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-PORT_SETTINGS = ("HTTP_PORT", "GRPC_PORT", "GOSSIP_PORT", "DATA_PORT", "RAFT_PORT",
-                 "RAFT_RPC_PORT", "PROFILING_PORT")
 QUESTIONS = 12
 
 
@@ -110,8 +108,7 @@ async def served(tmp_path: Path, fake_slack: FakeSlack) -> AsyncIterator[Served]
         "SIFT_DATABASE_URL": f"sqlite:///{tmp_path / 'sift.db'}", "SIFT_PORT": str(port),
         "SIFT_SLACK_BOT_TOKEN": BOT_TOKEN, "SIFT_SLACK_SIGNING_SECRET": SIGNING_SECRET,
         "SIFT_SLACK_API_URL": fake_slack.api_url, "SIFT_LOG_LEVEL": "INFO"}
-    for name, number in zip(PORT_SETTINGS, free_ports().all(), strict=True):
-        env[f"SIFT_WEAVIATE__{name}"] = str(number)
+    env |= {name: str(number) for name, number in free_ports().settings().items()}
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", "--workers", "2"],
