@@ -88,6 +88,14 @@ class Run:
     machine_busy_s: float = 0.0  # every core's non-idle time (Weaviate, PostgreSQL, the OS too)
 
 
+def slope_per_minute(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MB) points, in MB per minute."""
+    mean_t = statistics.fmean(t for t, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    return 60 * sum((t - mean_t) * (y - mean_y) for t, y in points) / spread if spread else 0.0
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] \
@@ -326,6 +334,13 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"RSS MB: start {rss[0]:.0f}, first third median "
           f"{statistics.median(rss[:third]):.0f}, last third median "
           f"{statistics.median(rss[-third:]):.0f}, max {max(rss):.0f}")
+    half = [(t, mb) for t, mb in run.rss_mb if t >= run.rss_mb[-1][0] / 2]
+    if len(half) >= 3:
+        # Caches fill during the first minutes (query vectors, priors): "flat" is judged on
+        # the second half, where only a leak or the allocator would still move RSS.
+        print(f"RSS trend over the second half: {slope_per_minute(half):+.2f} MB/min "
+              f"({len(half)} samples, {min(mb for _, mb in half):.0f}-"
+              f"{max(mb for _, mb in half):.0f} MB)")
     print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in run.rss_mb))
     conns = [n for _, n in run.connections]
     print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")
