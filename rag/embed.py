@@ -23,10 +23,10 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL_DIMENSION = 384
 BACKENDS = ("onnx", "onnx-int8")
 MAX_POSITIONS = 512
-GRAPH_VERSION = 3  # bump when rag/minilm_graph.py or rag/minilm_int8.py change the graph
+GRAPH_VERSION = 4  # bump when rag/minilm_graph.py or rag/minilm_int8.py change the graph
 # The int8 graph's vector space; bump when rag/minilm_int8.py changes its vectors, so that an
 # index built with the older int8 graph is refused (re-sync) instead of mixing vectors.
-INT8_VERSION = 2
+INT8_VERSION = 3
 
 
 class Embedder(Protocol):

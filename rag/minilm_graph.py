@@ -103,7 +103,7 @@ class _Builder:
         return self.layer_norm(summed, "embeddings.LayerNorm")
 
     def layer(self, index: int, x: str) -> str:
-        """One encoder layer, in ONNX Runtime's fused CPU kernels (com.microsoft domain)."""
+        """One encoder layer; attention and GELU in ONNX Runtime's fused CPU kernels."""
         prefix = f"encoder.layer.{index}"
         projections = [f"{prefix}.attention.self.{part}" for part in ("query", "key", "value")]
         # Attention wants the three projections side by side: [hidden, 3 * hidden].
@@ -122,11 +122,14 @@ class _Builder:
         return self.skip_layer_norm(out, x, f"{prefix}.output")
 
     def skip_layer_norm(self, x: str, skip: str, prefix: str) -> str:
-        """LayerNorm(x + bias + skip): the dense layer's bias, the residual, the norm."""
-        return self.op("SkipLayerNormalization", x, skip,
-                       self.weight(f"{prefix}.LayerNorm.weight"),
-                       self.weight(f"{prefix}.LayerNorm.bias"),
-                       self.weight(f"{prefix}.dense.bias"), domain=MS, epsilon=self.eps)
+        """LayerNorm(x + bias + skip): the dense layer's bias, the residual, the norm.
+
+        Three plain nodes, not ONNX Runtime's fused SkipLayerNormalization: its CPU kernel
+        (1.23) took 11 ms where these take 2.7 ms on a [32, 200, 384] batch, and 16% of the int8
+        graph's time. The sums are the same; the vectors differ in float rounding only.
+        """
+        biased = self.op("Add", x, self.weight(f"{prefix}.dense.bias"))
+        return self.layer_norm(self.op("Add", biased, skip), f"{prefix}.LayerNorm")
 
     def pool(self, x: str) -> None:
         """Mean over the real tokens, then unit length (eps as torch's normalize)."""

@@ -32,23 +32,32 @@ class OnnxMiniLM:
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """Unit-length vectors, one row per text, in the order given."""
-        # Similar lengths batched together pad less (sentence-transformers does the same).
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        encodings = self._tokenizer.encode_batch(list(texts))
         rows: list[np.ndarray] = [np.empty(0)] * len(texts)
-        for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
-            for i, vector in zip(batch, self._batch([texts[i] for i in batch]), strict=True):
+        for batch in token_batches([len(e.ids) for e in encodings], batch_size):
+            for i, vector in zip(batch, self._batch([encodings[i].ids for i in batch]),
+                                 strict=True):
                 rows[i] = vector
         return np.stack(rows) if rows else np.empty((0, 0), dtype=np.float32)
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
+    def _batch(self, token_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
         mask = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            ids[row, :len(encoding.ids)] = encoding.ids
-            mask[row, :len(encoding.ids)] = 1
+        for row, tokens in enumerate(token_ids):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
         vectors: np.ndarray = self._session.run(
             None, {"input_ids": ids, "attention_mask": mask})[0]
         return vectors
+
+
+def token_batches(token_counts: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices of the texts in batches of at most batch_size, longest texts first.
+
+    Texts batched with others of the same token count pad least. Sorting by characters instead
+    left 24% padding on the AWS pages' chunks (46% of the attention work, which grows with the
+    square of the length); by tokens it is 6%. Padding never changes a vector, only the cost.
+    """
+    order = sorted(range(len(token_counts)), key=lambda i: -token_counts[i])
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]

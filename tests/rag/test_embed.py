@@ -7,6 +7,7 @@ import math
 import pytest
 
 from rag.embed import LOCAL_MODEL_DIMENSION, LocalEmbedder
+from rag.onnx_minilm import token_batches
 from rag.types import Vector
 
 EXPENSES = "Submit receipts from business travel within thirty days to be paid back."
@@ -51,3 +52,20 @@ async def test_a_paraphrase_is_closer_than_an_unrelated_text(embedder: LocalEmbe
 
 async def test_no_texts_give_no_vectors(embedder: LocalEmbedder) -> None:
     assert await embedder.embed_documents([]) == []
+
+
+def test_batches_gather_texts_of_similar_token_counts() -> None:
+    counts = [3, 120, 7, 118, 5, 64, 120]
+    assert token_batches(counts, 3) == [[1, 6, 3], [5, 2, 4], [0]]
+    assert token_batches(counts, 32) == [[1, 6, 3, 5, 2, 4, 0]]
+    assert token_batches([], 32) == []
+
+
+async def test_texts_long_in_letters_but_short_in_tokens_keep_their_vectors(
+        embedder: LocalEmbedder) -> None:
+    # Long words are few tokens, single letters one token each: the batches are made by
+    # tokens, and every vector must still come back to its own text.
+    texts = ["internationalisation " * 3, "a b c d e f g h i j k l", "ok", "x y z w v u"]
+    batch = await embedder.embed_documents(texts)
+    single = [await embedder.embed_query(text) for text in texts]
+    assert max(max_gap(a, b) for a, b in zip(batch, single, strict=True)) < 1e-5

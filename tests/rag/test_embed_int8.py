@@ -42,13 +42,17 @@ def test_the_int8_vectors_stay_near_the_fp32_graphs(int8: LocalEmbedder,
 
 def test_every_weight_matmul_runs_in_integers_and_attention_stays_fp32() -> None:
     full = build_graph(Path(get_model_path()))
-    dense = sum(1 for node in full.graph.node if node.op_type == "MatMul")
-    attention = sum(1 for node in full.graph.node if node.op_type == "Attention")
+    fp32 = [node.op_type for node in full.graph.node]
+    dense, attention = fp32.count("MatMul"), fp32.count("Attention")
     kinds = [node.op_type for node in quantise(full).graph.node]
     assert dense == 18 and attention == 6  # three MatMuls and one Attention per layer, 6 layers
     assert kinds.count("MatMul") == 0
-    assert kinds.count("MatMulInteger") == dense
+    assert kinds.count("MatMulIntegerToFloat") == dense
+    assert kinds.count("QuantizeLinear") == dense  # each input quantised once, in one node
     assert kinds.count("Attention") == attention
+    # The per-token arithmetic lives in those two kernels, not in passes of elementwise nodes.
+    for kind in ("Abs", "Div", "Round", "Cast"):
+        assert kinds.count(kind) == fp32.count(kind), kind
 
 
 def test_the_int8_graph_checks_as_valid_onnx() -> None:
