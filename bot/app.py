@@ -213,7 +213,7 @@ class App:
                 batch_size=e.batch_size,
             )
         return LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length,
-                             backend=e.backend)
+                             backend=e.backend, threads=e.threads)
 
     def health_checks(self) -> dict[str, HealthCheck]:
         """Checks beyond the index that /healthz reports."""

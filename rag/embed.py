@@ -54,7 +54,8 @@ class LocalEmbedder:
     dimension = LOCAL_MODEL_DIMENSION
 
     def __init__(self, *, batch_size: int = 32, max_seq_length: int = 256,
-                 backend: str = "onnx", cache_dir: Path | None = None) -> None:
+                 backend: str = "onnx", cache_dir: Path | None = None,
+                 threads: int = 0) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"unknown embedding backend {backend!r}",
                               user_message=f"SIFT_EMBEDDING__BACKEND must be one of "
@@ -67,13 +68,14 @@ class LocalEmbedder:
         self._max_seq_length = min(max_seq_length, MAX_POSITIONS)
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         self._cache_dir = cache_dir or base / "sift" / "models" / "minilm"
+        self._threads = threads  # the model's threads per batch; 0 = one per core
         self._model: OnnxMiniLM | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sift-embed")
 
     def _load(self) -> OnnxMiniLM:
         if self._model is None:
             self._model = _runner(self._cache_dir, _model_path(), self._max_seq_length,
-                                  quantised=self.backend == "onnx-int8")
+                                  quantised=self.backend == "onnx-int8", threads=self._threads)
         return self._model
 
     def _encode(self, texts: list[str]) -> list[Vector]:
@@ -110,19 +112,19 @@ def _model_path() -> Path:
 
 
 def _runner(cache_dir: Path, model_dir: Path, max_seq_length: int, *,
-            quantised: bool) -> OnnxMiniLM:
+            quantised: bool, threads: int = 0) -> OnnxMiniLM:
     """The runner over the cached graph for the installed model, built on first use."""
     target = _graph_dir(cache_dir, quantised=quantised)
     tokenizer = model_dir / "tokenizer.json"
     if (target / "model.onnx").exists():
         try:
-            return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length)
+            return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads)
         except Exception as exc:  # a damaged file is rebuilt, never a reason to stop
             log.warning("cached ONNX graph in %s does not load (%r); building it again",
                         target, exc)
             shutil.rmtree(target, ignore_errors=True)
     _build(target, model_dir, quantised=quantised)
-    return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length)
+    return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads)
 
 
 def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:

@@ -13,7 +13,8 @@ class OnnxMiniLM:
     returns the pooled, unit-length vectors. Importing neither torch nor transformers keeps a
     `sift ask` quick and the install small."""
 
-    def __init__(self, graph_file: Path, tokenizer_file: Path, max_seq_length: int) -> None:
+    def __init__(self, graph_file: Path, tokenizer_file: Path, max_seq_length: int,
+                 threads: int = 0) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -27,6 +28,8 @@ class OnnxMiniLM:
         # milliseconds, and spinning cores would then slow the Weaviate search that follows
         # on the same machine (seen as retrieve p95 well above embedding + search alone).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # 0 leaves ONNX Runtime's default, one thread per core (see LocalEmbedder).
+        options.intra_op_num_threads = threads
         self._session = onnxruntime.InferenceSession(
             str(graph_file), options, providers=["CPUExecutionProvider"])
 

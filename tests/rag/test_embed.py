@@ -69,3 +69,13 @@ async def test_texts_long_in_letters_but_short_in_tokens_keep_their_vectors(
     batch = await embedder.embed_documents(texts)
     single = [await embedder.embed_query(text) for text in texts]
     assert max(max_gap(a, b) for a, b in zip(batch, single, strict=True)) < 1e-5
+
+
+async def test_a_one_thread_model_runs_on_one_thread_and_gives_the_same_vectors(
+        embedder: LocalEmbedder) -> None:
+    single = LocalEmbedder(threads=1)
+    vectors = await single.embed_documents(TEXTS[:6])
+    options = single._load()._session.get_session_options()
+    assert options.intra_op_num_threads == 1
+    expected = await embedder.embed_documents(TEXTS[:6])
+    assert max(max_gap(a, b) for a, b in zip(vectors, expected, strict=True)) < 1e-5
