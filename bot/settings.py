@@ -72,7 +72,7 @@ class EmbeddingSettings(_Section):
     max_seq_length: int = Field(256, ge=16, le=8192)
     # Threads the local model uses per process; 0: one per core, except in `sift serve`, where
     # 0 means 1 (a question's embedding is one short text, and threads of several processes
-    # waiting on each other for a busy core slowed answers: see README, "workers").
+    # waiting on each other for a busy core slowed answers: see README, "Configuration").
     threads: int = Field(0, ge=0, le=256)
 
 

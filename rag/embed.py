@@ -47,8 +47,8 @@ class LocalEmbedder:
     torch), cached under `cache_dir`, and run by ONNX Runtime. Backends: `onnx` (default) gives
     the vectors sentence-transformers gives; `onnx-int8` is a dynamically quantised graph:
     faster, slightly different vectors, so it names its own vector space. The model runs on one
-    dedicated worker thread: one batch already uses every core, and a single owner keeps
-    concurrent requests from oversubscribing the machine.
+    dedicated worker thread: one batch uses `threads` cores (0: every core), and a single owner
+    keeps concurrent requests from oversubscribing the machine.
     """
 
     dimension = LOCAL_MODEL_DIMENSION
