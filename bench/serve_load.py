@@ -262,7 +262,8 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
                  "SIFT_ANTHROPIC_API_KEY": "sk-bench", "SIFT_ANTHROPIC_BASE_URL": fake.url,
                  "SIFT_SLACK_BOT_TOKEN": BOT_TOKEN, "SIFT_SLACK_SIGNING_SECRET": SIGNING_SECRET,
                  "SIFT_SLACK_API_URL": slack.api_url, "SIFT_SYNC__SYNC_ON_START": "false",
-                 "SIFT_CHAT__QUOTA_PER_MINUTE": "100000"}
+                 "SIFT_CHAT__QUOTA_PER_MINUTE": "100000",
+                 **dict(item.split("=", 1) for item in args.serve_env)}
     process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", "--workers",
                                 str(args.workers)], cwd=ROOT, env=serve_env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -307,6 +308,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
            if a.answer_s is not None]
     print(f"{args.conversations} conversations for {elapsed:.0f} s; fake model "
           f"{args.first_token_ms:.0f} ms to first token + {args.per_token_ms:.1f} ms/token")
+    if args.serve_env:
+        print("sift serve environment: " + ", ".join(args.serve_env))
     print(f"questions: {len(run.asked)} asked, {len(answered)} answered, "
           f"{len(answered) / elapsed:.2f} answers/s")
     print(f"HTTP ack ms: p50 {pct(acks, 50):.0f}, p99 {pct(acks, 99):.0f}, max {max(acks):.0f}")
@@ -358,7 +361,14 @@ def main() -> None:
     parser.add_argument("--sample-s", type=float, default=5.0, help="RSS/connection sampling")
     parser.add_argument("--workers", type=int, default=1,
                         help="sift serve --workers N (processes sharing the port)")
+    parser.add_argument("--serve-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for sift serve only (repeatable), e.g. "
+                        "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 for an "
+                        "allocator A/B")
     args = parser.parse_args()
+    bad = [item for item in args.serve_env if "=" not in item]
+    if bad:
+        parser.error(f"--serve-env takes NAME=VALUE, not {bad[0]!r}")
     with tempfile.TemporaryDirectory(prefix="sift-load-") as scratch, postgres() as (db, admin):
         env = {**environment(Path(scratch)), "SIFT_DATABASE_URL": db}
         sift(ROOT, env, "weaviate", "start")
