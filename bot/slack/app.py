@@ -7,6 +7,7 @@ import logging
 import urllib.request
 from urllib.parse import urlsplit
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
@@ -100,9 +101,22 @@ class SlackAdapter:
         return bool(self._app_token)
 
     def mount(self, web_app: web.Application) -> None:
+        self._share_connections()
         add_slack_routes(web_app, self.bolt)
 
+    def _share_connections(self) -> None:
+        """One aiohttp session for every Web API call, bolt's per-request clients included
+        (they take the session from this client). Without one, slack_sdk opens a session,
+        a connection and, against slack.com, a TLS handshake for each call."""
+        client = self.bolt.client
+        if client.session is None or client.session.closed:
+            # slack_sdk applies its timeout to the sessions it makes; this one takes it over
+            client.session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=client.timeout),
+                trust_env=client.trust_env_in_session)
+
     async def start_socket_mode(self, timeout_s: float = SOCKET_CONNECT_TIMEOUT_S) -> None:
+        self._share_connections()
         self._socket = AsyncSocketModeHandler(self.bolt, app_token=self._app_token)
         try:
             # connect retries forever on a bad token; give up with a clear error instead
@@ -120,6 +134,9 @@ class SlackAdapter:
             await self._socket.close_async()
             self._socket = None
         await self.background.drain(timeout_s)
+        session = self.bolt.client.session
+        if session is not None:  # after the drain: the answers still in flight post with it
+            await session.close()
 
 
 def _secret(value: object) -> str:

@@ -26,6 +26,7 @@ class Call:
     headers: dict[str, str]
     http_method: str
     at: float = field(default_factory=time.monotonic)  # when it arrived, for ordering in time
+    peer: str = ""  # the caller's "host:port": one per connection it opened
 
 
 @dataclass
@@ -172,7 +173,9 @@ class FakeSlack(LocalServer):
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await self._args(request)
-        self.calls.append(Call(method, args, dict(request.headers), request.method))
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.calls.append(Call(method, args, dict(request.headers), request.method,
+                               peer=f"{peer[0]}:{peer[1]}" if peer else ""))
         token = self.app_token if method == "apps.connections.open" else self.token
         if request.headers.get("Authorization") != f"Bearer {token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})

@@ -63,6 +63,17 @@ async def test_rate_limits_and_server_errors_are_retried(stack: SlackStack) -> N
     assert len(stack.slack.posted(CHANNEL)) == 1  # one answer, no error notice
 
 
+async def test_web_api_calls_share_connections(stack: SlackStack) -> None:
+    """Each call on a connection of its own is a TCP and, against slack.com, a TLS handshake
+    per call, several per answer (slack_sdk's behaviour when no session is given)."""
+    await ask_in_channel(stack)
+    await ask_in_channel(stack, "How do I set up the VPN?", ts="1700000000.000200")
+    calls = [c for c in stack.slack.calls if c.method != "apps.connections.open"]
+    peers = {c.peer for c in calls}
+    assert len(calls) >= 6 and "" not in peers
+    assert len(peers) <= 2, f"{len(calls)} calls over {len(peers)} connections"
+
+
 MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "slack-manifest.yaml"
 
 
