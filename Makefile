@@ -51,7 +51,11 @@ system-packages:
 app: $(STAMP)
 	$(BIN)/sift weaviate install
 
-install: system-packages app
+# The system packages (apt: downloads and unpacking) and the app (the Python packages, then
+# a Weaviate build that keeps both cores busy for minutes on a fresh machine) share nothing,
+# so they install side by side.
+install:
+	@$(MAKE) --no-print-directory -j2 system-packages app
 
 run: app
 	$(BIN)/sift serve
