@@ -123,6 +123,7 @@ class SlackAdapter:
             await asyncio.wait_for(self._socket.connect_async(), timeout_s)
         except TimeoutError as exc:
             await self._socket.close_async()
+            await self._close_connections()
             raise ConfigError(
                 f"Slack Socket Mode did not connect within {timeout_s:.0f}s.",
                 user_message="Slack Socket Mode could not connect: check SIFT_SLACK_APP_TOKEN "
@@ -134,8 +135,11 @@ class SlackAdapter:
             await self._socket.close_async()
             self._socket = None
         await self.background.drain(timeout_s)
+        await self._close_connections()  # after the drain: answers in flight post with them
+
+    async def _close_connections(self) -> None:
         session = self.bolt.client.session
-        if session is not None:  # after the drain: the answers still in flight post with it
+        if session is not None:
             await session.close()
 
 

@@ -13,7 +13,13 @@ from bot.settings import Settings
 from bot.slack.app import build_slack_adapter, web_client
 from rag.errors import ConfigError
 from tests.bot.slack.conftest import Q_TS, SlackStack
-from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, app_mention, next_event_id
+from tests.fakes.slack_payloads import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    BOT_USER,
+    app_mention,
+    next_event_id,
+)
 from tests.fakes.slack_server import FakeSlack
 
 
@@ -48,3 +54,16 @@ async def test_no_proxy_is_honoured_as_well_as_https_proxy(fake_slack: FakeSlack
     assert (await client.auth_test())["ok"]  # straight to the (local) Web API
     monkeypatch.setenv("NO_PROXY", "chat.internal")
     assert web_client(BOT_TOKEN, fake_slack.api_url).proxy == "http://127.0.0.1:9"
+
+
+async def test_socket_mode_that_never_connects_leaves_no_connections_open(
+        fake_slack: FakeSlack) -> None:
+    settings = Settings(slack_bot_token=SecretStr(BOT_TOKEN),
+                        slack_app_token=SecretStr(APP_TOKEN[:-1] + "x"),  # Slack refuses it
+                        slack_api_url=fake_slack.api_url)
+    adapter = build_slack_adapter(settings, cast(Any, None))
+    with pytest.raises(ConfigError) as refused:
+        await adapter.start_socket_mode(timeout_s=1.0)
+    assert "SIFT_SLACK_APP_TOKEN" in refused.value.user_message
+    session = adapter.bolt.client.session
+    assert session is not None and session.closed
