@@ -86,6 +86,7 @@ class Run:
     serve_cpu_s: float = 0.0  # CPU the `sift serve` process used while the conversations ran
     harness_cpu_s: float = 0.0  # this process: fake Slack, fake Claude, the conversations
     machine_busy_s: float = 0.0  # every core's non-idle time (Weaviate, PostgreSQL, the OS too)
+    statements: list[tuple[int, float, str]] = field(default_factory=list)  # pg_stat_statements
 
 
 def slope_per_minute(points: list[tuple[float, float]]) -> float:
@@ -174,6 +175,24 @@ def db_connections(admin_url: str, database: str) -> int:
     return int(row[0]) if row else 0
 
 
+def reset_statements(admin_url: str) -> None:
+    """Zero PostgreSQL's per-statement counters (pg_stat_statements, loaded by postgres())."""
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        connection.execute("SELECT pg_stat_statements_reset()")
+
+
+def statements(admin_url: str, database: str) -> list[tuple[int, float, str]]:
+    """(calls, total ms, query) for every statement Sift's database ran since the reset;
+    BEGIN and COMMIT count too, so the total is the round trips to the server."""
+    with psycopg.connect(admin_url) as connection:
+        rows = connection.execute(
+            "SELECT calls, total_exec_time, query FROM pg_stat_statements s "
+            "JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s ORDER BY calls DESC",
+            (database,)).fetchall()
+    return [(int(calls), float(ms), str(query)) for calls, ms, query in rows]
+
+
 async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asyncio.Event,
                  every_s: float) -> None:
     started = time.monotonic()
@@ -220,7 +239,9 @@ def postgres() -> Iterator[tuple[str, str]]:
     bin_dir = _bin_dir()
     if bin_dir is None:
         raise SystemExit("PostgreSQL is not installed (apt-get install postgresql)")
-    cluster = Cluster(bin_dir)
+    # pg_stat_statements counts Sift's round trips to the database per answer.
+    cluster = Cluster(bin_dir, "-c shared_preload_libraries=pg_stat_statements "
+                      "-c pg_stat_statements.track_utility=on")
     try:
         url = cluster.start()
         yield url, f"postgresql://postgres@127.0.0.1:{cluster.port}/postgres"
@@ -271,6 +292,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
     try:
         await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process, args.workers)
         database = database_url.rsplit("/", 1)[1]
+        await asyncio.to_thread(reset_statements, admin_url)
         sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,
                                              args.sample_s))
         tags = itertools.count(1)
@@ -289,6 +311,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         run.machine_busy_s = machine_busy_seconds() - machine_before
         stop.set()
         await sampler
+        run.statements = await asyncio.to_thread(statements, admin_url, database)
     finally:
         process.terminate()
         await asyncio.to_thread(process.wait, 60)
@@ -347,8 +370,21 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in run.rss_mb))
     conns = [n for _, n in run.connections]
     print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")
+    report_statements(run.statements, max(1, len(answered)))
     print("where the time goes (Sift's stage timings, ms p50/p95): " + ", ".join(
         f"{stage} {pct(v, 50):.0f}/{pct(v, 95):.0f}" for stage, v in sorted(stages.items())))
+
+
+def report_statements(rows: list[tuple[int, float, str]], answered: int,
+                      top: int = 12) -> None:
+    """Database round trips per answer, and the statements that make most of them."""
+    calls = sum(c for c, _, _ in rows)
+    server_ms = sum(ms for _, ms, _ in rows)
+    print(f"database per answer: {calls / answered:.1f} statements (BEGIN/COMMIT included), "
+          f"{server_ms / answered:.1f} ms of server time")
+    for count, ms, query in rows[:top]:
+        print(f"  {count / answered:5.2f}  {ms / max(1, count):5.2f} ms  "
+              f"{' '.join(query.split())[:110]}")
 
 
 def main() -> None:

@@ -31,8 +31,9 @@ def _bin_dir() -> Path | None:
 class Cluster:
     """initdb + pg_ctl in a temp dir on a free loopback port; as root, run as `postgres`."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, extra_options: str = "") -> None:
         self.bin_dir = bin_dir
+        self.extra_options = extra_options
         self.root = Path(tempfile.mkdtemp(prefix="sift-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
@@ -56,7 +57,7 @@ class Cluster:
                   "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
         options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                   "-c max_connections=200")
+                   f"-c max_connections=200 {self.extra_options}").strip()
         self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", options,
                   "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
         admin = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
