@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,6 +36,15 @@ class ChannelPolicyRepository:
         with self._db.read() as session:
             row = session.get(ChannelPolicyRow, (platform, channel))
             return _stored(row) if row is not None else None
+
+    def first(self, platform: str, channels: Sequence[str]) -> StoredPolicy | None:
+        """The policy of the first of `channels` that has one, in one query: a message's
+        channel, team and default are looked up on every message."""
+        query = select(ChannelPolicyRow).where(ChannelPolicyRow.platform == platform,
+                                               ChannelPolicyRow.channel.in_(channels))
+        with self._db.read() as session:
+            found = {row.channel: _stored(row) for row in session.scalars(query)}
+        return next((found[c] for c in channels if c in found), None)
 
     def all(self) -> list[StoredPolicy]:
         query = select(ChannelPolicyRow).order_by(ChannelPolicyRow.platform,

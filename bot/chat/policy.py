@@ -61,7 +61,9 @@ class ChannelPolicy:
 class PolicyStore(Protocol):
     """Blocking calls (the flow runs them off the event loop)."""
 
-    def get(self, platform: str, channel: str) -> ChannelPolicy | None: ...
+    def first(self, platform: str, channels: Sequence[str]) -> ChannelPolicy | None:
+        """The stored policy of the first of `channels` that has one (one lookup for all)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,9 @@ def resolve(store: PolicyStore, defaults: PolicyDefaults, platform: str, channel
             direct: bool, team: str = "") -> ChannelPolicy:
     """The channel's own policy, else its team's (Teams), else the stored or built-in default."""
     if direct:
-        return store.get(platform, DIRECT_CHANNEL) or defaults.direct(platform)
-    for key in (channel, team):
-        found = store.get(platform, key) if key else None
-        if found is not None:
-            return found
-    return store.get(platform, DEFAULT_CHANNEL) or defaults.channel(platform)
+        return store.first(platform, (DIRECT_CHANNEL,)) or defaults.direct(platform)
+    keys = (*(key for key in (channel, team) if key), DEFAULT_CHANNEL)
+    return store.first(platform, keys) or defaults.channel(platform)
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ class _Stored(Protocol):
 
 
 class _Rows(Protocol):
-    def get(self, platform: str, channel: str) -> _Stored | None: ...
+    def first(self, platform: str, channels: Sequence[str]) -> _Stored | None: ...
 
 
 class StoredPolicies:
@@ -208,8 +207,8 @@ class StoredPolicies:
     def __init__(self, rows: _Rows) -> None:
         self._rows = rows
 
-    def get(self, platform: str, channel: str) -> ChannelPolicy | None:
-        found = self._rows.get(platform, channel)
+    def first(self, platform: str, channels: Sequence[str]) -> ChannelPolicy | None:
+        found = self._rows.first(platform, channels)
         if found is None:
             return None
         return policy_from(found.platform, found.channel, found.label, found.settings)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bot.chat.access import AccessResolver, PublicOnly
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
@@ -16,8 +18,9 @@ class MemoryPolicies:
     def __init__(self, *policies: ChannelPolicy) -> None:
         self.policies = {(p.platform, p.channel): p for p in policies}
 
-    def get(self, platform: str, channel: str) -> ChannelPolicy | None:
-        return self.policies.get((platform, channel))
+    def first(self, platform: str, channels: Sequence[str]) -> ChannelPolicy | None:
+        return next((self.policies[platform, c] for c in channels
+                     if (platform, c) in self.policies), None)
 
 
 def make_flow(service: ChatService, *, follow_ups: bool = True,
