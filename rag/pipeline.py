@@ -141,18 +141,24 @@ class Pipeline:
         s = self._s
         use_llm = not offline and (mode is Mode.ACCURATE or bool(question.history))
         mark = time.perf_counter()
-        understood, usage = await s.understander.understand(question, use_llm)
-        mark = run.lap("understand", mark)
-        if usage.calls:
-            run.usage["understand"] = usage
-            run.models["understand"] = self._config.models.fast_model
-        if understood.intent is not Intent.KNOWLEDGE:
-            return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
-                          search_query="", mode=mode)
+        # The hidden documents are read while the question is understood (usually a model
+        # call), so that database trip is off the answer's critical path.
+        hidden = asyncio.create_task(hidden_documents(s.priors))
+        try:
+            understood, usage = await s.understander.understand(question, use_llm)
+            mark = run.lap("understand", mark)
+            if usage.calls:
+                run.usage["understand"] = usage
+                run.models["understand"] = self._config.models.fast_model
+            if understood.intent is not Intent.KNOWLEDGE:
+                return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
+                              search_query="", mode=mode)
+            exclude = await hidden
+        finally:
+            hidden.cancel()  # a greeting or a failure does not wait for it (no-op once done)
 
         # Always filtered: no groups matches nothing (an empty list is never "everything").
-        filters = replace(SearchFilters.for_context(question.context),
-                          exclude_docs=await hidden_documents(s.priors))
+        filters = replace(SearchFilters.for_context(question.context), exclude_docs=exclude)
         candidates = await s.retriever.retrieve(understood.search_phrases, filters)
         candidates = await adjusted(s.priors, candidates)
         mark = run.lap("retrieve", mark)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from rag import messages
 from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
+from rag.prior import Adjustment
 from rag.types import AnswerStatus, AskContext, GradeSource, Intent, Mode, Question, Turn
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, overloaded, text_reply
 from tests.fakes.memory_index import MemoryIndex
@@ -301,3 +304,31 @@ async def test_a_stream_breaking_off_ends_in_excerpts(index: CountingIndex, embe
     assert answer.status is AnswerStatus.DEGRADED and answer.extractive  # ... then excerpts
     assert answer.text.startswith(messages.LLM_DOWN_NOTE)
     assert len(fake_anthropic.calls("answer")) == 1  # not retried once text was shown
+
+
+class NotedPriors:
+    """DocumentPriors hiding one document and noting when the hidden list was read."""
+
+    def __init__(self, hidden: str) -> None:
+        self._hidden = hidden
+        self.hidden_read_at: float | None = None
+
+    def hidden(self) -> Sequence[str]:
+        self.hidden_read_at = time.monotonic()
+        return [self._hidden]
+
+    def adjustments(self, doc_ids: Sequence[str]) -> Mapping[str, Adjustment]:
+        return {}
+
+
+async def test_hidden_documents_are_read_while_the_question_is_understood(
+        index: CountingIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.latency_s["understand"] = 0.5
+    priors = NotedPriors(hidden="staging-creds")
+    pipeline = make_pipeline(index, embedder, make_llm(fake_anthropic.url), priors=priors)
+    answer = await pipeline.answer(Question(QUESTION, mode=Mode.ACCURATE))
+
+    (understand,) = fake_anthropic.calls("understand")
+    assert priors.hidden_read_at is not None and priors.hidden_read_at < understand.finished
+    assert answer.candidates and "staging-creds" not in {c.chunk.doc_id for c in answer.candidates}
+
