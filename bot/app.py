@@ -502,7 +502,8 @@ class App:
         from bot.teams.app import TeamsEndpoint  # the Agents SDK loads only for serving
         from bot.teams.auth import auth_configuration
 
-        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, flow)
+        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, flow,
+                             max_in_flight=self.settings.chat.max_in_flight)
 
     def slack(self, flow: ChatFlow) -> SlackAdapter:
         """The Slack adapter (HTTP route or Socket Mode); ConfigError naming the missing

@@ -147,6 +147,9 @@ class ChatSettings(_Section):
     quota_per_minute: int = Field(10, ge=1)
     max_message_chars: int = Field(4000, ge=10)
     history_turns: int = Field(10, ge=0, le=100)
+    # Questions, votes and clicks in progress per process; over it an event is left for the
+    # platform to deliver again (Slack), or the person is asked to retry (buttons, Teams).
+    max_in_flight: int = Field(500, ge=1)
 
 
 class SlackSettings(_Section):

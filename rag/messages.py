@@ -38,6 +38,7 @@ FEEDBACK_THANKS = "Thanks for the feedback!"
 DOWNVOTE_PROMPT = "Thanks. What was missing or wrong? Reply in this thread and I'll pass it on."
 COMMENT_THANKS = "Thanks, I've noted that for the knowledge team."
 UNKNOWN_ANSWER_FEEDBACK = "I couldn't find the answer this feedback is about."
+BUSY = "I'm answering a lot of questions right now; please ask again in a minute."
 CHANNEL_OFF = "I'm switched off in this channel; ask me in a direct message instead."
 NOBODY_TO_CALL = "Nobody is set up to help in this channel; please ask your team directly."
 SHARE_BLOCKED = (

@@ -10,14 +10,37 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-class Background:
-    """Tasks started after the ack (asyncio keeps only weak references to tasks)."""
+class Busy(Exception):
+    """The process has as much work in progress as it takes on; the platform should deliver
+    this event again later (Slack does when it is not acknowledged)."""
 
-    def __init__(self, name: str = "chat") -> None:
+
+class Background:
+    """Tasks started after the ack (asyncio keeps only weak references to tasks).
+
+    `limit` bounds the tasks in progress (0: no bound). A flood of events acknowledged faster
+    than they are worked off would otherwise grow memory without end."""
+
+    def __init__(self, name: str = "chat", limit: int = 0) -> None:
         self._name = name
+        self._limit = limit
         self._tasks: set[asyncio.Task[None]] = set()
+        self._refused = 0
+
+    @property
+    def full(self) -> bool:
+        return 0 < self._limit <= len(self._tasks)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Start `work`, or refuse it with Busy when `limit` tasks are in progress."""
+        if self.full:
+            work.close()  # never started: no "coroutine was never awaited" warning
+            self._refused += 1
+            if self._refused == 1 or self._refused % 100 == 0:
+                log.warning("%s: %d tasks in progress, the limit; refused %d event(s) so far "
+                            "(the platform delivers them again later)", self._name,
+                            len(self._tasks), self._refused)
+            raise Busy(f"{self._name}: {len(self._tasks)} tasks in progress")
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

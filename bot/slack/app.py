@@ -20,7 +20,7 @@ from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.chat.flow import ChatFlow
-from bot.chat.tasks import Background
+from bot.chat.tasks import Background, Busy
 from bot.settings import Settings
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
@@ -75,7 +75,16 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.command(COMMAND)(handlers.on_command)
     bolt.event("app_home_opened")(handlers.on_home_opened)
     bolt.event("assistant_thread_started")(handlers.on_assistant_thread_started)
+    bolt.error(_listener_failed)
     return bolt
+
+
+async def _listener_failed(error: Exception) -> None:
+    """Bolt answers 500 (HTTP) or leaves the envelope unacknowledged (Socket Mode), so Slack
+    delivers the event again. Busy is expected under a flood and Background counts it; the
+    rest gets its traceback here."""
+    if not isinstance(error, Busy):
+        log.error("a Slack listener failed", exc_info=error)
 
 
 def _without_request_body(record: logging.LogRecord) -> bool:
@@ -181,7 +190,7 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
                            history_turns=settings.chat.history_turns,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
-    background = Background("Slack")
+    background = Background("Slack", limit=settings.chat.max_in_flight)
     handlers = SlackHandlers(flow, SlackOutbound(client), options, background,
                              sources=[src.name for src in settings.resolved_sources],
                              prompts=s.suggested_prompts)

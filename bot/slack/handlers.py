@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from slack_bolt.context.async_context import AsyncBoltContext
@@ -11,7 +11,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.surface import Delivery
-from bot.chat.tasks import Background
+from bot.chat.tasks import Background, Busy
 from bot.slack.home import home_view, suggested_prompts
 from bot.slack.inbound import (
     Incoming,
@@ -32,6 +32,7 @@ from rag.types import Platform
 
 log = logging.getLogger(__name__)
 Ack = Callable[..., Awaitable[Any]]
+Work = Coroutine[Any, Any, None]
 
 
 def _me(context: AsyncBoltContext) -> Me:
@@ -55,25 +56,45 @@ class SlackHandlers:
         return SlackSurface(self._out, self._options, me, channel=channel, user=user,
                             thread_ts=thread_ts)
 
-    def _ask(self, incoming: Incoming | None, me: Me) -> None:
-        if incoming is None:
-            return
+    def _question(self, incoming: Incoming, me: Me) -> tuple[Work, SlackSurface]:
         surface = SlackSurface.for_message(self._out, self._options, me, incoming)
         message = incoming.to_message(me, threaded=self._options.streaming)
-        self._background.spawn(self._flow.on_message(message, surface))
+        return self._flow.on_message(message, surface), surface
+
+    async def _clicked(self, ack: Ack, work: Work, surface: SlackSurface) -> None:
+        """Start a command's or a click's work, then ack. Slack does not deliver those again,
+        so when the process is full the person hears it at once instead.
+
+        (An event's listener lets Busy through: bolt then answers 500, or in Socket Mode
+        leaves the envelope unacknowledged, and Slack delivers the event again later.)"""
+        try:
+            self._background.spawn(work)
+        except Busy:
+            try:
+                await surface.notice(messages.BUSY)
+            except Exception:
+                log.exception("could not say that Sift is busy")
+        await ack()
 
     # --- questions (bolt injects arguments by name) --------------------------------------
 
     async def on_mention(self, body: Payload, context: AsyncBoltContext) -> None:
-        self._ask(parse_mention(body, _me(context)), _me(context))
+        incoming = parse_mention(body, _me(context))
+        if incoming is not None:
+            self._background.spawn(self._question(incoming, _me(context))[0])
 
     async def on_message(self, body: Payload, context: AsyncBoltContext) -> None:
-        self._ask(parse_message(body, _me(context)), _me(context))
+        incoming = parse_message(body, _me(context))
+        if incoming is not None:
+            self._background.spawn(self._question(incoming, _me(context))[0])
 
     async def on_command(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """/sift <question>: acknowledged at once; the answer follows, only for the asker."""
-        await ack()
-        self._ask(parse_command(body), _me(context))
+        incoming = parse_command(body)
+        if incoming is None:
+            await ack()
+            return
+        await self._clicked(ack, *self._question(incoming, _me(context)))
 
     # --- votes and buttons -----------------------------------------------------------------
 
@@ -95,36 +116,37 @@ class SlackHandlers:
         self._background.spawn(self._flow.on_vote(vote, surface))
 
     async def on_feedback(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
-        await ack()
         click = parse_feedback(body)
         if click is None:
+            await ack()
             return
         vote = Vote(Platform.SLACK, click.channel, click.message_ts, click.user, click.vote,
                     VIA_BUTTON, thread=click.thread_ts)
         surface = self._surface(_me(context), channel=click.channel, user=click.user,
                                 thread_ts=click.thread_ts)
-        self._background.spawn(self._flow.on_vote(vote, surface))
+        await self._clicked(ack, self._flow.on_vote(vote, surface), surface)
 
     async def on_help(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """"Still need help?" under an answer: call the people the channel's policy names."""
-        await ack()
         button = parse_button(body)
         if button is None:
+            await ack()
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts or button.message_ts)
-        self._background.spawn(self._flow.on_help(Platform.SLACK, button.channel, surface))
+        await self._clicked(ack, self._flow.on_help(Platform.SLACK, button.channel, surface),
+                            surface)
 
     async def on_share(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """"Share to channel" under a private answer: post it for everyone."""
-        await ack()
         button = parse_button(body)
         if button is None or not button.value.isdigit():
+            await ack()
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts)
-        self._background.spawn(self._share(int(button.value), button.user, button.channel,
-                                           surface))
+        await self._clicked(ack, self._share(int(button.value), button.user, button.channel,
+                                             surface), surface)
 
     async def _share(self, interaction_id: int, user: str, channel: str,
                      surface: SlackSurface) -> None:

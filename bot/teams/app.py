@@ -48,14 +48,15 @@ class TeamsEndpoint:
     """Everything Teams needs inside `sift serve`; `mount` adds the route, `close` drains."""
 
     def __init__(self, auth: AgentAuthConfiguration, settings: TeamsSettings,
-                 flow: ChatFlow, *, stream_interval_s: float | None = None) -> None:
+                 flow: ChatFlow, *, stream_interval_s: float | None = None,
+                 max_in_flight: int = 0) -> None:
         self.auth = auth
         connections = MsalConnectionManager(connections_configurations={
             "SERVICE_CONNECTION": auth})
         policy = RetryPolicy(settings.send_retries, max_wait_s=settings.retry_max_wait_s)
         self.adapter = CloudAdapter(
             channel_service_client_factory=RetryingClientFactory(connections, policy))
-        self.tasks = Background("Teams")
+        self.tasks = Background("Teams", limit=max_in_flight)
         options = TeamsOptions(settings.streaming, settings.citation_entities,
                                settings.typing_interval_s, settings.stream_interval_s
                                if stream_interval_s is None else stream_interval_s)

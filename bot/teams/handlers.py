@@ -15,7 +15,7 @@ from microsoft_agents.hosting.core.authorization import ClaimsIdentity
 
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
-from bot.chat.tasks import Background
+from bot.chat.tasks import Background, Busy
 from bot.teams.inbound import (
     IncomingMessage,
     parse_feedback,
@@ -68,8 +68,11 @@ class TeamsHandlers:
         identity = turn.identity or ClaimsIdentity({})
         scope = turn.turn_state.get(self._adapter.OAUTH_SCOPE_KEY)
         audience = scope if isinstance(scope, str) else None
-        self._tasks.spawn(self._answer_later(identity, audience, continuation_of(turn.activity),
-                                             msg))
+        try:
+            self._tasks.spawn(self._answer_later(identity, audience,
+                                                 continuation_of(turn.activity), msg))
+        except Busy:  # Teams does not deliver a message again: say so in this turn
+            await turn.send_activity(to_activity(render_notice(messages.BUSY)))
 
     async def _answer_later(self, identity: ClaimsIdentity, audience: str | None,
                             continuation: Activity, msg: IncomingMessage) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from rag.ports import Diversity
 from rag.types import Chunk, SearchFilters, SearchHit, Vector
@@ -113,3 +115,20 @@ class MemoryIndex:
                  for k in keyword.keys() | semantic.keys()}
         ranked = sorted(fused.items(), key=lambda kv: kv[1], reverse=True)[:limit]
         return [SearchHit(self.chunks[k][0], score) for k, score in ranked]
+
+
+class GatedIndex:
+    """An index whose searches wait until `gate` opens: a question held in progress."""
+
+    def __init__(self, inner: Any, gate: asyncio.Event) -> None:
+        self.inner = inner
+        self.gate = gate
+        self.waiting = 0  # searches started so far
+
+    async def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.waiting += 1
+        await self.gate.wait()
+        return await self.inner.search(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

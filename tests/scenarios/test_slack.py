@@ -13,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.app import App
-from bot.settings import SlackSettings
+from bot.settings import ChatSettings, SlackSettings
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages, prompts
 from rag.errors import ConfigError, RetrievalError
@@ -257,6 +257,44 @@ async def test_socket_mode_when_the_app_token_is_set(make_served: Serve,
     await s.driver.settle()
     assert len(fake_slack.calls_to("chat.postMessage")) == 1
     assert sorted(a["envelope_id"] for a in fake_slack.socket_acks) == ["env-1", "env-2"]
+
+
+async def test_socket_mode_leaves_an_envelope_over_the_limit_for_slack_to_deliver_again(
+        make_served: Serve, fake_slack: FakeSlack, fake_anthropic: FakeAnthropic) -> None:
+    s = await make_served(slack_app_token=SecretStr(APP_TOKEN), slack_signing_secret=None,
+                          chat=ChatSettings(max_in_flight=1))
+    fake_anthropic.latency_s["answer"] = 2.0  # the first answer is still being written...
+    first = app_mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS, event_id=next_event_id())
+    second_ts = "1700000000.000200"
+    second = app_mention(f"<@{BOT_USER}> How do I set up the VPN?", ts=second_ts,
+                         event_id=next_event_id())
+    for payload in (first, second):
+        fake_slack.add_message(CHANNEL, USER, payload["event"]["text"], payload["event"]["ts"])
+    await fake_slack.push(first, envelope_id="env-1")
+    async with asyncio.timeout(10):
+        while not fake_anthropic.calls("answer"):
+            await asyncio.sleep(0.01)
+    await fake_slack.push(second, envelope_id="env-2")  # ...when the second arrives
+    await s.answer_in(CHANNEL)
+    fake_anthropic.latency_s["answer"] = 0.0
+    redelivered = await redeliver_until_acknowledged(fake_slack, second)
+    await fake_slack.wait_for("chat.postMessage", 2)
+    threads = sorted(c.args["thread_ts"] for c in fake_slack.calls_to("chat.postMessage"))
+    assert threads == [Q_TS, second_ts]
+    acked = {a["envelope_id"] for a in fake_slack.socket_acks}
+    assert "env-1" in acked and "env-2" not in acked and redelivered in acked
+
+
+async def redeliver_until_acknowledged(slack: FakeSlack, payload: dict[str, Any]) -> str:
+    """Slack's side: an envelope left unacknowledged is delivered again, a few times."""
+    for attempt in range(1, 21):
+        envelope = f"env-retry-{attempt}"
+        await slack.push(payload, envelope_id=envelope, retry_attempt=attempt)
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if any(a["envelope_id"] == envelope for a in slack.socket_acks):
+                return envelope
+    raise AssertionError("no redelivery was acknowledged")
 
 
 async def _add_poisoned_document(app: App) -> None:

@@ -12,7 +12,7 @@ import pytest
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 
 from bot.chat.service import ChatLimits, ChatService
-from bot.settings import Settings, SlackSettings
+from bot.settings import ChatSettings, Settings, SlackSettings
 from bot.slack.app import SlackAdapter, build_slack_adapter
 from bot.slack.live import APPEND_EVERY_S
 from rag.llm import AnthropicLLM
@@ -28,9 +28,10 @@ from tests.rag.builders import make_llm, make_pipeline
 from tests.rag.corpus import CHUNKS
 
 
-def slack_settings(api_url: str, **slack: Any) -> Settings:
+def slack_settings(api_url: str, *, max_in_flight: int = 500, **slack: Any) -> Settings:
     return Settings(slack_bot_token=BOT_TOKEN, slack_signing_secret=SIGNING_SECRET,
-                    slack_api_url=api_url, slack=SlackSettings(**slack))
+                    slack_api_url=api_url, slack=SlackSettings(**slack),
+                    chat=ChatSettings(max_in_flight=max_in_flight))
 
 
 @pytest.fixture(scope="session")
@@ -59,18 +60,19 @@ StackFactory = Callable[..., Any]
 async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embedder: Any,
                      memory_index: MemoryIndex) -> AsyncIterator[StackFactory]:
     """Builds a stack; keywords: index (SearchIndex), limits (ChatLimits), append_every_s
-    (live answers), SlackSettings."""
+    (live answers), max_in_flight (ChatSettings), SlackSettings."""
     started: list[tuple[SlackDriver, SiftWeb, SlackAdapter]] = []
     llms: list[AnthropicLLM] = []
 
     async def make(*, index: SearchIndex | None = None, limits: ChatLimits | None = None,
-                   append_every_s: float = APPEND_EVERY_S, **slack: Any) -> SlackStack:
+                   append_every_s: float = APPEND_EVERY_S, max_in_flight: int = 500,
+                   **slack: Any) -> SlackStack:
         stores = MemoryChatStores()
         llms.append(make_llm(fake_anthropic.url))
         pipeline = make_pipeline(index or memory_index, embedder, llms[-1],
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
-        settings = slack_settings(fake_slack.api_url, **slack)
+        settings = slack_settings(fake_slack.api_url, max_in_flight=max_in_flight, **slack)
         flow = make_flow(service, follow_ups=settings.slack.follow_ups_without_mention)
         adapter = build_slack_adapter(settings, flow,
                                       interval=FixedValueRetryIntervalCalculator(0.0),

@@ -113,7 +113,8 @@ async def make_stack(fake_connector: FakeConnector, fake_anthropic: FakeAnthropi
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
         endpoint = TeamsEndpoint(auth_configuration(settings), settings.teams, make_flow(service),
-                                 stream_interval_s=stream_interval_s)
+                                 stream_interval_s=stream_interval_s,
+                                 max_in_flight=settings.chat.max_in_flight)
         stack = TeamsStack(endpoint, fake_connector, stores, fake_anthropic)
         await stack.start()
         started.append(stack)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import pytest
 
 from bot.chat.service import ChatLimits
+from bot.settings import ChatSettings, Settings, TeamsSettings
 from rag import messages
 from tests.bot.teams.conftest import StackFactory, TeamsStack, teams_settings
 from tests.fakes import teams_payloads as p
 from tests.fakes.memory_chat_stores import MemoryChatStores
+from tests.fakes.memory_index import GatedIndex, MemoryIndex
 
 
 def personal(stack: TeamsStack, text: str, **kw: Any) -> dict[str, Any]:
@@ -121,3 +124,26 @@ async def test_unexpected_failure_ends_in_a_message_with_a_reference(
     assert reply.text.startswith(messages.INTERNAL_ERROR + " (reference: ")
     assert "database is locked" in caplog.text
     assert "database is locked" not in reply.text
+
+
+async def test_a_message_over_the_limit_is_told_to_ask_again(make_stack: StackFactory,
+                                                             memory_index: MemoryIndex) -> None:
+    gate = asyncio.Event()
+    index = GatedIndex(memory_index, gate)
+    settings = Settings(host="127.0.0.1", teams=TeamsSettings(streaming=False),
+                        chat=ChatSettings(max_in_flight=1))
+    stack = await make_stack(index=index, settings=settings)
+    await stack.post(personal(stack, "how do I set up the VPN?"))
+    async with asyncio.timeout(10):
+        while index.waiting < 1:
+            await asyncio.sleep(0.01)
+
+    await stack.post(personal(stack, "how do I rotate the staging database credentials?"))
+    # Teams does not deliver a message again, so the person hears it in that turn.
+    [busy] = await stack.connector.wait_for_messages(1)
+    assert messages.BUSY in busy.text
+    gate.set()
+    await stack.settle()
+    texts = [m.text for m in stack.connector.messages]
+    assert len(texts) == 2 and texts[1].startswith("Follow the documented procedure")
+    assert index.waiting == 1  # the refused message never reached the search
