@@ -97,6 +97,15 @@ def slope_per_minute(points: list[tuple[float, float]]) -> float:
     return 60 * sum((t - mean_t) * (y - mean_y) for t, y in points) / spread if spread else 0.0
 
 
+def robust_slope_per_minute(points: list[tuple[float, float]]) -> float:
+    """Theil-Sen slope (the median of the slopes between every pair of points), in MB per
+    minute: a short spike that comes back (a burst of answers at once) barely moves it, where
+    it tilts a least-squares line."""
+    slopes = [(y2 - y1) / (t2 - t1) for (t1, y1), (t2, y2) in itertools.combinations(points, 2)
+              if t2 > t1]
+    return 60 * statistics.median(slopes) if slopes else 0.0
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] \
@@ -364,10 +373,11 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     if len(half) >= 3:
         # Caches fill during the first minutes (query vectors, priors): "flat" is judged on
         # the second half, where only a leak or the allocator would still move RSS.
-        print(f"RSS trend over the second half: {slope_per_minute(half):+.2f} MB/min "
+        print(f"RSS trend over the second half: {slope_per_minute(half):+.2f} MB/min least "
+              f"squares, {robust_slope_per_minute(half):+.2f} MB/min Theil-Sen "
               f"({len(half)} samples, {min(mb for _, mb in half):.0f}-"
               f"{max(mb for _, mb in half):.0f} MB)")
-    print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.0f}" for t, mb in run.rss_mb))
+    print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.1f}" for t, mb in run.rss_mb))
     conns = [n for _, n in run.connections]
     print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")
     report_statements(run.statements, max(1, len(answered)))
