@@ -78,15 +78,16 @@ class SlackHandlers:
 
     # --- questions (bolt injects arguments by name) --------------------------------------
 
-    async def on_mention(self, body: Payload, context: AsyncBoltContext) -> None:
-        incoming = parse_mention(body, _me(context))
+    def _ask(self, incoming: Incoming | None, me: Me) -> None:
+        """An event's question; over the limit, Busy goes up to bolt (see `_clicked`)."""
         if incoming is not None:
-            self._background.spawn(self._question(incoming, _me(context))[0])
+            self._background.spawn(self._question(incoming, me)[0])
+
+    async def on_mention(self, body: Payload, context: AsyncBoltContext) -> None:
+        self._ask(parse_mention(body, _me(context)), _me(context))
 
     async def on_message(self, body: Payload, context: AsyncBoltContext) -> None:
-        incoming = parse_message(body, _me(context))
-        if incoming is not None:
-            self._background.spawn(self._question(incoming, _me(context))[0])
+        self._ask(parse_message(body, _me(context)), _me(context))
 
     async def on_command(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """/sift <question>: acknowledged at once; the answer follows, only for the asker."""
