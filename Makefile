@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
 EXTRAS ?= local,eval,dev,voyage
 
-.PHONY: install app system-packages run test lint typecheck bench clean help
+.PHONY: install app weaviate system-packages run test lint typecheck bench clean help
 
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
@@ -47,17 +47,24 @@ system-packages:
 	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
 	  || { echo "apt-get could not install$$missing (see above); install them and run make again." >&2; exit 1; }
 
-# What `sift serve` needs: the virtualenv, the packages, the Weaviate binary.
-app: $(STAMP)
-	$(BIN)/sift weaviate install
+# The pinned Weaviate binary, into ~/.cache/sift/weaviate. The installer needs only the
+# standard library, so the system Python runs it and a fresh machine's Go build (minutes of
+# both cores) goes on while uv installs the packages.
+weaviate:
+	@$(PYTHON) -m bot.weaviate.install
 
-# The system packages (apt: downloads and unpacking) and the app (the Python packages, then
-# a Weaviate build that keeps both cores busy for minutes on a fresh machine) share nothing,
-# so they install side by side.
+# What `sift serve` needs: the virtualenv, the packages, the Weaviate binary (`sift weaviate
+# install` again: at once when cached, or the version your settings name, if another).
+app: $(STAMP) weaviate
+	@$(BIN)/sift weaviate install
+
+# The system packages (apt: downloads and unpacking), the Python packages and the Weaviate
+# binary share nothing, so they install side by side.
 install:
-	@$(MAKE) --no-print-directory -j2 system-packages app
+	@$(MAKE) --no-print-directory -j3 system-packages app
 
-run: app
+run:
+	@$(MAKE) --no-print-directory -j2 app
 	$(BIN)/sift serve
 
 # The suite spends about half its time waiting on servers and subprocesses, so it runs on

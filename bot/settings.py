@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bot import settings_check
+from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
 from sync.connectors import registry
 from sync.connectors.base import ConnectorSettings, SourceConfig
@@ -38,7 +39,7 @@ class _Section(BaseModel):
 class WeaviateSettings(_Section):
     """The managed Weaviate server (ignored when SIFT_WEAVIATE_URL points at a running one)."""
 
-    version: str = "1.39.3"
+    version: str = PINNED_VERSION
     http_port: int = Field(8080, ge=1, le=65535)
     grpc_port: int = Field(50051, ge=1, le=65535)
     gossip_port: int = Field(7946, ge=1, le=65535)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+# The standard library only: `make install` runs this module with the system Python, so the
+# build (minutes on a fresh machine) goes on while the packages install into the virtualenv.
+import argparse
 import os
 import platform
 import shutil
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from rag.errors import ConfigError, SiftError
 
+PINNED_VERSION = "1.39.3"  # the server Sift is tested with (SIFT_WEAVIATE__VERSION overrides)
 BINARY_NAME = "weaviate-server"
 GO_PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
 RELEASE_URL = (
@@ -80,7 +85,7 @@ def _download_release(version: str, dest: Path, report: Report, release_url: str
         archive = Path(tmp) / "weaviate.tar.gz"
         try:
             _fetch(url, archive, report)
-        except httpx.HTTPError as exc:  # a refused connection does not say where it went
+        except (urllib.error.URLError, OSError) as exc:  # a refusal does not say where it went
             raise RuntimeError(f"{url}: {exc}") from exc
         with tarfile.open(archive) as tar:
             member = next((m for m in tar.getmembers() if Path(m.name).name == "weaviate"), None)
@@ -91,12 +96,13 @@ def _download_release(version: str, dest: Path, report: Report, release_url: str
 
 
 def _fetch(url: str, archive: Path, report: Report) -> None:
-    with httpx.stream("GET", url, follow_redirects=True, timeout=20.0) as response:
-        response.raise_for_status()
+    # urlopen follows redirects (GitHub sends release downloads to its storage host) and
+    # raises HTTPError for an error status.
+    with urllib.request.urlopen(url, timeout=20.0) as response:
         total = int(response.headers.get("content-length") or 0)
         done, last = 0, 0.0
         with archive.open("wb") as out:
-            for block in response.iter_bytes(1 << 20):
+            while block := response.read(1 << 20):
                 out.write(block)
                 done += len(block)
                 if time.monotonic() - last > 2:
@@ -176,3 +182,30 @@ def install(version: str, explicit: Path | None, report: Report, *,
         f"Could not install Weaviate {version}. Tried {lines}",
         user_message=f"Could not install Weaviate {version}. Tried: {lines}",
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bot.weaviate.install",
+        description="Put the Weaviate server binary in Sift's cache (~/.cache/sift/weaviate): "
+        "the cached one, else the release tarball, else a build from the Go module proxy. "
+        "Needs no package beyond the standard library; `sift weaviate install` does the same "
+        "for the version your settings name.")
+    parser.add_argument("--version", default=PINNED_VERSION,
+                        help=f"the Weaviate version (default {PINNED_VERSION})")
+    parser.add_argument("--release-url", default=RELEASE_URL,
+                        help="where the release tarball is, with {version} and {arch} (a "
+                        "mirror of GitHub's releases; default: GitHub)")
+    args = parser.parse_args(argv)
+    try:
+        path = install(args.version, None, lambda line: print(line, flush=True),
+                       release_url=args.release_url)
+    except WeaviateInstallError as exc:
+        print(exc.user_message, file=sys.stderr)
+        return 1
+    print(f"ready: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

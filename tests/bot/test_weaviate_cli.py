@@ -201,6 +201,33 @@ def test_go_build_follows_an_unreachable_release(tmp_path: Path, offline: str) -
     assert lines[-1] == f"Weaviate {VERSION} installed at {path}"
 
 
+def run_installer(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -S -m bot.weaviate.install`: -S leaves site-packages out, as on a machine whose
+    virtualenv does not exist yet (`make install` builds Weaviate while uv installs)."""
+    return subprocess.run([sys.executable, "-S", "-m", "bot.weaviate.install", *args],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_the_installer_runs_without_any_package(tmp_path: Path, offline: str) -> None:
+    fake_go(tmp_path / "bin", 'printf "#!/bin/sh\\necho built\\n" > "$GOBIN/weaviate-server"\n')
+    done = run_installer("--version", VERSION, "--release-url", offline)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"ready: {cached_binary(VERSION)}"
+    assert subprocess.run([cached_binary(VERSION)], capture_output=True,
+                          text=True).stdout == "built\n"
+
+
+def test_the_installer_says_in_one_sentence_why_it_failed(tmp_path: Path,
+                                                          offline: str) -> None:
+    fake_go(tmp_path / "bin", "exit 1\n")
+    done = run_installer("--version", VERSION, "--release-url", offline)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Could not install Weaviate {VERSION}. Tried: ")
+    assert "go install failed" in done.stderr and "Traceback" not in done.stderr
+    assert not cached_binary(VERSION).exists()
+
+
 def test_cached_binary_needs_no_network(tmp_path: Path, offline: str) -> None:
     fake_go(tmp_path / "bin", "exit 1\n")
     cached = cached_binary(VERSION)
