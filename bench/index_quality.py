@@ -1,0 +1,197 @@
+"""Retrieval quality of each embedding backend over several builds of the AWS dev index.
+
+Run:  .venv/bin/python -m bench.index_quality [--builds 3] [--backends onnx,onnx-int8]
+                                               [--workdir /tmp/sift-bench-quality] [--json F]
+
+`sift eval` on the 2,757 AWS pages and 40 questions, its index rebuilt `--builds` times per
+backend in a throwaway Weaviate. Each backend's chunks are embedded once (the first build) and
+kept under the work directory, so later builds, and later runs of this script, cost only the
+Weaviate import: what changes from build to build is Weaviate's index alone (the HNSW graph,
+the order chunks land in), never the vectors. Reports nDCG@10 per build and mode (bm25,
+vector, hybrid, graded with the heuristic grader), each mode's mean and range per backend, and
+each backend's mean against the first one's. Two builds of one backend differ by about as
+much as two backends often do; a gap smaller than the ranges is not a measured loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from statistics import mean
+
+import numpy as np
+from pydantic import SecretStr
+
+from bot.app import App
+from bot.evaluate.dataset import load
+from bot.evaluate.evaluation import Options, evaluate
+from bot.evaluate.runner import MODES
+from bot.settings import EmbeddingSettings, Settings, SyncSettings, WeaviateSettings
+from bot.weaviate.install import find_binary
+from bot.weaviate.process import ManagedWeaviate, free_ports
+from rag.embed import Embedder, LocalEmbedder
+from rag.types import Vector
+
+DATASET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs"
+
+
+class KeptVectors:
+    """An embedder that embeds each distinct text once and keeps its vector on disk."""
+
+    def __init__(self, inner: Embedder, store: Path) -> None:
+        self._inner = inner
+        self._store = store
+        self._vectors: dict[str, np.ndarray] = {}
+        if store.is_file():
+            with np.load(store) as kept:
+                self._vectors = dict(zip(kept["keys"].tolist(), kept["vectors"], strict=True))
+        self.name, self.dimension = inner.name, inner.dimension
+        self.embedded = 0  # texts this process sent to the model
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        keys = [self._key(t) for t in texts]
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True)
+                          if k not in self._vectors}.items())
+        if missing:
+            fresh = await self._inner.embed_documents([t for _, t in missing])
+            self.embedded += len(missing)
+            for (key, _), vector in zip(missing, fresh, strict=True):
+                self._vectors[key] = np.asarray(vector, dtype=np.float32)
+        return [self._vectors[k].tolist() for k in keys]
+
+    async def embed_query(self, text: str) -> Vector:
+        return await self._inner.embed_query(text)
+
+    def save(self) -> None:
+        keys = sorted(self._vectors)
+        np.savez(self._store, keys=np.array(keys),
+                 vectors=np.stack([self._vectors[k] for k in keys]))
+
+
+class BenchApp(App):
+    """An App whose embedder keeps its vectors between builds."""
+
+    def __init__(self, settings: Settings, embedder: KeptVectors) -> None:
+        super().__init__(settings)
+        self._kept = embedder
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return self._kept
+
+
+@dataclass
+class Build:
+    backend: str
+    number: int
+    seconds: float
+    embedded: int
+    ndcg: dict[str, float] = field(default_factory=dict)
+
+
+def settings(workdir: Path, server: ManagedWeaviate, backend: str) -> Settings:
+    return Settings(
+        data_dir=workdir / "data", database_url=f"sqlite:///{workdir / 'sift.db'}",
+        weaviate_url=server.url, weaviate_api_key=SecretStr(server.api_key),
+        weaviate=WeaviateSettings(grpc_url=f"127.0.0.1:{server.ports.grpc}",
+                                  insert_timeout_s=300),
+        embedding=EmbeddingSettings(backend=backend), sync=SyncSettings(sync_on_start=False),
+        anthropic_api_key=None)
+
+
+async def one_backend(workdir: Path, server: ManagedWeaviate, backend: str,
+                      builds: int, dataset_dir: Path) -> list[Build]:
+    base = settings(workdir, server, backend)
+    e = base.embedding
+    kept = KeptVectors(LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length,
+                                     backend=backend, threads=e.threads),
+                       workdir / f"vectors-{backend}.npz")
+    dataset = load(dataset_dir)
+    done: list[Build] = []
+    for number in range(1, builds + 1):
+        app = BenchApp(base, kept)
+        before = kept.embedded
+        try:
+            report = await evaluate(app, dataset, Options(rebuild=True, modes=MODES))
+        finally:
+            await app.aclose()
+        if kept.embedded > before:
+            kept.save()
+        build = Build(backend, number, report.index.build_seconds or 0.0,
+                      kept.embedded - before,
+                      {mode: report.results.modes[mode].ndcg for mode in MODES})
+        print(f"{backend:10s} build {number}: " + "  ".join(
+            f"{m} {v:.3f}" for m, v in build.ndcg.items()) +
+              f"  ({build.seconds:.0f} s, {build.embedded} texts embedded)", flush=True)
+        done.append(build)
+    return done
+
+
+def summary(builds: list[Build]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per backend and mode: mean, lowest and highest nDCG@10 over the builds."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for backend in dict.fromkeys(b.backend for b in builds):
+        mine = [b for b in builds if b.backend == backend]
+        out[backend] = {mode: {"mean": round(mean(b.ndcg[mode] for b in mine), 4),
+                               "min": round(min(b.ndcg[mode] for b in mine), 4),
+                               "max": round(max(b.ndcg[mode] for b in mine), 4)}
+                        for mode in MODES}
+    return out
+
+
+def print_summary(table: dict[str, dict[str, dict[str, float]]]) -> None:
+    first = next(iter(table))
+    print("\nnDCG@10, mean [lowest-highest] over the builds; the difference is in points")
+    for backend, modes in table.items():
+        cells = []
+        for mode, s in modes.items():
+            gap = 100 * (s["mean"] - table[first][mode]["mean"])
+            versus = "" if backend == first else f" ({gap:+.1f})"
+            cells.append(f"{mode} {s['mean']:.3f} [{s['min']:.3f}-{s['max']:.3f}]{versus}")
+        print(f"{backend:10s} " + "  ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--builds", type=int, default=3, help="index builds per backend")
+    parser.add_argument("--backends", default="onnx,onnx-int8",
+                        help="comma-separated; the first is the reference")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-quality"),
+                        help="throwaway Weaviate data and the kept vectors (reused next run)")
+    parser.add_argument("--dataset", type=Path, default=DATASET, help="a BEIR-style directory")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    binary = find_binary(WeaviateSettings().version, None)
+    if binary is None:
+        raise SystemExit("no Weaviate binary: run `sift weaviate install` first")
+    server = ManagedWeaviate(binary, args.workdir / "weaviate", free_ports())
+    server.start(timeout_s=120)
+    builds: list[Build] = []
+    try:
+        for backend in args.backends.split(","):
+            builds += asyncio.run(one_backend(args.workdir, server, backend, args.builds,
+                                              args.dataset))
+    finally:
+        server.stop()
+    table = summary(builds)
+    print_summary(table)
+    if args.json:
+        args.json.write_text(json.dumps({"builds": [vars(b) for b in builds],
+                                         "summary": table}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
