@@ -84,10 +84,12 @@ class WeaviateCluster:
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             list(pool.map(lambda node: node.start(timeout_s), self.nodes))
 
-    def stop(self) -> None:
-        """Stop every node at once (each waits for its own shutdown)."""
+    def stop(self, timeout_s: float = 3.0) -> None:
+        """Stop every node at once. Nodes that all leave together wait on each other for a
+        Raft quorum until their 20 s default runs out; these data are thrown away, so after
+        `timeout_s` a node is killed."""
         with ThreadPoolExecutor(len(self.nodes)) as pool:
-            list(pool.map(lambda node: node.stop(), self.nodes))
+            list(pool.map(lambda node: node.stop(timeout_s), self.nodes))
 
     def _get(self, via: int, path: str) -> urllib.request.Request:
         return urllib.request.Request(f"{self.nodes[via].url}{path}",
