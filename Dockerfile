@@ -1,5 +1,5 @@
 # Sift: the production image. Multi-stage: build a virtualenv (no torch: the embedding model
-# runs on ONNX Runtime) and the model's ONNX graph, then copy them into a slim, non-root image.
+# runs on OpenVINO) and the model's ONNX graph, then copy them into a slim, non-root image.
 # Weaviate and PostgreSQL run as their own services (see docker-compose.yml).
 
 FROM python:3.11-slim AS build

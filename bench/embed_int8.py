@@ -45,7 +45,7 @@ def per_tensor_graph(scratch: Path) -> Path:
 
 
 def runners(scratch: Path) -> dict[str, Runner]:
-    fp32 = LocalEmbedder(batch_size=BATCH, cache_dir=scratch)
+    fp32 = LocalEmbedder(batch_size=BATCH, backend="onnx", cache_dir=scratch)
     int8 = LocalEmbedder(batch_size=BATCH, backend="onnx-int8", cache_dir=scratch)
     before = OnnxMiniLM(per_tensor_graph(scratch), _model_path() / "tokenizer.json", 256)
     return {"fp32 (onnx)": lambda texts: np.asarray(fp32.encode_now(texts)),

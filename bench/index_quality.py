@@ -8,7 +8,10 @@ backend in a throwaway Weaviate. Each backend's chunks are embedded once and kep
 work directory, so every other build, and later runs of this script, cost only the Weaviate
 import. Reports nDCG@10 per build and mode (bm25, vector, hybrid, graded with the heuristic
 grader), and per backend each mode's mean and range over the imported builds with the gap to
-the first backend's.
+the first backend's. Then the first backend again with seeded random noise on each question's
+vector (`--jitter-builds`, cosine `--jitter-cosine` to the true one): on 40 questions one
+question's rank can flip for a change that small, and the range these builds span is what
+the figures can resolve.
 
 Why builds are compared only when imported alike: Weaviate's BM25 ranking depends on how the
 chunks were written, not only on what was written. Identical chunks written as fast as an
@@ -59,6 +62,8 @@ class KeptVectors:
                 self._vectors = dict(zip(kept["keys"].tolist(), kept["vectors"], strict=True))
         self.name, self.dimension = inner.name, inner.dimension
         self.embedded = 0  # texts this process sent to the model
+        self.jitter = 0.0  # std of the seeded noise added to each query vector's components
+        self.seed = 0
 
     @staticmethod
     def _key(text: str) -> str:
@@ -76,7 +81,13 @@ class KeptVectors:
         return [self._vectors[k].tolist() for k in keys]
 
     async def embed_query(self, text: str) -> Vector:
-        return await self._inner.embed_query(text)
+        vector = await self._inner.embed_query(text)
+        if not self.jitter:
+            return vector
+        digest = int(self._key(text)[:8], 16)
+        noisy = np.asarray(vector) + np.random.default_rng([self.seed, digest]).normal(
+            0.0, self.jitter, len(vector))
+        return (noisy / np.linalg.norm(noisy)).tolist()
 
     def save(self) -> None:
         keys = sorted(self._vectors)
@@ -115,9 +126,16 @@ def settings(workdir: Path, server: ManagedWeaviate, backend: str) -> Settings:
         anthropic_api_key=None)
 
 
+def jitter_for(cosine: float, dimension: int) -> float:
+    """The noise std that leaves a unit vector at about `cosine` to itself (1 - d s^2 / 2)."""
+    return float(np.sqrt(2 * (1 - cosine) / dimension))
+
+
 async def one_backend(workdir: Path, server: ManagedWeaviate, backend: str,
-                      builds: int, dataset_dir: Path) -> list[Build]:
-    """`builds` imported builds, after one that embeds when the vectors are not kept yet."""
+                      builds: int, dataset_dir: Path, jitter: tuple[int, float] = (0, 1.0)
+                      ) -> list[Build]:
+    """`builds` imported builds, after one that embeds when the vectors are not kept yet;
+    then `jitter[0]` more whose query vectors carry seeded noise of cosine `jitter[1]`."""
     base = settings(workdir, server, backend)
     e = base.embedding
     kept = KeptVectors(LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length,
@@ -125,9 +143,12 @@ async def one_backend(workdir: Path, server: ManagedWeaviate, backend: str,
                        workdir / f"vectors-{backend}.npz")
     dataset = load(dataset_dir)
     done: list[Build] = []
-    number = 0
-    while sum(1 for b in done if not b.embedded) < builds:
+    number, label = 0, backend
+    while sum(1 for b in done if not b.embedded) < builds + jitter[0]:
         number += 1
+        if sum(1 for b in done if not b.embedded) >= builds:  # the jittered builds
+            kept.jitter, kept.seed = jitter_for(jitter[1], kept.dimension), number
+            label = f"{backend}~q"
         app = BenchApp(base, kept)
         before = kept.embedded
         try:
@@ -136,11 +157,11 @@ async def one_backend(workdir: Path, server: ManagedWeaviate, backend: str,
             await app.aclose()
         if kept.embedded > before:
             kept.save()
-        build = Build(backend, number, report.index.build_seconds or 0.0,
+        build = Build(label, number, report.index.build_seconds or 0.0,
                       kept.embedded - before,
                       {mode: report.results.modes[mode].ndcg for mode in MODES})
         how = f"embedded {build.embedded} texts" if build.embedded else "imported"
-        print(f"{backend:10s} build {number}: " + "  ".join(
+        print(f"{label:12s} build {number}: " + "  ".join(
             f"{m} {v:.3f}" for m, v in build.ndcg.items()) +
               f"  ({build.seconds:.0f} s, {how})", flush=True)
         done.append(build)
@@ -168,7 +189,7 @@ def print_summary(table: dict[str, dict[str, dict[str, float]]]) -> None:
             gap = 100 * (s["mean"] - table[first][mode]["mean"])
             versus = "" if backend == first else f" ({gap:+.1f})"
             cells.append(f"{mode} {s['mean']:.3f} [{s['min']:.3f}-{s['max']:.3f}]{versus}")
-        print(f"{backend:10s} " + "  ".join(cells))
+        print(f"{backend:12s} " + "  ".join(cells))
 
 
 def main() -> None:
@@ -179,6 +200,13 @@ def main() -> None:
                         help="comma-separated; the first is the reference")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-quality"),
                         help="throwaway Weaviate data and the kept vectors (reused next run)")
+    parser.add_argument("--jitter-builds", type=int, default=4,
+                        help="builds of the first backend whose query vectors carry seeded "
+                        "random noise (shown as <backend>~q): how far the figures move for a "
+                        "change of the vectors too small to mean anything")
+    parser.add_argument("--jitter-cosine", type=float, default=0.99998,
+                        help="each noisy query vector's cosine to its own (default: about "
+                        "what bfloat16 products change)")
     parser.add_argument("--dataset", type=Path, default=DATASET, help="a BEIR-style directory")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
@@ -191,9 +219,10 @@ def main() -> None:
     server.start(timeout_s=120)
     builds: list[Build] = []
     try:
-        for backend in args.backends.split(","):
+        for n, backend in enumerate(args.backends.split(",")):
+            jitter = (args.jitter_builds if n == 0 else 0, args.jitter_cosine)
             builds += asyncio.run(one_backend(args.workdir, server, backend, args.builds,
-                                              args.dataset))
+                                              args.dataset, jitter))
     finally:
         server.stop()
     table = summary(builds)

@@ -1,7 +1,7 @@
 """Sync benchmark: the AWS documentation corpus through the folder connector into Weaviate.
 
 Run:  .venv/bin/python -m bench.sync_aws [--limit N] [--embed-batch 256] [--model-batch 32]
-                                          [--backend onnx] [--workdir /tmp/sift-bench-sync]
+                                          [--backend openvino] [--workdir /tmp/sift-bench-sync]
 
 Writes the 2,757 pages of ../shared/eval/aws-docs/corpus.jsonl as Markdown files (title in
 front matter) under the work directory (never into the repository), starts a throwaway
@@ -30,7 +30,7 @@ from bot.app import App
 from bot.settings import Settings, WeaviateSettings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, free_ports
-from rag.embed import LocalEmbedder
+from rag.embed import BACKENDS, LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="the pages (jsonl)")
     parser.add_argument("--embed-batch", type=int, default=256, help="chunks per embed call")
     parser.add_argument("--model-batch", type=int, default=32, help="the model's batch size")
-    parser.add_argument("--backend", default="onnx", choices=("onnx", "onnx-int8"))
+    parser.add_argument("--backend", default="openvino", choices=BACKENDS)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()

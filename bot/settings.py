@@ -63,7 +63,7 @@ class WeaviateSettings(_Section):
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
-    backend: Literal["onnx", "onnx-int8"] = "onnx"  # how the local model runs
+    backend: Literal["openvino", "onnx", "onnx-int8"] = "openvino"  # how the local model runs
     local_model: str = "all-MiniLM-L6-v2"
     voyage_model: str = "voyage-3.5"
     voyage_api_key: SecretStr | None = None

