@@ -9,6 +9,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -62,7 +63,9 @@ def free_port() -> int:
 
     Chosen below the ephemeral range: bind(0) picks from that range, where every outgoing
     connection also takes its local port, so in a busy test run a client socket could take
-    the port between this check and the server's bind.
+    the port between this check and the server's bind. And claimed for a few minutes among
+    the processes of this machine (`_claim`): parallel test workers each start servers, and
+    a port one of them chose may not be bound yet when another one checks it.
     """
     high = _ephemeral_low()
     low = max(1024, high - 12_000)
@@ -73,10 +76,30 @@ def free_port() -> int:
                 sock.bind((LOOPBACK, port))
             except OSError:
                 continue
+        if _claim(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # all taken: any port
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
+
+
+PORT_CLAIMS = Path(tempfile.gettempdir()) / "sift-port-claims"
+CLAIM_S = 300.0  # long enough for the slowest server start-up to bind its ports
+
+
+def _claim(port: int) -> bool:
+    """Whether this process may have `port`: no other claimed it in the last CLAIM_S."""
+    PORT_CLAIMS.mkdir(exist_ok=True)
+    marker = PORT_CLAIMS / str(port)
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        return True
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            if time.time() - marker.stat().st_mtime > CLAIM_S:  # an old claim lapses
+                os.utime(marker)
+                return True
+        return False
 
 
 def free_ports() -> Ports:

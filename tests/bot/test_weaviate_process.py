@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -69,3 +72,16 @@ def test_free_ports_are_distinct_bindable_and_outside_the_ephemeral_range() -> N
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind((LOOPBACK, port))  # nothing listens there
 
+
+
+def test_processes_choosing_ports_at_once_never_get_the_same_one(tmp_path: Path) -> None:
+    """Parallel test workers each pick ports for servers that bind them seconds later: a port
+    one process was handed, unbound still, must not be handed to another. Four processes of
+    250 ports each would share some (about 40 expected among 12,000) without the claims."""
+    code = ("import json; from bot.weaviate.process import free_port; "
+            "print(json.dumps([free_port() for _ in range(250)]))")
+    runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).resolve().parents[2]) for _ in range(4)]
+    handed = [port for run in runs for port in json.loads(run.communicate(timeout=60)[0])]
+    assert len(handed) == 1000
+    assert len(set(handed)) == 1000
