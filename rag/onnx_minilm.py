@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.errors import ConfigError
+
 Infer = Callable[[np.ndarray, np.ndarray], np.ndarray]  # input_ids, attention_mask -> vectors
 
 
@@ -89,7 +91,14 @@ def openvino_runtime(graph_file: Path, threads: int, precision: str = "") -> Run
     # model never touches the network, so the converter stays out: an import of a module
     # set to None fails, and openvino's __init__ carries on without it.
     sys.modules.setdefault("openvino.tools.ovc", None)  # type: ignore[arg-type]
-    import openvino
+    try:
+        import openvino
+    except ImportError as exc:  # an environment installed before OpenVINO became the default
+        raise ConfigError(
+            f"OpenVINO does not import: {exc}",
+            user_message="The default embedding runtime, OpenVINO, is not installed: run "
+            "`make install` (or pip install 'sift[local]'), or set "
+            "SIFT_EMBEDDING__BACKEND=onnx.") from exc
 
     core = openvino.Core()
     # `precision` empty: bfloat16 where the CPU has it (bench.embed_runtimes holds it to f32).

@@ -133,3 +133,30 @@ def test_the_default_runtime_sends_nothing_anywhere(tmp_path: Path) -> None:
     the user opted out; Sift keeps that converter (and so its telemetry) from loading."""
     out = json.loads(run_python(OFFLINE, str(tmp_path)))
     assert out == {"dimension": 384, "telemetry": []}
+
+
+WITHOUT_OPENVINO = """
+import importlib.abc, sys
+from pathlib import Path
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "openvino":
+            raise ImportError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, Blocked())
+from rag.embed import LocalEmbedder
+from rag.errors import ConfigError
+try:
+    LocalEmbedder(cache_dir=Path(sys.argv[1])).encode_now(["hello"])
+except ConfigError as exc:
+    print(exc.user_message)
+"""
+
+
+def test_without_openvino_the_default_says_what_to_do(tmp_path: Path) -> None:
+    said = run_python(WITHOUT_OPENVINO, str(tmp_path))
+    assert said == ("The default embedding runtime, OpenVINO, is not installed: run "
+                    "`make install` (or pip install 'sift[local]'), or set "
+                    "SIFT_EMBEDDING__BACKEND=onnx.")
