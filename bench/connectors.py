@@ -23,7 +23,8 @@ from typing import Any
 from sync.connectors.base import SourceConfig, SourceDocument
 from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
 from sync.connectors.confluence_storage import storage_to_markdown
-from sync.connectors.convert import file_to_markdown, html_to_markdown
+from sync.connectors.convert import html_to_markdown
+from sync.connectors.files import file_to_markdown
 from sync.connectors.gdrive import GDriveSettings
 from sync.connectors.gdrive import build as build_gdrive
 from sync.connectors.notion import NotionConnector, NotionSettings
@@ -89,7 +90,7 @@ def report(name: str, pages: int, read: float, listed: float, convert: float) ->
           f" {convert / read:>8.0%}")
 
 
-async def confluence(pages: int, deployment: str) -> tuple[Any, Callable[[], None], Any]:
+async def confluence(pages: int, deployment: str) -> tuple[Any, Callable[[], object], Any]:
     server = FakeConfluence()
     for i in range(pages):
         server.put(FakePage(str(1000 + i), "ENG", f"Runbook {i}", storage(i), labels=["ops"]))
@@ -101,7 +102,7 @@ async def confluence(pages: int, deployment: str) -> tuple[Any, Callable[[], Non
     return conn, lambda: [storage_to_markdown(storage(i)) for i in range(pages)], server
 
 
-async def notion(pages: int) -> tuple[Any, Callable[[], None], Any]:
+async def notion(pages: int) -> tuple[Any, Callable[[], object], Any]:
     server = FakeNotion()
     for i in range(pages):
         server.pages[f"p{i}"] = NotionPage(f"p{i}", f"Runbook {i}", notion_blocks(i))
@@ -117,7 +118,7 @@ async def notion(pages: int) -> tuple[Any, Callable[[], None], Any]:
     return conn, convert, server
 
 
-async def web(pages: int, start: str) -> tuple[Any, Callable[[], None], Any]:
+async def web(pages: int, start: str) -> tuple[Any, Callable[[], object], Any]:
     server = FakeSite()
     server.robots = ""
     for i in range(pages):
@@ -136,7 +137,7 @@ def word(i: int) -> bytes:
     return docx([f"Runbook {i}", *[PROSE * 6] * 4, "make deploy ENV=prod"])
 
 
-async def sharepoint(pages: int) -> tuple[Any, Callable[[], None], Any]:
+async def sharepoint(pages: int) -> tuple[Any, Callable[[], object], Any]:
     server = FakeSharePoint()
     server.sites["site-1"] = ["b!lib"]
     for i in range(pages):
@@ -149,7 +150,7 @@ async def sharepoint(pages: int) -> tuple[Any, Callable[[], None], Any]:
     return conn, lambda: [file_to_markdown(word(i), "a.docx") for i in range(pages)], server
 
 
-async def gdrive(pages: int) -> tuple[Any, Callable[[], None], Any]:
+async def gdrive(pages: int) -> tuple[Any, Callable[[], object], Any]:
     server = FakeDrive()
     for i in range(pages):
         server.put(DriveFile(f"d{i}", f"Runbook {i}", DOC, storage(i).encode(),
@@ -160,7 +161,7 @@ async def gdrive(pages: int) -> tuple[Any, Callable[[], None], Any]:
     return conn, lambda: [html_to_markdown(storage(i)) for i in range(pages)], server
 
 
-async def zendesk(pages: int) -> tuple[Any, Callable[[], None], Any]:
+async def zendesk(pages: int) -> tuple[Any, Callable[[], object], Any]:
     server = FakeZendesk()
     server.categories, server.sections = {1: "Operations"}, {10: ("Runbooks", 1)}
     for i in range(pages):
@@ -179,7 +180,7 @@ def article_html(i: int) -> str:
 
 
 async def main(pages: int, rounds: int) -> None:
-    cases: list[tuple[str, Callable[[], Awaitable[tuple[Any, Callable[[], None], Any]]]]] = [
+    cases: list[tuple[str, Callable[[], Awaitable[tuple[Any, Callable[[], object], Any]]]]] = [
         ("confluence cloud", lambda: confluence(pages, "cloud")),
         ("confluence datacenter", lambda: confluence(pages, "datacenter")),
         ("notion", lambda: notion(pages)), ("web sitemap", lambda: web(pages, "/sitemap.xml")),

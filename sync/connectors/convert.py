@@ -1,13 +1,11 @@
-"""Turning files and platform fields into Markdown and typed metadata (front matter, HTML, PDF)."""
+"""Text and platform fields as Markdown and typed metadata (front matter, HTML, tables)."""
 
 from __future__ import annotations
 
 import csv
 import difflib
-import functools
 import io
 import re
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -66,6 +64,7 @@ def html_to_markdown(html: str) -> Parsed:
     for tag in soup.find_all(_NOISE_TAGS):
         tag.decompose()
     converter = MarkdownConverter(heading_style="ATX", bullets="-", code_language="",
+                                  table_infer_header=True,  # a first row, not an empty one
                                   code_language_callback=_code_language)
     body = converter.convert_soup(soup)
     return Parsed(re.sub(r"\n{3,}", "\n\n", body).strip() + "\n", meta)
@@ -80,72 +79,22 @@ def _code_language(pre: Any) -> str:
     return ""
 
 
-def pdf_to_markdown(data: bytes) -> Parsed:
-    """Extract the text of a PDF page by page; the PDF's own Title becomes metadata."""
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
-    try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        info = reader.metadata
-    except (PyPdfError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
-        raise DocumentParseError(f"not a readable PDF: {exc}") from exc
-    text = "\n\n".join(p for p in pages if p)
-    if not text:
-        raise DocumentParseError("the PDF has no extractable text (scanned images?)")
-    title = str(info.title).strip() if info is not None and info.title else ""
-    return Parsed(text + "\n", {"title": title} if title else {})
-
-
-OFFICE = (".docx", ".pptx", ".xlsx")
-
-
-def file_to_markdown(data: bytes, name: str) -> Parsed:
-    """A file or attachment as Markdown: HTML and PDF keep their metadata; Word, PowerPoint
-    and Excel go through markitdown, whose tables stay Markdown tables."""
-    suffix = name[name.rfind("."):].lower() if "." in name else ""
-    if suffix in (".html", ".htm"):
-        return html_to_markdown(data.decode("utf-8", errors="replace"))
-    if suffix == ".pdf":
-        return pdf_to_markdown(data)
-    if suffix not in OFFICE:
-        raise DocumentParseError(f"{name}: unsupported file type {suffix or '(none)'}")
-    if not zipfile.is_zipfile(io.BytesIO(data)):  # else markitdown falls back to plain text
-        raise DocumentParseError(f"not a readable {suffix} file (not an Office zip package)")
-    from markitdown import StreamInfo
-
-    try:
-        result = _markitdown().convert_stream(
-            io.BytesIO(data), stream_info=StreamInfo(extension=suffix))
-    except Exception as exc:  # markitdown wraps each format's own parser errors
-        raise DocumentParseError(f"not a readable {suffix} file: {exc}") from exc
-    body = result.markdown.strip()
-    if not body:
-        raise DocumentParseError(f"the {suffix} file has no text")
-    return Parsed(body + "\n", {"title": result.title} if result.title else {})
-
-
 def csv_to_markdown(text: str) -> Parsed:
     """A CSV table (a spreadsheet's export) as a Markdown table, its first row the header."""
     rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
     if not rows:
         raise DocumentParseError("the spreadsheet has no cells")
+    return Parsed(markdown_table(rows) + "\n", {})
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """Rows of cells as a Markdown table, the first row its header; short rows are padded."""
     width = max(len(r) for r in rows)
 
     def line(row: list[str]) -> str:
         cells = [c.replace("|", "\\|").replace("\n", " ").strip() for c in row]
         return "| " + " | ".join(cells + [""] * (width - len(cells))) + " |"
-    table = [line(rows[0]), "|" + " --- |" * width, *(line(r) for r in rows[1:])]
-    return Parsed("\n".join(table) + "\n", {})
-
-
-@functools.cache
-def _markitdown() -> Any:
-    """One converter per process: building it costs about as much as converting a file."""
-    from markitdown import MarkItDown  # heavy import, needed only for Office files
-
-    return MarkItDown(enable_plugins=False)
+    return "\n".join([line(rows[0]), "|" + " --- |" * width, *(line(r) for r in rows[1:])])
 
 
 def first_heading(body: str) -> str:

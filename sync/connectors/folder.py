@@ -22,10 +22,10 @@ from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
     build_document,
-    file_to_markdown,
     html_to_markdown,
     split_front_matter,
 )
+from sync.connectors.files import file_to_markdown
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
          ".txt": "text", ".pdf": "file", ".docx": "file", ".pptx": "file", ".xlsx": "file"}

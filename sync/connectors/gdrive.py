@@ -26,9 +26,9 @@ from sync.connectors.convert import (
     Parsed,
     as_datetime,
     csv_to_markdown,
-    file_to_markdown,
     html_to_markdown,
 )
+from sync.connectors.files import file_to_markdown
 from sync.connectors.gdrive_api import (
     EXPORTS,
     DriveApi,

@@ -26,9 +26,9 @@ from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
-    file_to_markdown,
     html_to_markdown,
 )
+from sync.connectors.files import file_to_markdown
 from sync.connectors.http_client import JsonClient
 from sync.connectors.oauth import RenewingToken, fetch_token
 from sync.connectors.sharepoint_graph import (

@@ -1,16 +1,20 @@
-"""Office files become Markdown through the one file converter; tables stay tables."""
+"""Office files become Markdown through the one file converter; headings and tables survive."""
 
 from __future__ import annotations
 
 import io
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from openpyxl import Workbook
+from pptx import Presentation
+from pptx.util import Inches
 
 from sync.connectors.base import DocumentFailure, SourceDocument
-from sync.connectors.convert import DocumentParseError, file_to_markdown
+from sync.connectors.convert import DocumentParseError
+from sync.connectors.files import file_to_markdown
 from sync.connectors.folder import FolderConnector
 from tests.sync.conftest import write
 
@@ -29,9 +33,18 @@ def xlsx() -> bytes:
     return out.getvalue()
 
 
-def docx(paragraphs: list[str]) -> bytes:
-    """The smallest Word document: content types, one relationship, one body."""
-    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+def docx(paragraphs: list[str], *, heading: str = "", table: list[list[str]] | None = None,
+         title: str = "") -> bytes:
+    """A small Word document: an optional "heading 1" paragraph, paragraphs, an optional table
+    and an optional title in its core properties."""
+    def para(text: str, style: str = "") -> str:
+        props = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+        return f"<w:p>{props}<w:r><w:t>{text}</w:t></w:r></w:p>"
+    body = (para(heading, "Heading1") if heading else "") + "".join(map(para, paragraphs))
+    if table:
+        body += "<w:tbl>" + "".join(
+            "<w:tr>" + "".join(f"<w:tc>{para(c)}</w:tc>" for c in row) + "</w:tr>"
+            for row in table) + "</w:tbl>"
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
         z.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.'
@@ -44,8 +57,46 @@ def docx(paragraphs: list[str]) -> bytes:
                    'openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" '
                    'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
                    'officeDocument" Target="word/document.xml"/></Relationships>')
+        z.writestr("word/_rels/document.xml.rels", '<?xml version="1.0"?><Relationships xmlns="'
+                   'http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
+                   'Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+                   'relationships/styles" Target="styles.xml"/></Relationships>')
+        z.writestr("word/styles.xml", f'<?xml version="1.0"?><w:styles xmlns:w="{W}"><w:style '
+                   'w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/>'
+                   "</w:style></w:styles>")
         z.writestr("word/document.xml", f'<?xml version="1.0"?><w:document xmlns:w="{W}">'
                    f"<w:body>{body}</w:body></w:document>")
+        if title:
+            z.writestr("docProps/core.xml", '<?xml version="1.0"?><cp:coreProperties xmlns:cp='
+                       '"http://schemas.openxmlformats.org/package/2006/metadata/core-properties"'
+                       f' xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}'
+                       "</dc:title></cp:coreProperties>")
+    return out.getvalue()
+
+
+def pptx() -> bytes:
+    """Two slides: a title with an outline and a table and speaker notes; then a slide with no
+    title whose only text sits in a group."""
+    deck = Presentation()
+    deck.core_properties.title = "Credentials runbook"
+    first = deck.slides.add_slide(deck.slide_layouts[1])
+    assert first.shapes.title is not None
+    first.shapes.title.text = "Rotating credentials"
+    outline = first.placeholders[1].text_frame
+    outline.text = "Open the vault"
+    step = outline.add_paragraph()
+    step.text, step.level = "Choose the staging database", 1
+    table = first.shapes.add_table(2, 2, Inches(1), Inches(5), Inches(4), Inches(1)).table
+    for (r, c), text in {(0, 0): "Env", (0, 1): "Owner", (1, 0): "staging",
+                         (1, 1): "ops | infra"}.items():
+        table.cell(r, c).text = text
+    first.notes_slide.notes_text_frame.text = "Rotation every 90 days is the audit rule."
+    second = deck.slides.add_slide(deck.slide_layouts[6])
+    box = second.shapes.add_group_shape().shapes.add_textbox(
+        Inches(1), Inches(1), Inches(3), Inches(1))
+    box.text_frame.text = "Ask #ops when the vault is sealed."
+    out = io.BytesIO()
+    deck.save(out)
     return out.getvalue()
 
 
@@ -59,6 +110,71 @@ def test_a_word_document_keeps_its_paragraphs() -> None:
     body = file_to_markdown(docx(["Expenses are filed monthly.", "Receipts are kept."]),
                             "policy.docx").body
     assert "Expenses are filed monthly." in body and "Receipts are kept." in body
+
+
+def test_a_word_document_keeps_headings_tables_and_its_title() -> None:
+    parsed = file_to_markdown(docx(["Claims are filed monthly."], heading="Expenses",
+                                   table=[["Item", "Limit"], ["Hotel", "200"]],
+                                   title="Expense policy"), "policy.docx")
+    lines = parsed.body.splitlines()
+    assert lines[0] == "# Expenses"
+    # The table's first row is its header, not an empty row above it.
+    assert "| Item | Limit |\n| --- | --- |\n| Hotel | 200 |" in parsed.body
+    assert parsed.meta == {"title": "Expense policy"}
+
+
+def test_a_presentation_becomes_a_section_per_slide() -> None:
+    parsed = file_to_markdown(pptx(), "runbook.pptx")
+    expected = [
+        "## Rotating credentials", "", "Open the vault", "- Choose the staging database", "",
+        "| Env | Owner |", "| --- | --- |", "| staging | ops \\| infra |", "",
+        "Notes: Rotation every 90 days is the audit rule.", "",
+        "## Slide 2", "", "Ask #ops when the vault is sealed."]
+    assert parsed.body.splitlines() == expected
+    assert parsed.meta == {"title": "Credentials runbook"}
+
+
+def test_every_worksheet_becomes_a_table_of_shown_values() -> None:
+    book = Workbook()
+    first = book.active
+    assert first is not None
+    first.title = "Limits"
+    first.append(["Item", "Limit", None, None])
+    first.append([])  # blank rows and trailing blank columns are not cells anyone wrote
+    first.append(["Hotel", 200.0])
+    first.append(["Meal", 35.5, datetime(2026, 3, 1)])
+    book.create_sheet("Scratch")  # an empty sheet adds nothing
+    book.create_sheet("Owners").append(["Team", "Finance"])
+    out = io.BytesIO()
+    book.save(out)
+    parsed = file_to_markdown(out.getvalue(), "limits.xlsx")
+    assert parsed.body.splitlines() == [
+        "## Limits", "", "| Item | Limit |  |", "| --- | --- | --- |", "| Hotel | 200 |  |",
+        "| Meal | 35.5 | 2026-03-01 |", "", "## Owners", "", "| Team | Finance |",
+        "| --- | --- |"]
+    assert parsed.meta == {}
+
+
+def test_an_empty_workbook_is_a_parse_error() -> None:
+    out = io.BytesIO()
+    Workbook().save(out)
+    with pytest.raises(DocumentParseError, match=r"the \.xlsx file has no text"):
+        file_to_markdown(out.getvalue(), "empty.xlsx")
+
+
+@pytest.mark.parametrize("name", ["broken.docx", "broken.pptx", "broken.xlsx"])
+def test_a_zip_that_is_no_office_file_is_a_parse_error(name: str) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("notes.txt", "not an Office package")
+    suffix = name[name.index("."):]
+    with pytest.raises(DocumentParseError, match=f"not a readable \\{suffix} file: "):
+        file_to_markdown(out.getvalue(), name)
+
+
+def test_an_unknown_extension_is_named() -> None:
+    with pytest.raises(DocumentParseError, match=r"diagram\.vsdx: unsupported file type .vsdx"):
+        file_to_markdown(b"PK", "diagram.vsdx")
 
 
 def test_a_corrupt_office_file_is_a_parse_error() -> None:
