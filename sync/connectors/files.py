@@ -62,8 +62,16 @@ def docx_to_markdown(data: bytes) -> str:
     takes the same road to Markdown as any web page."""
     import mammoth  # imported on first use: most syncs never see a Word file
 
-    html = mammoth.convert_to_html(io.BytesIO(data)).value
+    html = mammoth.convert_to_html(io.BytesIO(data), convert_image=_image_as_alt_text).value
     return html_to_markdown(html).body
+
+
+def _image_as_alt_text(image: Any) -> list[Any]:
+    """A picture becomes its description, if it has one: mammoth's default would inline the
+    picture as base64, megabytes of noise in every chunk around it."""
+    from mammoth import html
+
+    return [html.text(f"[image: {_one_line(image.alt_text)}]")] if image.alt_text else []
 
 
 def pptx_to_markdown(data: bytes) -> str:

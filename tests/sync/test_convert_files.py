@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import zipfile
 from datetime import datetime
@@ -19,6 +20,12 @@ from sync.connectors.folder import FolderConnector
 from tests.sync.conftest import write
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
+A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
+R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
+                       "DwAEhQGAhKmMIQAAAABJRU5ErkJggg==")  # one transparent pixel
 
 
 def xlsx() -> bytes:
@@ -33,14 +40,23 @@ def xlsx() -> bytes:
     return out.getvalue()
 
 
+def picture(alt: str) -> str:
+    """A paragraph holding the document's one image (rId2), described by `alt` if not empty."""
+    return ('<w:p><w:r><w:drawing><wp:inline><wp:extent cx="9525" cy="9525"/><wp:docPr id="1"'
+            f' name="Picture 1" descr="{alt}"/><a:graphic><a:graphicData uri="{PIC}"><pic:pic>'
+            '<pic:blipFill><a:blip r:embed="rId2"/></pic:blipFill></pic:pic></a:graphicData>'
+            "</a:graphic></wp:inline></w:drawing></w:r></w:p>")
+
+
 def docx(paragraphs: list[str], *, heading: str = "", table: list[list[str]] | None = None,
-         title: str = "") -> bytes:
-    """A small Word document: an optional "heading 1" paragraph, paragraphs, an optional table
-    and an optional title in its core properties."""
+         title: str = "", pictures: tuple[str, ...] = ()) -> bytes:
+    """A small Word document: an optional "heading 1" paragraph, paragraphs, an optional table,
+    pictures of a 1x1 PNG with these descriptions, and an optional title in its properties."""
     def para(text: str, style: str = "") -> str:
         props = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
         return f"<w:p>{props}<w:r><w:t>{text}</w:t></w:r></w:p>"
     body = (para(heading, "Heading1") if heading else "") + "".join(map(para, paragraphs))
+    body += "".join(map(picture, pictures))
     if table:
         body += "<w:tbl>" + "".join(
             "<w:tr>" + "".join(f"<w:tc>{para(c)}</w:tc>" for c in row) + "</w:tr>"
@@ -50,7 +66,8 @@ def docx(paragraphs: list[str], *, heading: str = "", table: list[list[str]] | N
         z.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.'
                    'openxmlformats.org/package/2006/content-types"><Default Extension="rels" '
                    'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-                   '<Default Extension="xml" ContentType="application/xml"/><Override '
+                   '<Default Extension="xml" ContentType="application/xml"/><Default '
+                   'Extension="png" ContentType="image/png"/><Override '
                    'PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
                    'officedocument.wordprocessingml.document.main+xml"/></Types>')
         z.writestr("_rels/.rels", '<?xml version="1.0"?><Relationships xmlns="http://schemas.'
@@ -60,11 +77,15 @@ def docx(paragraphs: list[str], *, heading: str = "", table: list[list[str]] | N
         z.writestr("word/_rels/document.xml.rels", '<?xml version="1.0"?><Relationships xmlns="'
                    'http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
                    'Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
-                   'relationships/styles" Target="styles.xml"/></Relationships>')
+                   'relationships/styles" Target="styles.xml"/><Relationship Id="rId2" '
+                   'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+                   'image" Target="media/image1.png"/></Relationships>')
+        z.writestr("word/media/image1.png", PNG)
         z.writestr("word/styles.xml", f'<?xml version="1.0"?><w:styles xmlns:w="{W}"><w:style '
                    'w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/>'
                    "</w:style></w:styles>")
-        z.writestr("word/document.xml", f'<?xml version="1.0"?><w:document xmlns:w="{W}">'
+        z.writestr("word/document.xml", f'<?xml version="1.0"?><w:document xmlns:w="{W}" '
+                   f'xmlns:wp="{WP}" xmlns:a="{A}" xmlns:pic="{PIC}" xmlns:r="{R}">'
                    f"<w:body>{body}</w:body></w:document>")
         if title:
             z.writestr("docProps/core.xml", '<?xml version="1.0"?><cp:coreProperties xmlns:cp='
@@ -121,6 +142,12 @@ def test_a_word_document_keeps_headings_tables_and_its_title() -> None:
     # The table's first row is its header, not an empty row above it.
     assert "| Item | Limit |\n| --- | --- |\n| Hotel | 200 |" in parsed.body
     assert parsed.meta == {"title": "Expense policy"}
+
+
+def test_pictures_leave_their_description_not_their_bytes() -> None:
+    body = file_to_markdown(docx(["The network:"], pictures=("Diagram of the VPN", "")),
+                            "network.docx").body
+    assert body.splitlines() == ["The network:", "", "[image: Diagram of the VPN]"]
 
 
 def test_a_presentation_becomes_a_section_per_slide() -> None:
