@@ -82,6 +82,10 @@ class Asked:
 class Run:
     asked: list[Asked] = field(default_factory=list)
     rss_mb: list[tuple[float, float]] = field(default_factory=list)
+    # The same samples split: anonymous memory (heaps, stacks: where a leak shows) and pages of
+    # mapped files (shared libraries' code, read in as new paths first run: not a leak).
+    rss_anon_mb: list[tuple[float, float]] = field(default_factory=list)
+    rss_file_mb: list[tuple[float, float]] = field(default_factory=list)
     connections: list[tuple[float, int]] = field(default_factory=list)
     serve_cpu_s: float = 0.0  # CPU the `sift serve` process used while the conversations ran
     harness_cpu_s: float = 0.0  # this process: fake Slack, fake Claude, the conversations
@@ -148,15 +152,16 @@ def family(pid: int) -> list[int]:
     return found
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of `sift serve` and its workers together."""
-    total = 0.0
+def rss_mb(pid: int) -> dict[str, float]:
+    """Resident memory of `sift serve` and its workers together, MB: VmRSS, RssAnon, RssFile."""
+    totals = dict.fromkeys(("VmRSS", "RssAnon", "RssFile"), 0.0)
     for member in family(pid):
         with suppress(OSError):
             for line in Path(f"/proc/{member}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) / 1024
-    return total
+                key = line.split(":", 1)[0]
+                if key in totals:
+                    totals[key] += int(line.split()[1]) / 1024
+    return totals
 
 
 def cpu_seconds(pid: int) -> float:
@@ -207,7 +212,10 @@ async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asynci
     started = time.monotonic()
     while not stop.is_set():
         at = time.monotonic() - started
-        run.rss_mb.append((at, rss_mb(pid)))
+        resident = rss_mb(pid)
+        run.rss_mb.append((at, resident["VmRSS"]))
+        run.rss_anon_mb.append((at, resident["RssAnon"]))
+        run.rss_file_mb.append((at, resident["RssFile"]))
         run.connections.append((at, await asyncio.to_thread(db_connections, admin_url,
                                                              database)))
         with suppress(TimeoutError):
@@ -369,14 +377,16 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"RSS MB: start {rss[0]:.0f}, first third median "
           f"{statistics.median(rss[:third]):.0f}, last third median "
           f"{statistics.median(rss[-third:]):.0f}, max {max(rss):.0f}")
-    half = [(t, mb) for t, mb in run.rss_mb if t >= run.rss_mb[-1][0] / 2]
-    if len(half) >= 3:
-        # Caches fill during the first minutes (query vectors, priors): "flat" is judged on
-        # the second half, where only a leak or the allocator would still move RSS.
-        print(f"RSS trend over the second half: {slope_per_minute(half):+.2f} MB/min least "
-              f"squares, {robust_slope_per_minute(half):+.2f} MB/min Theil-Sen "
-              f"({len(half)} samples, {min(mb for _, mb in half):.0f}-"
-              f"{max(mb for _, mb in half):.0f} MB)")
+    for name, samples in (("RSS", run.rss_mb), ("  anonymous", run.rss_anon_mb),
+                          ("  file pages", run.rss_file_mb)):
+        half = [(t, mb) for t, mb in samples if t >= samples[-1][0] / 2]
+        if len(half) >= 3:
+            # Caches fill during the first minutes (query vectors, priors): "flat" is judged
+            # on the second half, where only a leak or the allocator would still move RSS.
+            print(f"{name} trend over the second half: {slope_per_minute(half):+.2f} MB/min "
+                  f"least squares, {robust_slope_per_minute(half):+.2f} MB/min Theil-Sen "
+                  f"({len(half)} samples, {min(mb for _, mb in half):.1f}-"
+                  f"{max(mb for _, mb in half):.1f} MB)")
     print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.1f}" for t, mb in run.rss_mb))
     conns = [n for _, n in run.connections]
     print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")

@@ -56,7 +56,7 @@ async def sampler(pid: int, deadline: float, counts: Counts) -> None:
     started = time.monotonic()
     while time.monotonic() < deadline:
         print(f"{time.monotonic() - started:5.0f} s  sent {counts.sent:8d}  refused "
-              f"{counts.refused:8d}  RSS {rss_mb(pid):7.1f} MB", flush=True)
+              f"{counts.refused:8d}  RSS {rss_mb(pid)['VmRSS']:7.1f} MB", flush=True)
         await asyncio.sleep(min(10.0, max(0.0, deadline - time.monotonic())))
 
 
@@ -92,13 +92,13 @@ async def flood(args: argparse.Namespace, env: dict[str, str]) -> None:
             await asyncio.gather(sampler(process.pid, deadline, counts),
                                  *(sender(url, http, numbers, deadline, counts)
                                    for _ in range(args.senders)))
-        end_rss = rss_mb(process.pid)
+        end_rss = rss_mb(process.pid)["VmRSS"]
         after = await busy_after(process.pid)
         print(f"sent {counts.sent} events in {args.seconds:.0f} s "
               f"({counts.sent / args.seconds:.0f}/s), refused {counts.refused} "
               f"({100 * counts.refused / max(1, counts.sent):.0f}%); RSS at the end "
-              f"{end_rss:.1f} MB, {rss_mb(process.pid):.1f} MB once idle; busy {after:.0f} s "
-              f"after the last event")
+              f"{end_rss:.1f} MB, {rss_mb(process.pid)['VmRSS']:.1f} MB once idle; busy "
+              f"{after:.0f} s after the last event")
     finally:
         process.terminate()
         await asyncio.to_thread(process.wait, 60)
