@@ -58,6 +58,10 @@ class FakeSlack(LocalServer):
         self.socket_acks: list[Json] = []  # what the client sent back over the socket
         self.calls: list[Call] = []
         self.messages: dict[str, list[Json]] = {}  # channel -> messages, in posting order
+        # Indexes over `messages` (written only through _store), so that a long load run's
+        # fake answers in constant time instead of scanning every message so far.
+        self._by_ts: dict[tuple[str, str], Json] = {}  # (channel, ts) -> the first such message
+        self._threads: dict[tuple[str, str], list[Json]] = {}  # (channel, root ts) -> messages
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.failures: dict[str, deque[Failure]] = {}
         self._last = 1_700_000_000 * 1_000_000  # microseconds
@@ -86,7 +90,14 @@ class FakeSlack(LocalServer):
             message["thread_ts"] = thread_ts
         if bot_id:
             message["bot_id"] = bot_id
+        return self._store(channel, message)
+
+    def _store(self, channel: str, message: Json) -> Json:
         self.messages.setdefault(channel, []).append(message)
+        self._by_ts.setdefault((channel, message["ts"]), message)
+        root = message.get("thread_ts") or message["ts"]
+        self._threads.setdefault((channel, root), []).append(message)
+        self._last = max(self._last, _ts_key(message["ts"]))
         return message
 
     def add_user(self, user: str, email: str = "", name: str = "") -> None:
@@ -157,8 +168,7 @@ class FakeSlack(LocalServer):
 
     def _ts(self) -> str:
         """Just after every message seen so far: Slack's clock as the test's timestamps tell it."""
-        seen = [_ts_key(m["ts"]) for ms in self.messages.values() for m in ms]
-        self._last = max([self._last, *seen]) + 1
+        self._last += 1
         return f"{self._last // 1_000_000}.{self._last % 1_000_000:06d}"
 
     async def _args(self, request: web.Request) -> Json:
@@ -198,11 +208,10 @@ class FakeSlack(LocalServer):
                    "ts": self._ts(), "blocks": args.get("blocks") or []}
         if args.get("thread_ts"):
             message["thread_ts"] = args["thread_ts"]
-        self.messages.setdefault(args["channel"], []).append(message)
-        return message
+        return self._store(args["channel"], message)
 
     def _find(self, channel: str, ts: str) -> Json | None:
-        return next((m for m in self.messages.get(channel, []) if m["ts"] == ts), None)
+        return self._by_ts.get((channel, ts))
 
     def _chat_postMessage(self, args: Json) -> Json:
         message = self._bot_message(args, args.get("text", ""))
@@ -240,9 +249,7 @@ class FakeSlack(LocalServer):
         if found.get("thread_ts", ts) != ts:  # a reply: Slack returns just that message
             thread = [found]
         else:
-            thread = [m for m in self.messages[channel]
-                      if m["ts"] == ts or m.get("thread_ts") == ts]
-            thread.sort(key=lambda m: _ts_key(m["ts"]))
+            thread = sorted(self._threads[channel, ts], key=lambda m: _ts_key(m["ts"]))
         limit = int(args.get("limit") or 1000)
         return {"messages": thread[:limit], "has_more": len(thread) > limit,
                 "response_metadata": {"next_cursor": ""}}
