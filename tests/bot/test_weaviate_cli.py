@@ -140,7 +140,8 @@ def test_install_names_every_step_and_why(tmp_path: Path, offline: str) -> None:
     why = [f"SIFT_WEAVIATE_BINARY or cache: nothing at {cached_binary(VERSION)}",
            f"release tarball: RuntimeError: {url}: ",
            "go build: RuntimeError: go install failed",
-           f"fake go: install -v github.com/weaviate/weaviate/cmd/weaviate-server@v{VERSION}"]
+           "fake go: install -v -ldflags=-s -w -gcflags=all=-dwarf=false "
+           f"github.com/weaviate/weaviate/cmd/weaviate-server@v{VERSION}"]
     positions = [message.find(part) for part in why]
     assert -1 not in positions and positions == sorted(positions), message
     steps = [i for i, line in enumerate(lines) if line.startswith(("Downloading", "Building"))]
