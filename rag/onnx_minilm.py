@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -113,6 +114,7 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
     }
     if threads:
         config["INFERENCE_NUM_THREADS"] = threads
+    config.update(_compiled_cache(graph_file))
     compiled = core.compile_model(str(graph_file), "CPU", config)
     request = compiled.create_infer_request()
     lock = threading.Lock()  # one request object, which is not safe to share across threads
@@ -123,6 +125,19 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
             return np.array(result[0])  # a copy: the request reuses its output buffer
 
     return Runtime(infer, precision, int(compiled.get_property("INFERENCE_NUM_THREADS")))
+
+
+def _compiled_cache(graph_file: Path) -> dict[str, object]:
+    """Where OpenVINO keeps the compiled graph: every `sift` command, `sift serve` worker and
+    sync loads the model, and loading the compiled form takes ~60 ms of CPU against ~250 ms to
+    compile. OpenVINO names each file by a hash of the graph, the settings and its own version,
+    and compiles again when a file does not load (a damaged one is replaced)."""
+    folder = graph_file.parent / "openvino"
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return {}  # e.g. a read-only cache in an image: compile each time, as before
+    return {"CACHE_DIR": str(folder)} if os.access(folder, os.W_OK) else {}
 
 
 def token_batches(token_counts: Sequence[int], batch_size: int) -> list[list[int]]:

@@ -34,3 +34,32 @@ async def test_a_damaged_graph_is_rebuilt_and_gives_the_same_vectors(tmp_path: P
 
     assert cosine(first, again) > 0.9999
     assert model_file.stat().st_size > 1_000_000
+
+
+async def test_the_compiled_model_is_kept_and_a_damaged_one_is_compiled_again(
+        tmp_path: Path) -> None:
+    text = "Who approves a production firewall change?"
+    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    [folder] = list(tmp_path.glob("*/onnx/openvino"))
+    [blob] = [p for p in folder.iterdir() if p.stat().st_size > 1_000_000]
+    assert await LocalEmbedder(cache_dir=tmp_path).embed_query(text) == first  # loaded from it
+
+    blob.write_bytes(b"\0" * 4096)  # e.g. a kill half-way through writing it
+    again = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+
+    assert again == first
+    assert blob.stat().st_size > 1_000_000  # compiled again, and kept again
+
+
+async def test_a_cache_folder_that_cannot_be_made_still_loads_the_model(
+        tmp_path: Path) -> None:
+    text = "Where is the on-call rota kept?"
+    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    [graph_dir] = list(tmp_path.glob("*/onnx"))
+    for path in (graph_dir / "openvino").iterdir():
+        path.unlink()
+    (graph_dir / "openvino").rmdir()
+    (graph_dir / "openvino").write_text("")  # a file in its place (as root, 0o555 stops nothing)
+
+    assert await LocalEmbedder(cache_dir=tmp_path).embed_query(text) == first
+    assert (graph_dir / "openvino").is_file()
