@@ -109,8 +109,12 @@ def _row(chunk: Chunk) -> tuple[str, str, str, str]:
     return chunk.doc_id, chunk.content_hash, chunk.section, chunk.text
 
 
-def read_collection(index: WeaviateIndex) -> Snapshot:
-    """Read a collection with a separate client: the test looks at the server, not our code."""
+def read_collection(index: WeaviateIndex,
+                    client: weaviate.WeaviateClient | None = None) -> Snapshot:
+    """Read a collection with a separate client (`client`, else one made for this read): the
+    test looks at the server, not our code."""
+    if client is not None:
+        return _rows(client, index.config.collection)
     config = index.config
     http = config.http_url.rsplit(":", 1)
     grpc = config.grpc_url.rsplit(":", 1)
@@ -118,12 +122,15 @@ def read_collection(index: WeaviateIndex) -> Snapshot:
         http_host=http[0].split("//")[-1], http_port=int(http[1]), http_secure=False,
         grpc_host=grpc[0], grpc_port=int(grpc[1]), grpc_secure=False,
         auth_credentials=Auth.api_key(config.api_key) if config.api_key else None,
-    ) as client:
-        collection = client.collections.use(config.collection)
-        rows = {}
-        for obj in collection.iterator(return_properties=[
-                "chunk_id", "doc_id", "content_hash", "section", "text"]):
-            p = obj.properties
-            rows[str(p["chunk_id"])] = (str(p["doc_id"]), str(p["content_hash"]),
-                                        str(p.get("section") or ""), str(p["text"]))
-        return rows
+    ) as made:
+        return _rows(made, config.collection)
+
+
+def _rows(client: weaviate.WeaviateClient, name: str) -> Snapshot:
+    rows = {}
+    for obj in client.collections.use(name).iterator(return_properties=[
+            "chunk_id", "doc_id", "content_hash", "section", "text"]):
+        p = obj.properties
+        rows[str(p["chunk_id"])] = (str(p["doc_id"]), str(p["content_hash"]),
+                                    str(p.get("section") or ""), str(p["text"]))
+    return rows

@@ -43,6 +43,7 @@ class Site:
             "SIFT_SYNC__TARGET_TOKENS": "80", "SIFT_SYNC__OVERLAP_TOKENS": "10",
             "SIFT_SYNC__MIN_TOKENS": "15", "SIFT_SYNC__EMBED_BATCH": "8",
             "SIFT_LOG_LEVEL": "WARNING"}
+        self._client: weaviate.WeaviateClient | None = None
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([str(SIFT), "sync", "--json", *args], env=self.env, text=True,
@@ -54,29 +55,33 @@ class Site:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def _client(self) -> weaviate.WeaviateClient:
-        return weaviate.connect_to_custom(
-            http_host="127.0.0.1", http_port=self.server.ports.http, http_secure=False,
-            grpc_host="127.0.0.1", grpc_port=self.server.ports.grpc, grpc_secure=False,
-            auth_credentials=Auth.api_key(self.server.api_key))
+    @property
+    def client(self) -> weaviate.WeaviateClient:
+        """One client for all the polling: a new one per poll (TLS contexts, a gRPC channel,
+        the server's meta) cost more CPU than the sync being watched."""
+        if self._client is None:
+            self._client = weaviate.connect_to_custom(
+                http_host="127.0.0.1", http_port=self.server.ports.http, http_secure=False,
+                grpc_host="127.0.0.1", grpc_port=self.server.ports.grpc, grpc_secure=False,
+                auth_credentials=Auth.api_key(self.server.api_key))
+        return self._client
 
     def count(self) -> int:
-        with self._client() as client:
-            if not client.collections.exists(self.collection):
+        if not self.client.collections.exists(self.collection):
+            return 0
+        collection = self.client.collections.use(self.collection)
+        try:
+            return int(collection.aggregate.over_all(total_count=True).total_count or 0)
+        except WeaviateQueryError as exc:
+            # Just after the sync creates the collection, its schema exists a moment
+            # before its index does: nothing is written yet, so poll again.
+            if "non-existing index" in str(exc):
                 return 0
-            collection = client.collections.use(self.collection)
-            try:
-                return int(collection.aggregate.over_all(total_count=True).total_count or 0)
-            except WeaviateQueryError as exc:
-                # Just after the sync creates the collection, its schema exists a moment
-                # before its index does: nothing is written yet, so poll again.
-                if "non-existing index" in str(exc):
-                    return 0
-                raise
+            raise
 
     def snapshot(self) -> dict[str, tuple[str, str, str, str]]:
         index = WeaviateIndex(index_config(self.server, self.collection), "", 0)
-        return read_collection(index)
+        return read_collection(index, self.client)
 
     def kill_when(self, process: subprocess.Popen[str], at_least: int) -> int:
         """SIGKILL the run once `at_least` chunks are in the index; return how many were."""
@@ -110,8 +115,10 @@ class Site:
         pytest.fail("the update wrote nothing within 240s")
 
     def drop(self) -> None:
-        with self._client() as client:
-            client.collections.delete(self.collection)
+        """Delete the collection and close the client."""
+        self.client.collections.delete(self.collection)
+        self.client.close()
+        self._client = None
 
 
 def corpus(kb: Path, version: int) -> None:
