@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
@@ -47,11 +49,28 @@ def empty_database(request: pytest.FixtureRequest, backend: str,
         admin.dispose()
 
 
-@pytest.fixture
-def database(db_url: str) -> Iterator[Database]:
-    """A migrated database."""
-    db = Database(db_url)
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to the head once per worker, which each test then copies: the
+    migrations have their own tests (test_migrations.py), and running them for each of
+    hundreds of tests was most of the storage tests' CPU time."""
+    path = tmp_path_factory.mktemp("migrated") / "sift.db"
+    db = Database(f"sqlite:///{path}")
     db.upgrade()
+    with db.engine.connect() as connection:  # everything into the main file, none in -wal
+        connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+    db.dispose()
+    return path
+
+
+@pytest.fixture
+def database(db_url: str, request: pytest.FixtureRequest) -> Iterator[Database]:
+    """A migrated database."""
+    if db_url.startswith("sqlite:///"):
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"),
+                        db_url.removeprefix("sqlite:///"))
+    db = Database(db_url)
+    db.upgrade()  # a no-op on the copy (it is at the head), the migration on PostgreSQL
     yield db
     db.dispose()
 
