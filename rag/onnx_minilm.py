@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
+import contextlib
+import fcntl
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,8 +115,8 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
     }
     if threads:
         config["INFERENCE_NUM_THREADS"] = threads
-    config.update(_compiled_cache(graph_file))
-    compiled = core.compile_model(str(graph_file), "CPU", config)
+    with _compiled_cache(graph_file) as cache:
+        compiled = core.compile_model(str(graph_file), "CPU", {**config, **cache})
     request = compiled.create_infer_request()
     lock = threading.Lock()  # one request object, which is not safe to share across threads
 
@@ -127,17 +128,25 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
     return Runtime(infer, precision, int(compiled.get_property("INFERENCE_NUM_THREADS")))
 
 
-def _compiled_cache(graph_file: Path) -> dict[str, object]:
+@contextlib.contextmanager
+def _compiled_cache(graph_file: Path) -> Iterator[dict[str, object]]:
     """Where OpenVINO keeps the compiled graph: every `sift` command, `sift serve` worker and
     sync loads the model, and loading the compiled form takes ~60 ms of CPU against ~250 ms to
     compile. OpenVINO names each file by a hash of the graph, the settings and its own version,
-    and compiles again when a file does not load (a damaged one is replaced)."""
+    and compiles again when a file does not load (a damaged one is written again).
+
+    Processes take turns (a lock file): one that met a file another was still writing would
+    write it again, from its start, under any process that had mapped it meanwhile."""
     folder = graph_file.parent / "openvino"
     try:
         folder.mkdir(exist_ok=True)
-    except OSError:
-        return {}  # e.g. a read-only cache in an image: compile each time, as before
-    return {"CACHE_DIR": str(folder)} if os.access(folder, os.W_OK) else {}
+        lock = (folder / ".lock").open("ab")
+    except OSError:  # e.g. a read-only cache in an image: compile each time, as before
+        yield {}
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released on close, or by the OS on kill -9
+        yield {"CACHE_DIR": str(folder)}
 
 
 def token_batches(token_counts: Sequence[int], batch_size: int) -> list[list[int]]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import math
 from importlib.metadata import version
 from pathlib import Path
+
+import pytest
 
 from rag.embed import LocalEmbedder
 
@@ -36,15 +40,19 @@ async def test_a_damaged_graph_is_rebuilt_and_gives_the_same_vectors(tmp_path: P
     assert model_file.stat().st_size > 1_000_000
 
 
+@pytest.mark.parametrize("damage", ["zeros", "cut short"])
 async def test_the_compiled_model_is_kept_and_a_damaged_one_is_compiled_again(
-        tmp_path: Path) -> None:
+        tmp_path: Path, damage: str) -> None:
     text = "Who approves a production firewall change?"
     first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
     [folder] = list(tmp_path.glob("*/onnx/openvino"))
     [blob] = [p for p in folder.iterdir() if p.stat().st_size > 1_000_000]
     assert await LocalEmbedder(cache_dir=tmp_path).embed_query(text) == first  # loaded from it
 
-    blob.write_bytes(b"\0" * 4096)  # e.g. a kill half-way through writing it
+    whole = blob.read_bytes()
+    blob.chmod(0o644)
+    # A disk that filled up, or a kill half-way through writing it.
+    blob.write_bytes(b"\0" * 4096 if damage == "zeros" else whole[:len(whole) // 2])
     again = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
 
     assert again == first
@@ -63,3 +71,16 @@ async def test_a_cache_folder_that_cannot_be_made_still_loads_the_model(
 
     assert await LocalEmbedder(cache_dir=tmp_path).embed_query(text) == first
     assert (graph_dir / "openvino").is_file()
+
+
+async def test_processes_take_turns_with_the_compiled_model(tmp_path: Path) -> None:
+    """One that met a file another was still writing would write it again from the start."""
+    text = "How long are backups kept?"
+    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    [lock_file] = list(tmp_path.glob("*/onnx/openvino/.lock"))
+    with lock_file.open("ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another process loading the model would
+        loading = asyncio.create_task(LocalEmbedder(cache_dir=tmp_path).embed_query(text))
+        await asyncio.sleep(1.5)
+        assert not loading.done()
+    assert await asyncio.wait_for(loading, 30) == first
