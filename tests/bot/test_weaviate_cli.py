@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -273,6 +274,13 @@ def test_stop_signals_only_weaviate(tmp_path: Path, program: str, known_binary: 
     shutil.copy(shutil.which("sleep") or "/bin/sleep", executable)
     process = subprocess.Popen([str(executable), "60"])
     try:
+        # Popen may return while the kernel is still inside exec: /proc then shows an empty
+        # command line for a moment (seen once on a loaded machine), which is not the case
+        # under test (a pid file that outlived its server).
+        cmdline = Path(f"/proc/{process.pid}/cmdline")
+        deadline = time.monotonic() + 10
+        while not cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         managed = ManagedWeaviate(executable if known_binary else None, tmp_path / "data",
                                   free_ports())
         managed.data_dir.mkdir()
