@@ -9,6 +9,7 @@ import io
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,6 +90,14 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    """`--json` parsed from stdout alone (a log line on stderr, e.g. asyncio reporting a
+    session another test left unclosed, is not part of it), and all that was printed."""
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if code == 0 else None, captured.out + captured.err
+
+
 def test_sync_reports_bad_access_and_the_unknown_group_once(synced: tuple[str, str]) -> None:
     printed = synced[1]
     assert "typo.md" in printed and "'acess'" in printed
@@ -113,9 +122,8 @@ ASKERS = [
 def test_each_asker_sees_exactly_their_markers_in_json(
         env: Path, capsys: pytest.CaptureFixture[str], who: tuple[str, ...],
         expected: set[str]) -> None:
-    code, out = run(capsys, "ask", "--json", *who, QUESTION)
+    code, data, out = run_json(capsys, "ask", "--json", *who, QUESTION)
     assert code == 0, out
-    data = json.loads(out)
     assert markers_in(json.dumps(data["candidates"])) == expected
     assert markers_in(out) == expected
     assert TYPO not in out and EMPTY not in out
@@ -160,9 +168,10 @@ async def test_accurate_mode_prompts_grade_cache_and_suggestions_never_leak(
     assert markers_in(json.dumps([r.body for r in fake_anthropic.requests])) == {PUB}
     # A no-answer's "closest documents" come from the same filtered candidates.
     fake_anthropic.grade_rule = lambda q, d: (0.1, "Off topic.")
-    code, out = await asyncio.to_thread(run, capsys, "ask", "--json", "--groups", "finance",
-                                        "Which offsite budget code expired last year?")
-    data = json.loads(out)
+    code, data, out = await asyncio.to_thread(
+        run_json, capsys, "ask", "--json", "--groups", "finance",
+        "Which offsite budget code expired last year?")
+    assert code == 0, out
     assert data["status"] == "no_answer" and data["suggestions"]
     assert markers_in(json.dumps(data["suggestions"])) <= visible("finance")
     assert markers_in(out) <= visible("finance") and HR not in out
