@@ -142,6 +142,8 @@ def _compiled_cache(graph_file: Path) -> Iterator[dict[str, object]]:
         folder.mkdir(exist_ok=True)
         lock = (folder / ".lock").open("ab")
     except OSError:  # e.g. a read-only cache in an image: compile each time, as before
+        lock = None
+    if lock is None:
         yield {}
         return
     with lock:
