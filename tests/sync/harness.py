@@ -10,7 +10,7 @@ from typing import Any
 import weaviate
 from weaviate.classes.init import Auth
 
-from rag.index import WeaviateIndex
+from rag.index import IndexConfig, WeaviateIndex
 from rag.types import Chunk, Vector
 from sync.chunk import ChunkingConfig
 from sync.connectors.folder import FolderConnector
@@ -109,21 +109,23 @@ def _row(chunk: Chunk) -> tuple[str, str, str, str]:
     return chunk.doc_id, chunk.content_hash, chunk.section, chunk.text
 
 
-def read_collection(index: WeaviateIndex,
-                    client: weaviate.WeaviateClient | None = None) -> Snapshot:
-    """Read a collection with a separate client (`client`, else one made for this read): the
-    test looks at the server, not our code."""
-    if client is not None:
-        return _rows(client, index.config.collection)
-    config = index.config
+def connect(config: IndexConfig) -> weaviate.WeaviateClient:
+    """A client of the test's own, not Sift's: the test looks at the server, not our code."""
     http = config.http_url.rsplit(":", 1)
     grpc = config.grpc_url.rsplit(":", 1)
-    with weaviate.connect_to_custom(
+    return weaviate.connect_to_custom(
         http_host=http[0].split("//")[-1], http_port=int(http[1]), http_secure=False,
         grpc_host=grpc[0], grpc_port=int(grpc[1]), grpc_secure=False,
-        auth_credentials=Auth.api_key(config.api_key) if config.api_key else None,
-    ) as made:
-        return _rows(made, config.collection)
+        auth_credentials=Auth.api_key(config.api_key) if config.api_key else None)
+
+
+def read_collection(index: WeaviateIndex,
+                    client: weaviate.WeaviateClient | None = None) -> Snapshot:
+    """Read a collection through `client`, else through a client made for this read."""
+    if client is not None:
+        return _rows(client, index.config.collection)
+    with connect(index.config) as made:
+        return _rows(made, index.config.collection)
 
 
 def _rows(client: weaviate.WeaviateClient, name: str) -> Snapshot:

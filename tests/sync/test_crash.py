@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 import weaviate
-from weaviate.classes.init import Auth
 from weaviate.exceptions import WeaviateQueryError
 
 from bot.weaviate.process import ManagedWeaviate
 from rag.index import WeaviateIndex
 from tests.conftest import index_config, unique_collection
 from tests.sync.conftest import article, paragraph, write
-from tests.sync.harness import read_collection
+from tests.sync.harness import connect, read_collection
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 SIFT = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "sift"
@@ -60,10 +59,7 @@ class Site:
         """One client for all the polling: a new one per poll (TLS contexts, a gRPC channel,
         the server's meta) cost more CPU than the sync being watched."""
         if self._client is None:
-            self._client = weaviate.connect_to_custom(
-                http_host="127.0.0.1", http_port=self.server.ports.http, http_secure=False,
-                grpc_host="127.0.0.1", grpc_port=self.server.ports.grpc, grpc_secure=False,
-                auth_credentials=Auth.api_key(self.server.api_key))
+            self._client = connect(index_config(self.server, self.collection))
         return self._client
 
     def count(self) -> int:
