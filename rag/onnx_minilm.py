@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -13,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from rag.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 Infer = Callable[[np.ndarray, np.ndarray], np.ndarray]  # input_ids, attention_mask -> vectors
 
@@ -141,7 +144,9 @@ def _compiled_cache(graph_file: Path) -> Iterator[dict[str, object]]:
     try:
         folder.mkdir(exist_ok=True)
         lock = (folder / ".lock").open("ab")
-    except OSError:  # e.g. a read-only cache in an image: compile each time, as before
+    except OSError as exc:  # e.g. a read-only cache in an image: compile each time, as before
+        log.info("the compiled embedding model cannot be kept in %s (%s): compiling it", folder,
+                 exc)
         lock = None
     if lock is None:
         yield {}
