@@ -53,7 +53,7 @@ def _index_check(index: WeaviateIndex) -> HealthCheck:
     return check
 
 
-async def _warm_up(app: App, readiness: Readiness) -> None:
+async def _warm_up(app: App, readiness: Readiness, *, freeze_heap: bool) -> None:
     """Load the embedding model before the first question, whose timings would else hold it."""
     readiness.loading("embedding model", f"loading {app.embedder.name}")
     try:
@@ -62,11 +62,13 @@ async def _warm_up(app: App, readiness: Readiness) -> None:
         log.exception("the embedding model failed to load")
         readiness.loading("embedding model", f"failed to load: {exc}")
         return
-    # What start-up loaded (SDKs, the model, settings) lives as long as the process: moved out
-    # of the collector's sight, a full collection scans only what answers create. Measured in
-    # bench.serve_load: full collections paused every answer in flight for up to ~270 ms.
-    gc.collect()
-    gc.freeze()
+    if freeze_heap:
+        # What start-up loaded (SDKs, the model, settings) lives as long as the process: moved
+        # out of the collector's sight, a full collection scans only what answers create.
+        # Measured in bench.serve_load: full collections paused every answer in flight for up
+        # to ~270 ms.
+        gc.collect()
+        gc.freeze()
     readiness.done("embedding model")
 
 
@@ -110,16 +112,20 @@ def _start_workers(app: App, stack: AsyncExitStack, count: int, config: Path | N
 
 async def serve(app: App, *, started: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None, config: Path | None = None,
-                worker: bool = False) -> None:
+                worker: bool = False, freeze_heap: bool = True) -> None:
     """Run until SIGINT/SIGTERM (or `stop` is set), then shut everything down in reverse.
     `worker`: one of SIFT_WORKERS' extra processes (bot/workers.py), which leaves Weaviate,
-    the start-up sync and the start-up messages to the process that started it."""
+    the start-up sync and the start-up messages to the process that started it.
+    `freeze_heap=False` is for a host program that runs serve inside its own process (the
+    tests): its heap is not start-up state to freeze, and a full collection of a large host
+    heap at every start is a cost with nothing to gain."""
     stop = stop or _stop_event()
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
     more = _check_workers(app, worker)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(app.aclose)
-        stack.callback(gc.unfreeze)  # what _warm_up froze is collectable again once stopped
+        if freeze_heap:
+            stack.callback(gc.unfreeze)  # what _warm_up froze is collectable again once stopped
         supervisor = None if worker else await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
         index = app.index()
@@ -174,7 +180,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if workers is not None:
             checks["workers"] = workers.health
         # The model loads after the site is up: /readyz says 503 "loading" until it has.
-        warm_up = asyncio.create_task(_warm_up(app, readiness))
+        warm_up = asyncio.create_task(_warm_up(app, readiness, freeze_heap=freeze_heap))
         stack.push_async_callback(_cancel, warm_up)
         # --- Sync: scheduled passes per source; a first full pass starts in the background --
         syncs.start()

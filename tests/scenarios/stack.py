@@ -28,15 +28,19 @@ from tests.rag.corpus import CHUNKS
 class ServedSift:
     """`sift serve` running as a task; `post` talks to its web server, `rows` reads its DB."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, freeze_heap: bool = False) -> None:
         self.app = app
+        # A full collection of this test process's heap at every start costs more than the
+        # rest of a start; the readiness test turns it on to check the freeze itself.
+        self.freeze_heap = freeze_heap
         self.base_url = f"http://127.0.0.1:{app.settings.port}"
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         started = asyncio.Event()
-        self._task = asyncio.create_task(serve(self.app, started=started, stop=self._stop))
+        self._task = asyncio.create_task(serve(self.app, started=started, stop=self._stop,
+                                               freeze_heap=self.freeze_heap))
         waiter = asyncio.create_task(started.wait())
         done, _ = await asyncio.wait([self._task, waiter], timeout=120,
                                      return_when=asyncio.FIRST_COMPLETED)

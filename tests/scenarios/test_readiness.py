@@ -54,7 +54,7 @@ async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: Ma
     slow = SlowToLoad(embedder)
     slow.fail = fails
     app.__dict__["embedder"] = slow
-    sift = ServedSift(app)
+    sift = ServedSift(app, freeze_heap=True)
     assert gc.get_freeze_count() == 0
     await sift.start()  # returns while the model is still "loading"
     try:
@@ -78,3 +78,22 @@ async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: Ma
     finally:
         await sift.stop()
     assert gc.get_freeze_count() == 0  # handed back on stop (tests serve in one process)
+
+
+async def test_serve_inside_a_host_process_leaves_its_heap_unfrozen(
+        tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str, embedder: LocalEmbedder,
+        fake_anthropic: FakeAnthropic) -> None:
+    app = App(settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[]))
+    app.__dict__["embedder"] = embedder
+    sift = ServedSift(app)  # freeze_heap=False, as a program embedding serve would pass
+    await sift.start()
+    try:
+        for _ in range(100):
+            status, _ = await get(sift.base_url + "/readyz")
+            if status == 200:
+                break
+            await asyncio.sleep(0.05)
+        assert status == 200
+        assert gc.get_freeze_count() == 0  # ready, and the host's objects never left its sight
+    finally:
+        await sift.stop()
