@@ -337,6 +337,20 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
     return run, fake, elapsed
 
 
+def own_by_window(answered: list[Asked], busy: dict[int, float], width_s: float) -> str:
+    """Sift's own time per window of send time. All conversations ask their first question in
+    the same instant, so the first window holds that burst's queue; once the model's latency
+    spreads them out, the later windows show the steady state."""
+    first = min(a.sent for a in answered)
+    windows: dict[int, list[float]] = {}
+    for a in answered:
+        if a.answer_s is not None:
+            own_ms = (a.answer_s - busy.get(a.tag, 0.0)) * 1000
+            windows.setdefault(int((a.sent - first) // width_s), []).append(own_ms)
+    return ", ".join(f"{w * width_s:.0f}-{(w + 1) * width_s:.0f}s: {len(v)}, "
+                     f"{pct(v, 50):.0f}/{pct(v, 95):.0f}" for w, v in sorted(windows.items()))
+
+
 def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
            stages: dict[str, list[float]]) -> None:
     answered = [a for a in run.asked if a.answer_s is not None]
@@ -357,6 +371,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"model busy ms per answer: p50 {pct(model, 50):.0f}, p95 {pct(model, 95):.0f}")
     print(f"Sift's own ms per answer (answer - model): p50 {pct(own, 50):.0f}, "
           f"p95 {pct(own, 95):.0f}")
+    print("Sift's own ms by when the question was sent (answers, p50/p95): "
+          + own_by_window(answered, busy, max(10.0, args.seconds / 6)))
     # One Python process uses at most one core for its own code: near 100% means the answers
     # queue for the interpreter, and Sift's own time is mostly that wait.
     print(f"sift serve CPU ({args.workers} process{'es' if args.workers > 1 else ''}): "
