@@ -108,8 +108,9 @@ async def test_documents_views(admin: Console) -> None:
     low = await _html(admin, "/admin/documents?view=low")
     assert "Handbook page 0<" in low and "Handbook page 1<" not in low  # every 4th is low
     never = await _html(admin, "/admin/documents?view=never")
-    assert "d40" in never and "d45" in never and "d49" not in never  # d49 failed to sync
-    assert '/admin/questions?doc=d40' in never
+    # The rows' own links, not the page's text: a random CSRF token can hold "d49" too.
+    listed = set(re.findall(r'href="/admin/questions\?doc=([^"]+)"', never))
+    assert {"d40", "d45"} <= listed and "d49" not in listed  # d49 failed to sync
 
 
 async def test_sources_show_runs_errors_and_next_run(admin: Console) -> None:
