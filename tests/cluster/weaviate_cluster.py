@@ -12,7 +12,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bot.weaviate.process import LOOPBACK, ManagedWeaviate, Ports, _port_in_use
+from bot.weaviate.process import LOOPBACK, ManagedWeaviate, Ports, _claim, _port_in_use
 
 # Below the kernel's ephemeral range (32768+): a node's data and Raft RPC ports are implied
 # (see _node_ports), so a client socket that grabs one after the check would break the node.
@@ -29,12 +29,16 @@ CATCH_UP = {"ASYNC_REPLICATION_FREQUENCY": "5s",
 
 def _free(count: int, taken: set[int], start: int) -> int:
     """The first port from `start` on (wrapping round PORT_RANGE) of `count` consecutive free
-    ones not handed out before."""
+    ones not handed out before, claimed among this machine's processes as free_port() does:
+    a test worker that picked one of these for its own server between this check and the
+    node's bind made the node exit ("address already in use"; once in a full run). A block
+    claimed only in part keeps that part until the claim lapses."""
     size = len(PORT_RANGE) - count
     for n in range(size):
         port = PORT_RANGE.start + (start - PORT_RANGE.start + n) % size
         block = range(port, port + count)
-        if not taken.intersection(block) and not any(_port_in_use(p) for p in block):
+        if not taken.intersection(block) and not any(_port_in_use(p) for p in block) \
+                and all(_claim(p) for p in block):
             taken.update(block)
             return port
     raise RuntimeError(f"no {count} free consecutive ports in {PORT_RANGE}")
