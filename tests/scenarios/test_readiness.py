@@ -45,6 +45,16 @@ async def get(url: str) -> tuple[int, dict[str, object]]:
         return response.status, json.loads(await response.text())
 
 
+async def settled_readyz(base_url: str) -> tuple[int, dict[str, object]]:
+    """/readyz once it says ready or that a load failed (at most ~5 s of polling)."""
+    for _ in range(100):
+        status, body = await get(base_url + "/readyz")
+        if status == 200 or "failed" in json.dumps(body):
+            break
+        await asyncio.sleep(0.05)
+    return status, body
+
+
 @pytest.mark.parametrize("fails", [False, True])
 async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: ManagedWeaviate,
                                              corpus: str, embedder: LocalEmbedder,
@@ -63,11 +73,7 @@ async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: Ma
         assert body["loading"] == {"embedding model": f"loading {embedder.name}"}
         assert (await get(sift.base_url + "/healthz"))[0] == 200  # the process lives
         slow.loaded.set()
-        for _ in range(100):
-            status, body = await get(sift.base_url + "/readyz")
-            if status == 200 or "failed" in json.dumps(body):
-                break
-            await asyncio.sleep(0.05)
+        status, body = await settled_readyz(sift.base_url)
         if fails:
             assert status == 503
             assert body["loading"] == {"embedding model": "failed to load: model file damaged"}
@@ -88,12 +94,7 @@ async def test_serve_inside_a_host_process_leaves_its_heap_unfrozen(
     sift = ServedSift(app)  # freeze_heap=False, as a program embedding serve would pass
     await sift.start()
     try:
-        for _ in range(100):
-            status, _ = await get(sift.base_url + "/readyz")
-            if status == 200:
-                break
-            await asyncio.sleep(0.05)
-        assert status == 200
+        assert (await settled_readyz(sift.base_url))[0] == 200
         assert gc.get_freeze_count() == 0  # ready, and the host's objects never left its sight
     finally:
         await sift.stop()
