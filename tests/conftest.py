@@ -15,6 +15,11 @@ from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from tests.browser import browser  # noqa: F401
+from tests.crash_report import (  # noqa: F401
+    pytest_configure,
+    pytest_handlecrashitem,
+    pytest_unconfigure,
+)
 from tests.fakes.fixtures import fake_anthropic, fake_slack  # noqa: F401
 from tests.parallel import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401
 from tests.pg import postgres_url  # noqa: F401
