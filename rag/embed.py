@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from rag.errors import ConfigError, RetrievalError
-from rag.onnx_minilm import OnnxMiniLM
+from rag.onnx_minilm import OnnxMiniLM, file_lock
 from rag.types import Vector
 
 log = logging.getLogger(__name__)
@@ -120,16 +120,30 @@ def _runner(cache_dir: Path, model_dir: Path, max_seq_length: int, *,
             quantised: bool, threads: int = 0, runtime: str = "openvino") -> OnnxMiniLM:
     """The runner over the cached graph for the installed model, built on first use."""
     target = _graph_dir(cache_dir, quantised=quantised)
-    tokenizer = model_dir / "tokenizer.json"
-    if (target / "model.onnx").exists():
+    graph, tokenizer = target / "model.onnx", model_dir / "tokenizer.json"
+    damaged: int | None = None  # the inode of a graph file that did not load
+    if graph.exists():
         try:
-            return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads, runtime)
+            return OnnxMiniLM(graph, tokenizer, max_seq_length, threads, runtime)
         except Exception as exc:  # a damaged file is rebuilt, never a reason to stop
             log.warning("cached ONNX graph in %s does not load (%r); building it again",
                         target, exc)
+            damaged = graph.stat().st_ino
+    # One process builds (about a second of CPU); the others that start meanwhile, e.g. every
+    # test worker and `sift` command on a fresh machine, wait for its graph.
+    with file_lock(_ensure(target.parent) / f".{target.name}.lock"):
+        if damaged is not None and _inode(graph) == damaged:  # nobody rebuilt it meanwhile
             shutil.rmtree(target, ignore_errors=True)
-    _build(target, model_dir, quantised=quantised)
-    return OnnxMiniLM(target / "model.onnx", tokenizer, max_seq_length, threads, runtime)
+        if not graph.exists():
+            _build(target, model_dir, quantised=quantised)
+    return OnnxMiniLM(graph, tokenizer, max_seq_length, threads, runtime)
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
 
 
 def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:

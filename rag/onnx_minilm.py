@@ -141,19 +141,25 @@ def _compiled_cache(graph_file: Path) -> Iterator[dict[str, object]]:
     Processes take turns (a lock file): one that met a file another was still writing would
     write it again, from its start, under any process that had mapped it meanwhile."""
     folder = graph_file.parent / "openvino"
-    try:
-        folder.mkdir(exist_ok=True)
-        lock = (folder / ".lock").open("ab")
-    except OSError as exc:  # e.g. a read-only cache in an image: compile each time, as before
-        log.info("the compiled embedding model cannot be kept in %s (%s): compiling it", folder,
-                 exc)
-        lock = None
-    if lock is None:
-        yield {}
-        return
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released on close, or by the OS on kill -9
-        yield {"CACHE_DIR": str(folder)}
+    with contextlib.ExitStack() as held:
+        try:
+            folder.mkdir(exist_ok=True)
+            held.enter_context(file_lock(folder / ".lock"))
+            settings: dict[str, object] = {"CACHE_DIR": str(folder)}
+        except OSError as exc:  # e.g. a read-only cache in an image: compile each time
+            log.info("the compiled embedding model cannot be kept in %s (%s): compiling it",
+                     folder, exc)
+            settings = {}
+        yield settings
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """While inside, no other process holds the lock on `path` (made if missing); the OS
+    releases it if the holder is killed."""
+    with path.open("ab") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released on close
+        yield
 
 
 def token_batches(token_counts: Sequence[int], batch_size: int) -> list[list[int]]:

@@ -6,12 +6,14 @@ import asyncio
 import fcntl
 import logging
 import math
+import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-from rag.embed import LocalEmbedder
+from rag.embed import LocalEmbedder, _graph_dir
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -87,3 +89,37 @@ async def test_processes_take_turns_with_the_compiled_model(tmp_path: Path) -> N
         await asyncio.sleep(1.5)
         assert not loading.done()
     assert await asyncio.wait_for(loading, 30) == first
+
+
+async def test_processes_take_turns_building_the_graph(tmp_path: Path) -> None:
+    """A second process waits for the first one's graph instead of building its own."""
+    text = "Who signs off a new vendor?"
+    versions = _graph_dir(tmp_path, quantised=False).parent
+    versions.mkdir(parents=True)
+    with (versions / ".onnx.lock").open("ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another process building the graph would
+        loading = asyncio.create_task(LocalEmbedder(cache_dir=tmp_path).embed_query(text))
+        await asyncio.sleep(1.5)
+        assert not loading.done()
+        assert not (versions / "onnx").exists()  # it waited rather than build meanwhile
+    assert len(await asyncio.wait_for(loading, 60)) == LocalEmbedder.dimension
+
+
+BUILD_ONCE = """
+import logging, sys
+from pathlib import Path
+from rag.embed import LocalEmbedder, _graph_dir
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+LocalEmbedder(cache_dir=Path(sys.argv[1])).encode_now(["hello"])
+"""
+
+
+def test_processes_starting_together_on_an_empty_cache_build_the_graph_once(
+        tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    starts = [subprocess.Popen([sys.executable, "-c", BUILD_ONCE, str(tmp_path / "cache")],
+                               cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True) for _ in range(2)]
+    logs = [process.communicate(timeout=120)[0] for process in starts]
+    assert [process.returncode for process in starts] == [0, 0], logs
+    assert sum(log.count("building the embedding model's ONNX graph") for log in logs) == 1, logs
