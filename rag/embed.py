@@ -128,7 +128,7 @@ def _runner(cache_dir: Path, model_dir: Path, max_seq_length: int, *,
         except Exception as exc:  # a damaged file is rebuilt, never a reason to stop
             log.warning("cached ONNX graph in %s does not load (%r); building it again",
                         target, exc)
-            damaged = graph.stat().st_ino
+            damaged = _inode(graph)
     # One process builds (about a second of CPU); the others that start meanwhile, e.g. every
     # test worker and `sift` command on a fresh machine, wait for its graph.
     with file_lock(_ensure(target.parent) / f".{target.name}.lock"):
