@@ -5,7 +5,8 @@ Run:  .venv/bin/python -m bench.serve_load [--conversations 50] [--seconds 120] 
 One `sift serve` process on real PostgreSQL (a throwaway server, tests/pg.py) and a managed
 Weaviate holding the sample knowledge base. This process plays Slack (the fake Web API and
 signed POSTs to /slack/events) and Claude (the fake Messages API, time to first token + per
-output token). Each conversation asks, waits for the answer in its thread, asks again.
+output token). Each conversation asks, waits for the answer in its thread, asks again: back to
+back by default, or after a random pause (`--think-s`) as a person would.
 Reports questions/s, HTTP ack p50/p99, answer p50/p95, the fake model's busy time per answer
 and Sift's own time (answer minus model), RSS and database connections over the run, and
 where the time goes (Sift's own per-stage timings from the database).
@@ -18,13 +19,14 @@ import asyncio
 import itertools
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,8 +119,10 @@ def pct(values: list[float], p: float) -> float:
 
 
 async def conversation(k: int, url: str, slack: TimedSlack, http: aiohttp.ClientSession,
-                       tags: Iterator[int], deadline: float, run: Run) -> None:
+                       tags: Iterator[int], deadline: float, run: Run,
+                       think: Callable[[], float]) -> None:
     user = f"UL{k:04d}"
+    await asyncio.sleep(think())  # with think time, people do not all ask in the same instant
     while time.monotonic() < deadline:
         tag = next(tags)
         ts = f"{1_700_000_000 + tag}.{k:06d}"
@@ -139,6 +143,7 @@ async def conversation(k: int, url: str, slack: TimedSlack, http: aiohttp.Client
         except TimeoutError:
             continue  # counted as unanswered
         asked.answer_s = slack.answered_at[ts] - sent
+        await asyncio.sleep(think())  # reading the answer, then typing the next question
 
 
 def family(pid: int) -> list[int]:
@@ -292,7 +297,8 @@ def wait_ready(base: str, process: subprocess.Popen[bytes], workers: int,
 async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
                admin_url: str) -> tuple[Run, FakeAnthropic, float]:
     slack, fake = TimedSlack(), FakeAnthropic()
-    fake.model_latency = ModelLatency(args.first_token_ms / 1000, args.per_token_ms / 1000)
+    fake.model_latency = ModelLatency(args.first_token_ms / 1000, args.per_token_ms / 1000,
+                                      jitter=args.model_jitter)
     await slack.start()
     await fake.start()
     port = free_port()
@@ -320,7 +326,12 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         url = f"http://127.0.0.1:{port}/slack/events"
         connector = aiohttp.TCPConnector(limit=args.conversations + 10)
         async with aiohttp.ClientSession(connector=connector) as http:
-            await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run)
+            pauses = random.Random(1)
+
+            def think() -> float:
+                return pauses.expovariate(1 / args.think_s) if args.think_s else 0.0
+
+            await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run, think)
                                    for k in range(args.conversations)))
         elapsed = time.monotonic() - started
         run.serve_cpu_s = cpu_seconds(process.pid) - cpu_before
@@ -360,8 +371,12 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     model = [busy.get(a.tag, 0.0) * 1000 for a in answered]
     own = [a.answer_s * 1000 - busy.get(a.tag, 0.0) * 1000 for a in answered
            if a.answer_s is not None]
-    print(f"{args.conversations} conversations for {elapsed:.0f} s; fake model "
-          f"{args.first_token_ms:.0f} ms to first token + {args.per_token_ms:.1f} ms/token")
+    print(f"{args.conversations} conversations for {elapsed:.0f} s"
+          + (f", {args.think_s:g} s mean think time" if args.think_s else ", back to back")
+          + f"; fake model {args.first_token_ms:.0f} ms to first token + "
+          f"{args.per_token_ms:.1f} ms/token"
+          + (f", each reply's times x [{1 - args.model_jitter:g}, {1 + args.model_jitter:g}]"
+             if args.model_jitter else ""))
     if args.serve_env:
         print("sift serve environment: " + ", ".join(args.serve_env))
     print(f"questions: {len(run.asked)} asked, {len(answered)} answered, "
@@ -430,6 +445,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--first-token-ms", type=float, default=500.0)
     parser.add_argument("--per-token-ms", type=float, default=8.0)
+    parser.add_argument("--model-jitter", type=float, default=0.0, metavar="F",
+                        help="scale each model reply's times by a factor drawn from "
+                        "[1 - F, 1 + F] (default 0: every reply takes the same time)")
+    parser.add_argument("--think-s", type=float, default=0.0, metavar="SECONDS",
+                        help="mean of a random (exponential) pause before each question, "
+                        "as a person reading the answer and typing the next one (default 0: "
+                        "back to back, every conversation's first question in one instant)")
     parser.add_argument("--sample-s", type=float, default=5.0, help="RSS/connection sampling")
     parser.add_argument("--workers", type=int, default=1,
                         help="sift serve --workers N (processes sharing the port)")

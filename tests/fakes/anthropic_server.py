@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import random
 import re
 import time
 from collections import deque
@@ -52,9 +53,21 @@ class ModelLatency:
 
     first_token_s: float = 0.0
     per_output_token_s: float = 0.0
+    # A real model's times vary from call to call: each reply's are scaled by a factor drawn
+    # evenly from [1 - jitter, 1 + jitter] (seeded, so that a run can be repeated).
+    jitter: float = 0.0
+    _draws: random.Random = field(default_factory=lambda: random.Random(0), repr=False,
+                                  compare=False)
 
     def seconds(self, output_tokens: int) -> float:
         return self.first_token_s + self.per_output_token_s * output_tokens
+
+    def draw(self) -> ModelLatency:
+        """One reply's times (these, when there is no jitter)."""
+        if not self.jitter:
+            return self
+        factor = self._draws.uniform(1 - self.jitter, 1 + self.jitter)
+        return ModelLatency(self.first_token_s * factor, self.per_output_token_s * factor)
 
 
 def error(kind: str, message: str) -> dict[str, Any]:
@@ -155,17 +168,18 @@ class FakeAnthropic(LocalServer):
             text = scripted.raw if scripted is not None and scripted.raw is not None \
                 else self._default(kind, body)
             message = self._message(body, system, text)
+            latency = self.model_latency.draw()
             if body.get("stream"):  # the per-token time is spent between the deltas
-                await asyncio.sleep(self.model_latency.first_token_s)
-                return await self._sse(request, message,
+                await asyncio.sleep(latency.first_token_s)
+                return await self._sse(request, message, latency,
                                        scripted.break_after if scripted else None)
-            await asyncio.sleep(self.model_latency.seconds(message["usage"]["output_tokens"]))
+            await asyncio.sleep(latency.seconds(message["usage"]["output_tokens"]))
             return web.json_response(message, headers={"request-id": "req_fake"})
         finally:
             self.in_flight -= 1
             record.finished = time.monotonic()
 
-    async def _sse(self, request: web.Request, message: dict[str, Any],
+    async def _sse(self, request: web.Request, message: dict[str, Any], latency: ModelLatency,
                    break_after: int | None) -> web.StreamResponse:
         """The message as server-sent events, shaped like the Messages API's streaming docs:
         message_start, content_block_start/delta.../stop, message_delta, message_stop."""
@@ -173,18 +187,18 @@ class FakeAnthropic(LocalServer):
                                                "request-id": "req_fake"})
         await response.prepare(request)
         with contextlib.suppress(ConnectionResetError):  # the client gave up (a deadline)
-            await self._events(response, message, break_after)
+            await self._events(response, message, latency, break_after)
         return response
 
     async def _events(self, response: web.StreamResponse, message: dict[str, Any],
-                      break_after: int | None) -> None:
+                      latency: ModelLatency, break_after: int | None) -> None:
 
         async def send(event: str, data: dict[str, Any]) -> None:
             await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
 
         text, usage = message["content"][0]["text"], message["usage"]
         pieces = [p for p in _DELTA.findall(text) if p]
-        pace = self.model_latency.per_output_token_s * usage["output_tokens"] / max(1, len(pieces))
+        pace = latency.per_output_token_s * usage["output_tokens"] / max(1, len(pieces))
         start = {**message, "content": [], "stop_reason": None,
                  "usage": {**usage, "output_tokens": 1}}
         await send("message_start", {"type": "message_start", "message": start})

@@ -8,7 +8,14 @@ import pytest
 
 from rag.errors import LLMError
 from rag.ports import LLMRequest
-from tests.fakes.anthropic_server import FakeAnthropic, Reply, error, overloaded, rate_limited
+from tests.fakes.anthropic_server import (
+    FakeAnthropic,
+    ModelLatency,
+    Reply,
+    error,
+    overloaded,
+    rate_limited,
+)
 from tests.fakes.fixtures import close_test_llms
 from tests.rag.builders import make_llm
 
@@ -144,3 +151,30 @@ async def test_stream_deadline_bounds_a_slow_stream(fake_anthropic: FakeAnthropi
     with pytest.raises(LLMError) as caught:
         await collect_stream(make_llm(fake_anthropic.url), request(timeout_s=1.0))
     assert caught.value.kind == "timeout" and time.monotonic() - started < 2.5
+
+
+def test_the_fakes_model_time_varies_by_reply_only_when_asked_to() -> None:
+    steady = ModelLatency(0.5, 0.01)
+    assert steady.draw() is steady  # no jitter: every reply takes the same time
+    jittery = ModelLatency(0.5, 0.01, jitter=0.4)
+    draws = [jittery.draw() for _ in range(200)]
+    factors = [d.first_token_s / 0.5 for d in draws]
+    assert all(0.6 <= f <= 1.4 for f in factors)
+    assert min(factors) < 0.7 and max(factors) > 1.3  # spread over the whole range
+    assert all(abs(d.per_output_token_s / 0.01 - f) < 1e-9  # both times, one factor
+               for d, f in zip(draws, factors, strict=True))
+    again = ModelLatency(0.5, 0.01, jitter=0.4)  # seeded: a run can be repeated
+    assert [again.draw().first_token_s for _ in range(200)] == [d.first_token_s for d in draws]
+
+
+async def test_the_fake_waits_each_replys_own_drawn_time(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.model_latency = ModelLatency(0.2, 0.0, jitter=0.9)
+    same_draws = ModelLatency(0.2, 0.0, jitter=0.9)
+    shortest = min(same_draws.draw().first_token_s for _ in range(6))
+    llm = make_llm(fake_anthropic.url)
+    for _ in range(6):
+        await llm.complete(request())
+    took = [r.finished - r.started for r in fake_anthropic.requests]
+    # A sleep only ever runs long, so the shortest draw shows as a reply well under 0.2 s.
+    assert shortest < 0.12 and min(took) < 0.18, took
+    assert min(took) > shortest - 0.005
