@@ -122,8 +122,9 @@ async def conversation(k: int, url: str, slack: TimedSlack, http: aiohttp.Client
                        tags: Iterator[int], deadline: float, run: Run,
                        think: Callable[[], float]) -> None:
     user = f"UL{k:04d}"
-    await asyncio.sleep(think())  # with think time, people do not all ask in the same instant
-    while time.monotonic() < deadline:
+    # Before each question, the think time: a person reading the last answer and typing, and
+    # (before the first) not everyone asking in the same instant. Back to back, none.
+    while await pause_until(think(), deadline):
         tag = next(tags)
         ts = f"{1_700_000_000 + tag}.{k:06d}"
         text = f"<@{BOT_USER}> {TOPICS[tag % len(TOPICS)]} (q{tag})"
@@ -143,7 +144,14 @@ async def conversation(k: int, url: str, slack: TimedSlack, http: aiohttp.Client
         except TimeoutError:
             continue  # counted as unanswered
         asked.answer_s = slack.answered_at[ts] - sent
-        await asyncio.sleep(think())  # reading the answer, then typing the next question
+
+
+async def pause_until(seconds: float, deadline: float) -> bool:
+    """Pause, unless the run ends first; whether there is time left for another question."""
+    if time.monotonic() + seconds >= deadline:
+        return False
+    await asyncio.sleep(seconds)
+    return True
 
 
 def family(pid: int) -> list[int]:
