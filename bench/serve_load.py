@@ -253,14 +253,34 @@ def model_busy(fake: FakeAnthropic) -> dict[int, float]:
     return busy
 
 
-def stage_timings(database_url: str) -> dict[str, list[float]]:
+Timings = list[tuple[float, dict[str, float]]]  # per answer: when (epoch s), ms per stage
+
+
+def stage_timings(database_url: str) -> Timings:
     with psycopg.connect(database_url) as connection:
-        rows = connection.execute("SELECT timings_ms FROM interactions").fetchall()
+        rows = connection.execute("SELECT extract(epoch FROM created_at), timings_ms "
+                                  "FROM interactions").fetchall()
+    return [(float(when), {stage: float(ms) for stage, ms in (timings or {}).items()})
+            for when, timings in rows]
+
+
+def by_stage(timings: Timings) -> dict[str, list[float]]:
     stages: dict[str, list[float]] = {}
-    for (timings,) in rows:
-        for stage, ms in (timings or {}).items():
-            stages.setdefault(stage, []).append(float(ms))
+    for _, answer in timings:
+        for stage, ms in answer.items():
+            stages.setdefault(stage, []).append(ms)
     return stages
+
+
+def stages_by_window(timings: Timings, width_s: float) -> list[str]:
+    """Per window of the run, each stage's p95: which stage grows when the own time does."""
+    first = min(when for when, _ in timings)
+    windows: dict[int, Timings] = {}
+    for when, answer in timings:
+        windows.setdefault(int((when - first) // width_s), []).append((when, answer))
+    return [f"  {w * width_s:.0f}-{(w + 1) * width_s:.0f}s: " + ", ".join(
+        f"{stage} {pct(v, 95):.0f}" for stage, v in sorted(by_stage(rows).items()))
+        for w, rows in sorted(windows.items())]
 
 
 @contextmanager
@@ -371,7 +391,7 @@ def own_by_window(answered: list[Asked], busy: dict[int, float], width_s: float)
 
 
 def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
-           stages: dict[str, list[float]]) -> None:
+           timings: Timings) -> None:
     answered = [a for a in run.asked if a.answer_s is not None]
     acks = [a.ack_s * 1000 for a in run.asked]
     answers = [a.answer_s * 1000 for a in answered if a.answer_s is not None]
@@ -431,7 +451,11 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")
     report_statements(run.statements, max(1, len(answered)))
     print("where the time goes (Sift's stage timings, ms p50/p95): " + ", ".join(
-        f"{stage} {pct(v, 50):.0f}/{pct(v, 95):.0f}" for stage, v in sorted(stages.items())))
+        f"{stage} {pct(v, 50):.0f}/{pct(v, 95):.0f}"
+        for stage, v in sorted(by_stage(timings).items())))
+    if timings:
+        print("stage timings p95 (ms) by when the answer was recorded:")
+        print("\n".join(stages_by_window(timings, max(10.0, args.seconds / 6))))
 
 
 def report_statements(rows: list[tuple[int, float, str]], answered: int,
@@ -479,8 +503,8 @@ def main() -> None:
             run, fake, elapsed = asyncio.run(load(args, env, db, admin))
         finally:
             sift(ROOT, env, "weaviate", "stop")
-        stages = stage_timings(db.replace("postgresql+psycopg://", "postgresql://"))
-    report(args, run, fake, elapsed, stages)
+        timings = stage_timings(db.replace("postgresql+psycopg://", "postgresql://"))
+    report(args, run, fake, elapsed, timings)
 
 
 if __name__ == "__main__":
