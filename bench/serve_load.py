@@ -26,10 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import aiohttp
 import psycopg
@@ -264,9 +265,9 @@ def stage_timings(database_url: str) -> Timings:
             for when, timings in rows]
 
 
-def by_stage(timings: Timings) -> dict[str, list[float]]:
+def by_stage(answers: Iterable[dict[str, float]]) -> dict[str, list[float]]:
     stages: dict[str, list[float]] = {}
-    for _, answer in timings:
+    for answer in answers:
         for stage, ms in answer.items():
             stages.setdefault(stage, []).append(ms)
     return stages
@@ -274,13 +275,22 @@ def by_stage(timings: Timings) -> dict[str, list[float]]:
 
 def stages_by_window(timings: Timings, width_s: float) -> list[str]:
     """Per window of the run, each stage's p95: which stage grows when the own time does."""
-    first = min(when for when, _ in timings)
-    windows: dict[int, Timings] = {}
-    for when, answer in timings:
-        windows.setdefault(int((when - first) // width_s), []).append((when, answer))
-    return [f"  {w * width_s:.0f}-{(w + 1) * width_s:.0f}s: " + ", ".join(
-        f"{stage} {pct(v, 95):.0f}" for stage, v in sorted(by_stage(rows).items()))
-        for w, rows in sorted(windows.items())]
+    return [f"  {label}: " + ", ".join(f"{stage} {pct(v, 95):.0f}"
+                                      for stage, v in sorted(by_stage(rows).items()))
+            for label, rows in by_window(timings, width_s)]
+
+
+T = TypeVar("T")
+
+
+def by_window(points: list[tuple[float, T]], width_s: float) -> list[tuple[str, list[T]]]:
+    """(when, value) pairs in windows of `width_s` from the first: ("0-10s", values), ..."""
+    first = min(when for when, _ in points)
+    windows: dict[int, list[T]] = {}
+    for when, value in points:
+        windows.setdefault(int((when - first) // width_s), []).append(value)
+    return [(f"{w * width_s:.0f}-{(w + 1) * width_s:.0f}s", values)
+            for w, values in sorted(windows.items())]
 
 
 @contextmanager
@@ -380,14 +390,10 @@ def own_by_window(answered: list[Asked], busy: dict[int, float], width_s: float)
     """Sift's own time per window of send time. All conversations ask their first question in
     the same instant, so the first window holds that burst's queue; once the model's latency
     spreads them out, the later windows show the steady state."""
-    first = min(a.sent for a in answered)
-    windows: dict[int, list[float]] = {}
-    for a in answered:
-        if a.answer_s is not None:
-            own_ms = (a.answer_s - busy.get(a.tag, 0.0)) * 1000
-            windows.setdefault(int((a.sent - first) // width_s), []).append(own_ms)
-    return ", ".join(f"{w * width_s:.0f}-{(w + 1) * width_s:.0f}s: {len(v)}, "
-                     f"{pct(v, 50):.0f}/{pct(v, 95):.0f}" for w, v in sorted(windows.items()))
+    own = [(a.sent, (a.answer_s - busy.get(a.tag, 0.0)) * 1000) for a in answered
+           if a.answer_s is not None]
+    return ", ".join(f"{label}: {len(v)}, {pct(v, 50):.0f}/{pct(v, 95):.0f}"
+                     for label, v in by_window(own, width_s))
 
 
 def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
@@ -452,7 +458,7 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     report_statements(run.statements, max(1, len(answered)))
     print("where the time goes (Sift's stage timings, ms p50/p95): " + ", ".join(
         f"{stage} {pct(v, 50):.0f}/{pct(v, 95):.0f}"
-        for stage, v in sorted(by_stage(timings).items())))
+        for stage, v in sorted(by_stage(answer for _, answer in timings).items())))
     if timings:
         print("stage timings p95 (ms) by when the answer was recorded:")
         print("\n".join(stages_by_window(timings, max(10.0, args.seconds / 6))))
@@ -495,6 +501,11 @@ def main() -> None:
     bad = [item for item in args.serve_env if "=" not in item]
     if bad:
         parser.error(f"--serve-env takes NAME=VALUE, not {bad[0]!r}")
+    if args.think_s < 0:
+        parser.error(f"--think-s is a mean pause in seconds, 0 or more, not {args.think_s:g}")
+    if not 0 <= args.model_jitter < 1:
+        parser.error("--model-jitter is a fraction from 0 up to (not including) 1, not "
+                     f"{args.model_jitter:g}")
     with tempfile.TemporaryDirectory(prefix="sift-load-") as scratch, postgres() as (db, admin):
         env = {**environment(Path(scratch)), "SIFT_DATABASE_URL": db}
         sift(ROOT, env, "weaviate", "start")
