@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -108,6 +111,53 @@ async def test_unreachable_server_is_a_connection_error() -> None:
         await llm.complete(request())
     await close_test_llms()
     assert caught.value.kind == "connection"
+
+
+# A process where OpenTelemetry has a recording tracer provider (as `opentelemetry-instrument`
+# or an application's own set-up registers one before Sift starts).
+TRACED_CALL = """
+import asyncio, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+from rag.llm import AnthropicLLM
+from rag.ports import LLMRequest
+
+async def main():
+    llm = AnthropicLLM(api_key="sk-test-key", base_url=sys.argv[1])
+    await llm.complete(LLMRequest(model="claude-haiku-5-5", system="Be brief.",
+                                  messages=(("user", "hello"),), max_tokens=50))
+    await llm.close()
+
+asyncio.run(main())
+print(len(exporter.get_finished_spans()))
+"""
+
+
+async def test_sdk_spans_only_when_a_tracer_provider_records_them(
+        fake_anthropic: FakeAnthropic) -> None:
+    # Here no provider is registered: the client is made with its spans off (the SDK would
+    # otherwise build each call's span attributes for nothing) and sends no trace context.
+    llm = make_llm(fake_anthropic.url)
+    assert llm._client.open_telemetry["traces"]["enabled"] is False
+    await llm.complete(request())
+    assert "traceparent" not in fake_anthropic.requests[-1].headers
+
+    root = Path(__file__).resolve().parents[2]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", TRACED_CALL, fake_anthropic.url, cwd=root,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err.decode()[-2000:]
+    assert out.decode().split() == ["1"]  # one span for the call
+    assert "traceparent" in fake_anthropic.requests[-1].headers  # and its context sent along
 
 
 async def collect_stream(llm: object, req: LLMRequest) -> tuple[list[str], object]:
