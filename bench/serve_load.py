@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import itertools
 import json
 import os
@@ -90,6 +91,9 @@ class Run:
     rss_anon_mb: list[tuple[float, float]] = field(default_factory=list)
     rss_file_mb: list[tuple[float, float]] = field(default_factory=list)
     connections: list[tuple[float, int]] = field(default_factory=list)
+    # (time.monotonic(), CPU seconds of `sift serve` so far) at each sample: CPU per answer
+    # over the run, to tell work per answer growing from a longer wait for the same work.
+    serve_cpu: list[tuple[float, float]] = field(default_factory=list)
     serve_cpu_s: float = 0.0  # CPU the `sift serve` process used while the conversations ran
     harness_cpu_s: float = 0.0  # this process: fake Slack, fake Claude, the conversations
     machine_busy_s: float = 0.0  # every core's non-idle time (Weaviate, PostgreSQL, the OS too)
@@ -230,6 +234,7 @@ async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asynci
         run.rss_mb.append((at, resident["VmRSS"]))
         run.rss_anon_mb.append((at, resident["RssAnon"]))
         run.rss_file_mb.append((at, resident["RssFile"]))
+        run.serve_cpu.append((time.monotonic(), cpu_seconds(pid)))
         run.connections.append((at, await asyncio.to_thread(db_connections, admin_url,
                                                              database)))
         with suppress(TimeoutError):
@@ -396,6 +401,19 @@ def own_by_window(answered: list[Asked], busy: dict[int, float], width_s: float)
                      for label, v in by_window(own, width_s))
 
 
+def cpu_by_window(run: Run, answered: list[Asked], width_s: float) -> str:
+    """`sift serve` CPU per answer in each window: CPU between two samples over the answers
+    that landed between them."""
+    landed = sorted(a.sent + a.answer_s for a in answered if a.answer_s is not None)
+    spans = []
+    for (t0, c0), (t1, c1) in itertools.pairwise(run.serve_cpu):
+        count = bisect.bisect_right(landed, t1) - bisect.bisect_right(landed, t0)
+        spans.append((t0, (c1 - c0, count)))
+    return ", ".join(
+        f"{label}: {1000 * sum(c for c, _ in v) / max(1, sum(n for _, n in v)):.0f}"
+        for label, v in by_window(spans, width_s)) if spans else "no samples"
+
+
 def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
            timings: Timings) -> None:
     answered = [a for a in run.asked if a.answer_s is not None]
@@ -428,6 +446,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           f"{run.serve_cpu_s:.1f} s in {elapsed:.0f} s "
           f"({100 * run.serve_cpu_s / elapsed:.0f}% of one core), "
           f"{1000 * run.serve_cpu_s / max(1, len(answered)):.0f} ms per answer")
+    print("sift serve CPU ms per answer by when answers landed: "
+          + cpu_by_window(run, answered, max(10.0, args.seconds / 6)))
     per_answer = 1000 / max(1, len(answered))
     other = run.machine_busy_s - run.serve_cpu_s - run.harness_cpu_s
     # On a machine this bench saturates, Sift's own time is mostly waiting for a core; this
