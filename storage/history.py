@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
@@ -29,14 +29,18 @@ class HistoryRepository:
         self._max_age = max_age
         self._clock = clock
 
-    def append(self, conversation_key: str, role: str, text: str, keep: int = 20) -> None:
+    def append(self, conversation_key: str, turns: Sequence[tuple[str, str]],
+               keep: int = 20) -> None:
+        """Add (role, text) turns in one transaction: a question and its answer are stored
+        together, so a follow-up never reads the question without the answer."""
         with self._db.write() as session:
             if self._max_age is not None:
                 session.execute(delete(_table).where(
                     _table.c.created_at < self._clock() - self._max_age))
             if keep > 0:
-                session.add(_Turn(conversation_key=conversation_key, role=role, text=text,
-                                  created_at=self._clock()))
+                now = self._clock()
+                session.add_all(_Turn(conversation_key=conversation_key, role=role, text=text,
+                                      created_at=now) for role, text in turns)
                 session.flush()
             newest = (select(_Turn.id).where(_Turn.conversation_key == conversation_key)
                       .order_by(_Turn.id.desc()).limit(max(keep, 0)))

@@ -110,7 +110,8 @@ class QuotaStore(Protocol):
 
 
 class HistoryStore(Protocol):
-    def append(self, conversation_key: str, role: str, text: str, keep: int) -> None: ...
+    def append(self, conversation_key: str, turns: Sequence[tuple[str, str]],
+               keep: int) -> None: ...
 
     def recent(self, conversation_key: str, n: int) -> list[tuple[str, str]]: ...
 
@@ -215,9 +216,8 @@ class ChatService:
         await asyncio.to_thread(self._remember, conversation_key, question, answer.text)
 
     def _remember(self, conversation_key: str, question: str, answer: str) -> None:
-        keep = self._limits.history_turns
-        self._stores.history.append(conversation_key, "user", question, keep)
-        self._stores.history.append(conversation_key, "assistant", answer, keep)
+        self._stores.history.append(conversation_key, [("user", question), ("assistant", answer)],
+                                    self._limits.history_turns)
 
     async def recall(self, interaction_id: int) -> Answer | None:
         """A stored answer as an Answer again (for sharing it); None when it cannot be."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -144,9 +144,10 @@ class MemoryHistory:
     def __init__(self) -> None:
         self.turns: dict[str, list[tuple[str, str]]] = {}
 
-    def append(self, conversation_key: str, role: str, text: str, keep: int) -> None:
+    def append(self, conversation_key: str, turns: Sequence[tuple[str, str]],
+               keep: int) -> None:
         rows = self.turns.setdefault(conversation_key, [])
-        rows.append((role, text))
+        rows.extend(turns)
         del rows[:-keep or None]
 
     def recent(self, conversation_key: str, n: int) -> list[tuple[str, str]]:

@@ -108,7 +108,7 @@ def test_dedupe_claims_once(stores: Stores) -> None:
 def test_history_keeps_the_newest_turns_oldest_first(stores: Stores) -> None:
     history = stores.chat.history
     for n in range(5):
-        history.append("k", "user", f"t{n}", 3)
+        history.append("k", [("user", f"t{n}")], 3)
     assert history.recent("k", 10) == [("user", "t2"), ("user", "t3"), ("user", "t4")]
     assert history.recent("k", 2) == [("user", "t3"), ("user", "t4")]
     assert history.recent("k", 0) == [] and history.recent("other", 5) == []

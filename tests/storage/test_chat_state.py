@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from storage.db import Database
 from storage.dedupe import DedupeRepository
@@ -63,8 +64,9 @@ def test_racing_claimants_have_exactly_one_winner(db_url: str, database: Databas
 def test_history_is_bounded_and_oldest_first(database: Database) -> None:
     history = HistoryRepository(database)
     for i in range(5):
-        history.append("slack:C1:171.1", "user" if i % 2 == 0 else "assistant", f"t{i}", keep=3)
-    history.append("slack:C2:9.9", "user", "elsewhere", keep=3)
+        role = "user" if i % 2 == 0 else "assistant"
+        history.append("slack:C1:171.1", [(role, f"t{i}")], keep=3)
+    history.append("slack:C2:9.9", [("user", "elsewhere")], keep=3)
     assert history.recent("slack:C1:171.1", 10) == [("user", "t2"), ("assistant", "t3"),
                                                     ("user", "t4")]
     assert history.recent("slack:C1:171.1", 2) == [("assistant", "t3"), ("user", "t4")]
@@ -78,22 +80,36 @@ def test_history_is_bounded_and_oldest_first(database: Database) -> None:
 def test_history_edges(database: Database, keep: int, n: int,
                        expected: list[tuple[str, str]]) -> None:
     history = HistoryRepository(database)
-    history.append("k", "user", "a", keep=keep)
-    history.append("k", "assistant", "b", keep=keep)
+    history.append("k", [("user", "a")], keep=keep)
+    history.append("k", [("assistant", "b")], keep=keep)
     assert history.recent("k", n) == expected
+
+
+def test_a_question_and_its_answer_are_stored_together_or_not_at_all(
+        database: Database) -> None:
+    history = HistoryRepository(database)
+    history.append("k", [("user", "how do I set up the VPN?"), ("assistant", "Install it [1].")])
+    assert history.recent("k", 10) == [("user", "how do I set up the VPN?"),
+                                       ("assistant", "Install it [1].")]
+    # The answer's turn cannot be stored (no text): the question's is not stored either.
+    with pytest.raises(IntegrityError):
+        history.append("k", [("user", "and on macOS?"),
+                             ("assistant", None)])  # type: ignore[list-item]
+    assert history.recent("k", 10) == [("user", "how do I set up the VPN?"),
+                                       ("assistant", "Install it [1].")]
 
 
 def test_history_without_stored_text_lives_only_its_max_age(database: Database) -> None:
     clock = Clock()
     history = HistoryRepository(database, max_age=timedelta(hours=24), clock=clock)
-    history.append("slack:C1:1.1", "user", "old question")
+    history.append("slack:C1:1.1", [("user", "old question")])
     clock.advance(hours=23)
-    history.append("slack:C1:1.1", "assistant", "newer answer")
+    history.append("slack:C1:1.1", [("assistant", "newer answer")])
     assert history.recent("slack:C1:1.1", 10) == [("user", "old question"),
                                                   ("assistant", "newer answer")]
     clock.advance(hours=2)  # the first turn is now 25 hours old
     assert history.recent("slack:C1:1.1", 10) == [("assistant", "newer answer")]
-    history.append("teams:other", "user", "hello")  # any append sweeps every conversation
+    history.append("teams:other", [("user", "hello")])  # any append sweeps every conversation
     with database.read() as session:
         texts = {t for (t,) in session.execute(text("SELECT text FROM conversation_turns"))}
     assert texts == {"newer answer", "hello"}

@@ -60,7 +60,7 @@ def test_purge_removes_old_history_and_keeps_document_totals(database: Database)
 
     old = interactions.record(answer("old question", cited))
     feedback.vote(old, "U1", -1, "reaction")
-    history.append("conv", "user", "old turn", keep=10)
+    history.append("conv", [("user", "old turn")], keep=10)
     run = sync.start_run("kb", full=True)
     sync.finish_run(run, RunCounts(), [], status="ok")  # the checkpoint: kept
     failed = sync.start_run("kb", full=False)
@@ -72,7 +72,7 @@ def test_purge_removes_old_history_and_keeps_document_totals(database: Database)
     clock.advance(days=100)
     new = interactions.record(answer("new question", cited))
     feedback.vote(new, "U2", 1, "button")
-    history.append("conv", "assistant", "new turn", keep=10)
+    history.append("conv", [("assistant", "new turn")], keep=10)
     before = _stats(database)
     assert before == {"mfa": (2, 2, 1, 1), "vpn": (2, 0, 0, 0)}
 
