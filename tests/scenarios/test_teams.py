@@ -23,7 +23,7 @@ from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
-from storage.models import Feedback, Interaction
+from storage.models import ConversationTurn, Feedback, Interaction
 from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.teams_connector import FakeConnector
@@ -132,6 +132,9 @@ async def test_personal_follow_up_uses_stored_history_and_duplicates_are_dropped
     assert await sift.post(first) == 202  # Teams redelivers
     [answer] = await sift.connector.wait_for_messages(1)
     await sift.linked(1)
+    # The exchange is remembered just after the answer is linked: a follow-up sent before
+    # that would be asked on its own (a person is never that quick; this test is).
+    await sift.sift.rows_when(ConversationTurn, 2)
     await sift.post(p.personal_message(url, "and on macOS?", activity_id="1700000000022"))
     await sift.connector.wait_for_messages(2)
     understand = fake_anthropic.calls("understand")[-1].body["messages"][-1]["content"]
