@@ -157,6 +157,10 @@ def main() -> None:
                         help="keep the scratch directory (its path is printed)")
     args = parser.parse_args()
 
+    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{args.rev}^{{commit}}"],
+                           cwd=ROOT, capture_output=True, check=False)
+    if known.returncode != 0:
+        raise SystemExit(f"--rev {args.rev}: no such commit in {ROOT}.")
     if args.remove_system_packages:
         remove_system_packages()
     already = present_system_packages()
