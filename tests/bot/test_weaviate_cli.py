@@ -19,11 +19,13 @@ from aiohttp import web
 
 from bot.weaviate.install import WeaviateInstallError, cached_binary, find_binary, install
 from bot.weaviate.process import ManagedWeaviate, Ports, free_port, free_ports
+from bot.weaviate.slim import REGISTRY
 from rag.errors import ConfigError
 from rag.index import IndexConfig, WeaviateIndex
 from rag.types import Chunk
 from tests.conftest import WEAVIATE_VERSION
 from tests.fakes.http import LocalServer
+from tests.fakes.weaviate_source import REGISTRY_SOURCE, module_tree
 
 SIFT = Path(sys.executable).parent / "sift"
 PORT_NAMES = ("http", "grpc", "gossip", "data", "raft", "raft_rpc", "profiling")
@@ -123,6 +125,33 @@ def fake_go(directory: Path, body: str) -> None:
     go.chmod(0o755)
 
 
+def fake_go_builds(directory: Path, module: Path, *, install: str = "exit 1\n") -> Path:
+    """A `go` whose module download gives `module` (read-only, as Go's module cache is), whose
+    `go build` keeps a copy of the registry it compiled and writes a binary printing "slim",
+    and whose `go install` (the full build) runs `install`. Each call's arguments go to
+    `directory / "calls"`, a line each. Returns where the copy of the registry goes."""
+    seen = directory / "registry-built.go"
+    for path in sorted(module.rglob("*"), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    module.chmod(0o555)
+    fake_go(directory, f"""printf '%s\\n' "$*" >> "{directory / 'calls'}"
+case "$1" in
+mod) printf '{{"Path":"github.com/weaviate/weaviate","Dir":"%s"}}\\n' "{module}" ;;
+build) for a; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
+       cp {REGISTRY} "{seen}"
+       printf '#!/bin/sh\\necho slim cgo=%s\\n' "$CGO_ENABLED" > "$out" ;;
+install) {install} ;;
+esac
+""")
+    return seen
+
+
+@pytest.fixture
+def go_module(tmp_path: Path) -> Path:
+    """Weaviate's source as `go mod download` leaves it (tests/fakes/weaviate_source.py)."""
+    return module_tree(tmp_path / "gomodcache" / f"weaviate@v{VERSION}")
+
+
 @pytest.fixture
 def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A private cache dir, a release URL nobody listens on, and a `go` that we control."""
@@ -140,13 +169,15 @@ def test_install_names_every_step_and_why(tmp_path: Path, offline: str) -> None:
     url = offline.format(version=VERSION)
     why = [f"SIFT_WEAVIATE_BINARY or cache: nothing at {cached_binary(VERSION)}",
            f"release tarball: RuntimeError: {url}: ",
+           "go build without modules: RuntimeError: go mod download failed: fake go: mod "
+           f"download -json github.com/weaviate/weaviate@v{VERSION}",
            "go build: RuntimeError: go install failed",
            "fake go: install -v -ldflags=-s -w -gcflags=all=-dwarf=false "
            f"github.com/weaviate/weaviate/cmd/weaviate-server@v{VERSION}"]
     positions = [message.find(part) for part in why]
     assert -1 not in positions and positions == sorted(positions), message
     steps = [i for i, line in enumerate(lines) if line.startswith(("Downloading", "Building"))]
-    assert [lines[i].split()[0] for i in steps] == ["Downloading", "Building"]
+    assert [lines[i].split()[0] for i in steps] == ["Downloading", "Building", "Building"]
     assert not list(cached_binary(VERSION).parent.iterdir())  # no partial file left behind
 
 
@@ -192,28 +223,57 @@ async def test_two_installs_at_once_both_get_a_whole_binary(tmp_path: Path,
     assert not list(cached_binary(VERSION).parent.glob("*.partial"))
 
 
-def test_go_build_follows_an_unreachable_release(tmp_path: Path, offline: str) -> None:
-    fake_go(tmp_path / "bin", 'printf "#!/bin/sh\\necho cgo=$CGO_ENABLED\\n" '
-                              '> "$GOBIN/weaviate-server"\n')
+def test_go_build_follows_an_unreachable_release(tmp_path: Path, offline: str,
+                                                 go_module: Path) -> None:
+    built = fake_go_builds(tmp_path / "bin", go_module)
     lines: list[str] = []
     path = install(VERSION, None, lines.append, release_url=offline)
     assert path == cached_binary(VERSION)
-    assert subprocess.run([path], capture_output=True, text=True).stdout == "cgo=1\n"
+    assert subprocess.run([path], capture_output=True, text=True).stdout == "slim cgo=1\n"
     assert any(line.startswith("  release tarball failed") for line in lines)
     assert lines[-1] == f"Weaviate {VERSION} installed at {path}"
+    # What was compiled: the module's source with the registry rewritten, not the original.
+    assert "modules/text2vec-openai" not in built.read_text()
+    assert "modules/text2vec-openai" in (go_module / REGISTRY).read_text()
+    assert "  2 modules left out (vectorizers, generative, rerankers, cloud backups); kept: " \
+           "backup-filesystem" in lines
 
 
-def test_the_go_build_leaves_out_debug_information(tmp_path: Path, offline: str) -> None:
+def test_a_registry_the_rewrite_does_not_know_gets_the_full_build(tmp_path: Path,
+                                                                   offline: str) -> None:
+    source = REGISTRY_SOURCE.replace("\treturn nil\n}", "\tmodopenai.Configure()\n\treturn nil\n}")
+    module = module_tree(tmp_path / "gomodcache" / f"weaviate@v{VERSION}", source)
+    built = fake_go_builds(tmp_path / "bin", module, install='printf "#!/bin/sh\\necho full\\n" '
+                                                            '> "$GOBIN/weaviate-server"')
+    lines: list[str] = []
+    path = install(VERSION, None, lines.append, release_url=offline)
+    assert subprocess.run([path], capture_output=True, text=True).stdout == "full\n"
+    assert not built.exists()
+    assert any(line.startswith("  go build without modules failed: SlimmingError: ")
+               and "modopenai.Configure" in line for line in lines)
+
+
+def test_the_go_builds_leave_out_debug_information(tmp_path: Path, offline: str,
+                                                   go_module: Path) -> None:
     """A cold build compiles ~300 modules on the critical path of a fresh `make install`;
     DWARF is a debugger's aid only, and costs ~15% of that time."""
-    args = tmp_path / "args"
-    fake_go(tmp_path / "bin", f'for a in "$@"; do echo "$a"; done > {args}\n'
-                              'printf "#!/bin/sh\\n" > "$GOBIN/weaviate-server"\n')
+    fake_go_builds(tmp_path / "bin", go_module)
     install(VERSION, None, lambda _: None, release_url=offline)
-    given = args.read_text().splitlines()
-    assert given[0] == "install"
-    assert "-ldflags=-s -w" in given and "-gcflags=all=-dwarf=false" in given
-    assert given[-1] == f"github.com/weaviate/weaviate/cmd/weaviate-server@v{VERSION}"
+    slim = (tmp_path / "bin" / "calls").read_text().splitlines()
+    assert slim[0] == f"mod download -json github.com/weaviate/weaviate@v{VERSION}"
+    assert slim[1].startswith("build ") and slim[1].endswith(" ./cmd/weaviate-server")
+    assert "-ldflags=-s -w" in slim[1] and "-gcflags=all=-dwarf=false" in slim[1]
+
+    args = tmp_path / "args"
+    fake_go(tmp_path / "bin", 'case "$1" in mod) exit 1 ;; esac\n'
+                              f'for a in "$@"; do echo "$a"; done > {args}\n'
+                              'printf "#!/bin/sh\\n" > "$GOBIN/weaviate-server"\n')
+    cached_binary(VERSION).unlink()
+    install(VERSION, None, lambda _: None, release_url=offline)
+    full = args.read_text().splitlines()
+    assert full[0] == "install"
+    assert "-ldflags=-s -w" in full and "-gcflags=all=-dwarf=false" in full
+    assert full[-1] == f"github.com/weaviate/weaviate/cmd/weaviate-server@v{VERSION}"
 
 
 def run_installer(*args: str) -> subprocess.CompletedProcess[str]:
@@ -224,13 +284,14 @@ def run_installer(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60)
 
 
-def test_the_installer_runs_without_any_package(tmp_path: Path, offline: str) -> None:
-    fake_go(tmp_path / "bin", 'printf "#!/bin/sh\\necho built\\n" > "$GOBIN/weaviate-server"\n')
+def test_the_installer_runs_without_any_package(tmp_path: Path, offline: str,
+                                                go_module: Path) -> None:
+    fake_go_builds(tmp_path / "bin", go_module)
     done = run_installer("--version", VERSION, "--release-url", offline)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"ready: {cached_binary(VERSION)}"
     assert subprocess.run([cached_binary(VERSION)], capture_output=True,
-                          text=True).stdout == "built\n"
+                          text=True).stdout == "slim cgo=1\n"
 
 
 def test_the_installer_says_in_one_sentence_why_it_failed(tmp_path: Path,
