@@ -47,12 +47,10 @@ async def test_the_shared_instructions_are_cached_once_long_enough(
 
 async def test_pointwise_calls_run_concurrently(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.latency_s["grade"] = 0.3
-    started = time.monotonic()
     result = await grader(fake_anthropic).grade("rotate staging credentials", candidates(20))
-    elapsed = time.monotonic() - started
     assert len(fake_anthropic.calls("grade")) == 20
-    assert fake_anthropic.max_in_flight >= 15  # the server saw overlapping requests
-    assert elapsed < 0.3 * 5  # far below 20 sequential round trips
+    # The server saw the calls overlap (a wall-clock bound here failed on a loaded machine).
+    assert fake_anthropic.max_in_flight >= 15
     assert {g.source for g in result.grades.values()} == {GradeSource.LLM}
     assert result.failures == 0 and result.usage.calls == 20
 
@@ -93,7 +91,7 @@ async def test_slow_grader_is_cut_at_the_deadline(fake_anthropic: FakeAnthropic)
     started = time.monotonic()
     result = await grader(fake_anthropic, deadline_s=0.5, call_timeout_s=5).grade(
         "q", candidates(4))
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2.5  # not the 3 s a call takes
     assert result.failures == 4
     assert {g.reason for g in result.grades.values()} == {"not graded before deadline"}
 
