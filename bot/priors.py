@@ -8,7 +8,7 @@ from datetime import datetime
 
 from rag.prior import (
     Adjustment,
-    GradeEvent,
+    GradeTally,
     OverrideKind,
     PriorConfig,
     VoteEvent,
@@ -81,7 +81,7 @@ class StoredPriors:
             self._learned.clear()
         for doc, past in self._history.for_documents(stale).items():
             seen_events = evidence(
-                (GradeEvent(relevant, when) for relevant, when in past.grades),
+                (GradeTally(graded, relevant, when) for graded, relevant, when in past.grades),
                 (VoteEvent(user, vote, when) for user, vote, when in past.votes),
                 at, self._config)
             fresh[doc] = multiplier(seen_events, self._config, base_rate)

@@ -60,11 +60,18 @@ class OverrideKind(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class GradeEvent:
-    """One retrieval of the document that was graded: was it relevant, and when."""
+class GradeTally:
+    """Graded retrievals of the document at about one time: how many, how many of them were
+    relevant, and when. Storage sums a day's into one (see HistoryOfDocuments), so that a
+    popular document's history is one row a day rather than one per retrieval."""
 
-    relevant: bool
+    graded: int
+    relevant: int
     at: datetime
+
+    @classmethod
+    def one(cls, relevant: bool, at: datetime) -> GradeTally:
+        return cls(1, int(relevant), at)
 
 
 @dataclass(frozen=True)
@@ -100,14 +107,14 @@ def decay(at: datetime, now: datetime, half_life_days: float) -> float:
     return 0.5 ** (age_days / half_life_days) if half_life_days > 0 else 1.0
 
 
-def grade_evidence(events: Iterable[GradeEvent], now: datetime,
+def grade_evidence(tallies: Iterable[GradeTally], now: datetime,
                    half_life_days: float) -> tuple[float, float]:
     """(graded, relevant), each retrieval weighted by its age."""
     graded = relevant = 0.0
-    for event in events:
-        weight = decay(event.at, now, half_life_days)
-        graded += weight
-        relevant += weight if event.relevant else 0.0
+    for tally in tallies:
+        weight = decay(tally.at, now, half_life_days)
+        graded += weight * tally.graded
+        relevant += weight * tally.relevant
     return graded, relevant
 
 
@@ -135,7 +142,7 @@ def voter_evidence(votes: Iterable[VoteEvent], now: datetime,
     return up, down
 
 
-def evidence(grades: Iterable[GradeEvent], votes: Iterable[VoteEvent], now: datetime,
+def evidence(grades: Iterable[GradeTally], votes: Iterable[VoteEvent], now: datetime,
              config: PriorConfig) -> Evidence:
     graded, relevant = grade_evidence(grades, now, config.half_life_days)
     up, down = voter_evidence(votes, now, config.half_life_days)

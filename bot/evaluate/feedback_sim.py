@@ -12,7 +12,7 @@ from bot.evaluate.metrics import mean, ndcg_at_k, strict
 from rag.config import SelectionConfig
 from rag.prior import (
     Adjustment,
-    GradeEvent,
+    GradeTally,
     PriorConfig,
     VoteEvent,
     evidence,
@@ -97,7 +97,7 @@ def breaches(replays: Sequence[Replays], limit: float = ADVERSARIAL_LIMIT) -> li
 
 @dataclass
 class _History:
-    grades: dict[str, list[GradeEvent]] = field(default_factory=dict)
+    grades: dict[str, list[GradeTally]] = field(default_factory=dict)
     votes: dict[str, list[VoteEvent]] = field(default_factory=dict)
 
     def adjustments(self, config: PriorConfig, now: datetime) -> dict[str, Adjustment]:
@@ -147,7 +147,7 @@ def _record(history: _History, question: SimQuestion, candidates: Sequence[Candi
             best[c.chunk.doc_id] = max(best.get(c.chunk.doc_id, 0.0), c.grade.score)
     for doc, score in best.items():
         history.grades.setdefault(doc, []).append(
-            GradeEvent(score >= options.relevant_threshold, at))
+            GradeTally.one(score >= options.relevant_threshold, at))
     cited = shown[:options.cite]
     if not cited:
         return 0

@@ -9,7 +9,7 @@ import pytest
 from rag.prior import (
     Adjustment,
     Evidence,
-    GradeEvent,
+    GradeTally,
     OverrideKind,
     PriorConfig,
     VoteEvent,
@@ -71,8 +71,8 @@ def test_decay_halves_every_half_life(age_days: float, weight: float) -> None:
 
 
 def test_old_evidence_moves_the_prior_less() -> None:
-    fresh = [GradeEvent(False, days(1)) for _ in range(100)]
-    stale = [GradeEvent(False, days(720)) for _ in range(100)]
+    fresh = [GradeTally.one(False, days(1)) for _ in range(100)]
+    stale = [GradeTally.one(False, days(720)) for _ in range(100)]
     assert multiplier(evidence(fresh, [], NOW, CONFIG), CONFIG) < \
         multiplier(evidence(stale, [], NOW, CONFIG), CONFIG) < 1.0
 
