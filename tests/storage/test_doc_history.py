@@ -31,7 +31,7 @@ def test_a_days_retrievals_come_back_as_one_tally(database: Database) -> None:
     assert history["new"].grades == []
     tallies = sorted(history["vpn"].grades, key=lambda t: t[2])
     assert [(graded, relevant) for graded, relevant, _ in tallies] == [(PER_DAY, 18)] * DAYS
-    for graded, _, at in tallies:
+    for *_, at in tallies:
         same_day = [when for _, when in events if when.date() == at.date()]
         assert min(same_day) <= at <= max(same_day)
     # The prior from the tallies is the prior from every retrieval, to well within rounding.
