@@ -38,7 +38,7 @@ import psycopg
 
 from bench.cli_timing import ENTRY, ROOT, environment, sift
 from bot.weaviate.process import free_port
-from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency
+from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency, Recorded
 from tests.fakes.slack_payloads import (
     BOT_TOKEN,
     BOT_USER,
@@ -391,6 +391,41 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
     return run, fake, elapsed
 
 
+# Sift's own time between the model calls an answer makes, in the order they happen.
+SEGMENTS = ("before understanding", "understood -> first grade call",
+            "first -> last grade call sent", "last grade back -> answer call",
+            "answer written -> seen in Slack")
+
+
+def own_by_segment(answered: list[Asked], fake: FakeAnthropic) -> dict[str, list[float]]:
+    """Per answer, the gaps (ms) around its model calls: which part of the flow the own time
+    is spent in (an answer without all three kinds of call, e.g. a cache hit, is left out)."""
+    calls: dict[int, list[Recorded]] = {}
+    for record in fake.requests:
+        found = TAG.search(json.dumps(record.body.get("messages", [])))
+        if found and record.finished:
+            calls.setdefault(int(found.group(1)), []).append(record)
+    gaps: dict[str, list[float]] = {name: [] for name in SEGMENTS}
+    for asked in answered:
+        records = calls.get(asked.tag, [])
+        kinds = {kind: [r for r in records if r.kind == kind]
+                 for kind in ("understand", "grade", "answer")}
+        if asked.answer_s is None or not all(kinds.values()):
+            continue
+        understood = max(r.finished for r in kinds["understand"])
+        grades = kinds["grade"]
+        answer = kinds["answer"][-1]
+        points = (asked.sent, min(r.started for r in kinds["understand"]), understood,
+                  min(r.started for r in grades), max(r.started for r in grades),
+                  max(r.finished for r in grades), answer.started, answer.finished,
+                  asked.sent + asked.answer_s)
+        # Skipping the model's own spans: understanding, a grade call, the answer call.
+        for name, (start, end) in zip(SEGMENTS, ((0, 1), (2, 3), (3, 4), (5, 6), (7, 8)),
+                                      strict=True):
+            gaps[name].append((points[end] - points[start]) * 1000)
+    return gaps
+
+
 def own_by_window(answered: list[Asked], busy: dict[int, float], width_s: float) -> str:
     """Sift's own time per window of send time. All conversations ask their first question in
     the same instant, so the first window holds that burst's queue; once the model's latency
@@ -438,6 +473,10 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"model busy ms per answer: p50 {pct(model, 50):.0f}, p95 {pct(model, 95):.0f}")
     print(f"Sift's own ms per answer (answer - model): p50 {pct(own, 50):.0f}, "
           f"p95 {pct(own, 95):.0f}")
+    segments = own_by_segment(answered, fake)
+    if segments[SEGMENTS[0]]:
+        print("Sift's own ms between model calls (p50/p95): " + ", ".join(
+            f"{name} {pct(v, 50):.0f}/{pct(v, 95):.0f}" for name, v in segments.items()))
     print("Sift's own ms by when the question was sent (answers, p50/p95): "
           + own_by_window(answered, busy, max(10.0, args.seconds / 6)))
     # One Python process uses at most one core for its own code: near 100% means the answers
