@@ -241,17 +241,22 @@ async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asynci
             await asyncio.wait_for(stop.wait(), every_s)
 
 
-def model_busy(fake: FakeAnthropic) -> dict[int, float]:
-    """Per question (by its tag), the time at least one of its model calls was in flight."""
-    spans: dict[int, list[tuple[float, float]]] = {}
+def calls_by_question(fake: FakeAnthropic) -> dict[int, list[Recorded]]:
+    """The finished model calls of each question, by its tag."""
+    calls: dict[int, list[Recorded]] = {}
     for record in fake.requests:
         found = TAG.search(json.dumps(record.body.get("messages", [])))
         if found and record.finished:
-            spans.setdefault(int(found.group(1)), []).append((record.started, record.finished))
+            calls.setdefault(int(found.group(1)), []).append(record)
+    return calls
+
+
+def model_busy(calls: dict[int, list[Recorded]]) -> dict[int, float]:
+    """Per question (by its tag), the time at least one of its model calls was in flight."""
     busy: dict[int, float] = {}
-    for tag, intervals in spans.items():
+    for tag, records in calls.items():
         total, end = 0.0, float("-inf")
-        for start, finish in sorted(intervals):
+        for start, finish in sorted((r.started, r.finished) for r in records):
             if finish > end:
                 total += finish - max(start, end)
                 end = finish
@@ -397,14 +402,10 @@ SEGMENTS = ("before understanding", "understood -> first grade call",
             "answer written -> seen in Slack")
 
 
-def own_by_segment(answered: list[Asked], fake: FakeAnthropic) -> dict[str, list[float]]:
+def own_by_segment(answered: list[Asked],
+                   calls: dict[int, list[Recorded]]) -> dict[str, list[float]]:
     """Per answer, the gaps (ms) around its model calls: which part of the flow the own time
     is spent in (an answer without all three kinds of call, e.g. a cache hit, is left out)."""
-    calls: dict[int, list[Recorded]] = {}
-    for record in fake.requests:
-        found = TAG.search(json.dumps(record.body.get("messages", [])))
-        if found and record.finished:
-            calls.setdefault(int(found.group(1)), []).append(record)
     gaps: dict[str, list[float]] = {name: [] for name in SEGMENTS}
     for asked in answered:
         records = calls.get(asked.tag, [])
@@ -454,7 +455,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     answered = [a for a in run.asked if a.answer_s is not None]
     acks = [a.ack_s * 1000 for a in run.asked]
     answers = [a.answer_s * 1000 for a in answered if a.answer_s is not None]
-    busy = model_busy(fake)
+    calls = calls_by_question(fake)
+    busy = model_busy(calls)
     model = [busy.get(a.tag, 0.0) * 1000 for a in answered]
     own = [a.answer_s * 1000 - busy.get(a.tag, 0.0) * 1000 for a in answered
            if a.answer_s is not None]
@@ -473,7 +475,7 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"model busy ms per answer: p50 {pct(model, 50):.0f}, p95 {pct(model, 95):.0f}")
     print(f"Sift's own ms per answer (answer - model): p50 {pct(own, 50):.0f}, "
           f"p95 {pct(own, 95):.0f}")
-    segments = own_by_segment(answered, fake)
+    segments = own_by_segment(answered, calls)
     if segments[SEGMENTS[0]]:
         print("Sift's own ms between model calls (p50/p95): " + ", ".join(
             f"{name} {pct(v, 50):.0f}/{pct(v, 95):.0f}" for name, v in segments.items()))
