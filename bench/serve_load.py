@@ -413,17 +413,18 @@ def own_by_segment(answered: list[Asked],
                  for kind in ("understand", "grade", "answer")}
         if asked.answer_s is None or not all(kinds.values()):
             continue
-        understood = max(r.finished for r in kinds["understand"])
-        grades = kinds["grade"]
-        answer = kinds["answer"][-1]
-        points = (asked.sent, min(r.started for r in kinds["understand"]), understood,
-                  min(r.started for r in grades), max(r.started for r in grades),
-                  max(r.finished for r in grades), answer.started, answer.finished,
-                  asked.sent + asked.answer_s)
-        # Skipping the model's own spans: understanding, a grade call, the answer call.
-        for name, (start, end) in zip(SEGMENTS, ((0, 1), (2, 3), (3, 4), (5, 6), (7, 8)),
-                                      strict=True):
-            gaps[name].append((points[end] - points[start]) * 1000)
+        understand, grades, answer = kinds["understand"], kinds["grade"], kinds["answer"][-1]
+        first_grade = min(r.started for r in grades)
+        # The model's own spans (understanding, a grade call, the answer call) fall between.
+        spans = (
+            (asked.sent, min(r.started for r in understand)),
+            (max(r.finished for r in understand), first_grade),
+            (first_grade, max(r.started for r in grades)),
+            (max(r.finished for r in grades), answer.started),
+            (answer.finished, asked.sent + asked.answer_s),
+        )
+        for name, (start, end) in zip(SEGMENTS, spans, strict=True):
+            gaps[name].append((end - start) * 1000)
     return gaps
 
 
