@@ -19,7 +19,7 @@ from sqlalchemy import delete, select, update
 from storage.columns import utc_now
 from storage.db import Database
 from storage.models import EventKey, table
-from storage.upsert import insert_for
+from storage.upsert import insert_for, upsert
 
 _table = table(EventKey)
 Value = dict[str, Any]
@@ -32,12 +32,10 @@ class ExpiringStore:
 
     def put(self, key: str, value: Value, ttl_s: float) -> None:
         """Store `value` under `key` for `ttl_s` seconds, replacing what was there."""
-        stmt = insert_for(self._db.dialect, _table).values(
-            key=key, value=json.dumps(value), expires_at=self._expiry(ttl_s))
-        stmt = stmt.on_conflict_do_update(index_elements=[_table.c.key], set_={
-            "value": stmt.excluded.value, "expires_at": stmt.excluded.expires_at})
+        row = {"key": key, "value": json.dumps(value), "expires_at": self._expiry(ttl_s)}
         with self._db.write() as session:
-            session.execute(stmt)
+            session.execute(upsert(self._db.dialect, _table, keys=("key",),
+                                   replace=("value", "expires_at")), row)
 
     def get(self, key: str, *, renew_s: float | None = None) -> Value | None:
         """The unexpired value under `key`, or None; `renew_s` moves its expiry that far

@@ -1,4 +1,4 @@
-"""Upserts are built once per shape: recording answers leaves no statement garbage behind."""
+"""Hot writes reuse their statements: answering leaves no statement garbage to collect."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.sql.selectable import Alias
 
 from storage.db import Database
+from storage.dedupe import DedupeRepository
+from storage.expiring import ExpiringStore
 from storage.interactions import InteractionRepository
 from storage.models import DocumentStats, table
 from storage.upsert import upsert
@@ -48,8 +50,28 @@ def test_recording_answers_builds_no_statement_to_throw_away(
     gc.collect()
     # Building an upsert copies the table into an `excluded` alias, a reference cycle: one
     # per upsert per answer when the statements were built on every call.
-    assert [o for o in saved_garbage if issubclass(type(o), Alias)] == []
+    assert _aliases(saved_garbage) == []
     with database.read() as session:
         retrieved = dict(session.execute(
             select(DocumentStats.doc_id, DocumentStats.retrieved)).all())
     assert retrieved == {"d1": 6, "d2": 6}  # the shared statements still add every answer
+
+
+def test_claiming_events_and_storing_values_build_no_statement_to_throw_away(
+        database: Database, saved_garbage: list[object]) -> None:
+    dedupe, store = DedupeRepository(database), ExpiringStore(database)
+    dedupe.claim("slack:Ev0", 60)
+    store.put("state:0", {"n": 0}, 60)
+    gc.collect()
+    saved_garbage.clear()
+    claims = [dedupe.claim(f"slack:Ev{n % 3}", 60) for n in range(6)]
+    for n in range(5):
+        store.put("state:1", {"n": n}, 60)
+    gc.collect()
+    assert _aliases(saved_garbage) == []
+    assert claims == [False, True, True, False, False, False]  # Ev0 was claimed before
+    assert store.get("state:1") == {"n": 4}
+
+
+def _aliases(garbage: list[object]) -> list[object]:
+    return [o for o in garbage if issubclass(type(o), Alias)]
