@@ -198,9 +198,12 @@ async def test_calls_after_server_died_fail_fast_naming_it(
     server.start()
     config = replace(index_config(server, unique_collection()), query_timeout_s=3,
                      insert_timeout_s=3)
-    index = WeaviateIndex(config, embedder.name, embedder.dimension)
+    index = _CountingReadiness(config, embedder.name, embedder.dimension)
     try:
         await index.connect()
+        for _ in range(3):
+            assert await DEAD_SERVER_CALLS["search"](index) == []
+        assert index.checks == 0  # a healthy search costs no readiness request
         server.stop()
         failures = {name: await _failure(call(index)) for name, call in DEAD_SERVER_CALLS.items()}
     finally:
@@ -210,3 +213,14 @@ async def test_calls_after_server_died_fail_fast_naming_it(
         assert kind == "RetrievalError", (name, kind, message)
         assert server.url in message, (name, message)
         assert seconds < 10, (name, seconds)
+    assert index.checks >= 1  # the dead server's search was told apart by one
+
+
+class _CountingReadiness(WeaviateIndex):
+    """Counts readiness checks: the live index, observed rather than faked."""
+
+    checks = 0
+
+    async def is_ready(self) -> bool:
+        self.checks += 1
+        return await super().is_ready()
