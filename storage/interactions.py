@@ -40,9 +40,18 @@ def _source_row(interaction_id: int, candidate: CandidateLike, cited: bool,
     }
 
 
-def asked(row: Interaction) -> Asked:
-    return Asked(row.created_at, row.platform, row.channel, row.status, row.mode,
-                 row.ab_arm or "", row.timings_ms or {}, row.usage or {}, row.models or {})
+def asked(row: dict[str, Any]) -> Asked:
+    """The rollup's view of an interaction's column values."""
+    return Asked(row["created_at"], row["platform"], row["channel"], row["status"], row["mode"],
+                 row["ab_arm"] or "", row["timings_ms"] or {}, row["usage"] or {},
+                 row["models"] or {})
+
+
+# Core statements, built once: the ORM's unit of work and bulk-insert path cost most of
+# recording's CPU, and an answer is recorded on every question.
+_INTERACTIONS = table(Interaction)
+_INSERT_INTERACTION = insert(_INTERACTIONS).returning(_INTERACTIONS.c.id)
+_INSERT_SOURCES = insert(table(InteractionSource))
 
 
 @dataclass(frozen=True)
@@ -88,20 +97,20 @@ class InteractionRepository:
     def _text(self, value: str) -> str:
         return value if self._store_text or not value else text_hash(value)
 
-    def _interaction(self, answer: AnswerLike, now: datetime) -> Interaction:
+    def _interaction(self, answer: AnswerLike, now: datetime) -> dict[str, Any]:
         q = answer.question
         ctx = q.context
-        return Interaction(
-            created_at=now, platform=str(ctx.platform), workspace=ctx.workspace,
-            channel=ctx.channel, thread=ctx.thread, user_id=ctx.user,
-            correlation_id=q.correlation_id, question=self._text(q.text),
-            search_query=self._text(answer.search_query), answer=self._text(answer.text),
-            status=str(answer.status), mode=str(answer.mode), ab_arm=answer.ab_arm,
-            policy=getattr(ctx, "policy", ""),
-            timings_ms=dict(answer.timings_ms),
-            usage={stage: _usage(u) for stage, u in answer.usage.items()},
-            models=dict(answer.models),
-        )
+        return {
+            "created_at": now, "platform": str(ctx.platform), "workspace": ctx.workspace,
+            "channel": ctx.channel, "thread": ctx.thread, "user_id": ctx.user,
+            "correlation_id": q.correlation_id, "question": self._text(q.text),
+            "search_query": self._text(answer.search_query), "answer": self._text(answer.text),
+            "status": str(answer.status), "mode": str(answer.mode), "ab_arm": answer.ab_arm,
+            "policy": getattr(ctx, "policy", ""),
+            "timings_ms": dict(answer.timings_ms),
+            "usage": {stage: _usage(u) for stage, u in answer.usage.items()},
+            "models": dict(answer.models),
+        }
 
     def record(self, answer: AnswerLike) -> int:
         """Store the answer, one row per candidate, and every retrieved document's counters."""
@@ -109,15 +118,14 @@ class InteractionRepository:
         cited_chunks = {c.chunk_id for c in answer.citations}
         numbers = {c.chunk_id: c.n for c in answer.citations}
         deltas = document_deltas(answer.candidates, cited_chunks, self._threshold)
+        row = self._interaction(answer, now)
         with self._db.write() as session:
-            row = self._interaction(answer, now)
-            session.add(row)
-            session.flush()
-            sources = [_source_row(row.id, c, is_cited(c, cited_chunks),
+            interaction_id: int = session.execute(_INSERT_INTERACTION, row).scalar_one()
+            sources = [_source_row(interaction_id, c, is_cited(c, cited_chunks),
                                    numbers.get(c.chunk.chunk_id))
                        for c in answer.candidates]
             if sources:
-                session.execute(insert(InteractionSource), sources)
+                session.execute(_INSERT_SOURCES, sources)
             if deltas:
                 session.execute(upsert(self._db.dialect, table(DocumentStats), keys=("doc_id",),
                                        add=COUNTERS, replace=LATEST), stats_rows(deltas, now))
@@ -125,7 +133,7 @@ class InteractionRepository:
             day = Rollup()
             day.add(asked(row))
             day.write(self._db.dialect, session)
-            return row.id
+            return interaction_id
 
     def find_by_message(self, platform: str, channel: str, message_ref: str) -> int | None:
         """The interaction whose answer is that platform message (the newest, if several)."""
