@@ -12,12 +12,29 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import bindparam, func, insert, select, text
 
 from storage.columns import utc_now
 from storage.db import Database
 from storage.leases import lease_key
-from storage.models import EventKey
+from storage.models import EventKey, table
+
+_keys = table(EventKey)
+# Built once, values as parameters: every admitted question runs these.
+_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+# A question of this window expires within one window from now. Bounding expires_at on both
+# sides keeps the count on its index and off the day of event ids and the sessions in the
+# same table (a prefix LIKE cannot use the key's index under most collations); the second
+# window allows for replicas' clock skew.
+_USED = select(func.count()).select_from(_keys).where(
+    _keys.c.expires_at > bindparam("now"), _keys.c.expires_at <= bindparam("horizon"),
+    _keys.c.key.like(bindparam("pattern"), escape="\\"))
+_COUNT_ONE = insert(_keys)
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
 
 
 class QuotaRepository:
@@ -31,19 +48,12 @@ class QuotaRepository:
         prefix = f"quota:{who}:"
         with self._db.write() as session:
             if self._db.dialect == "postgresql":
-                session.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                                {"key": lease_key(prefix)})
-            # A question of this window expires within one window from now. Bounding
-            # expires_at on both sides keeps the count on its index and off the day of event
-            # ids and the sessions in the same table (a prefix LIKE cannot use the key's index
-            # under most collations); the second window allows for replicas' clock skew.
-            used = session.scalar(select(func.count()).select_from(EventKey).where(
-                EventKey.expires_at > now,
-                EventKey.expires_at <= now + 2 * timedelta(seconds=window_s),
-                EventKey.key.startswith(prefix, autoescape=True)))
+                session.execute(_LOCK, {"key": lease_key(prefix)})
+            used = session.scalar(_USED, {
+                "now": now, "horizon": now + 2 * timedelta(seconds=window_s),
+                "pattern": _like_prefix(prefix)})
             if (used or 0) >= limit:
                 return False
-            session.execute(insert(EventKey).values(
-                key=prefix + secrets.token_hex(8),
-                expires_at=now + timedelta(seconds=window_s)))
+            session.execute(_COUNT_ONE, {"key": prefix + secrets.token_hex(8),
+                                         "expires_at": now + timedelta(seconds=window_s)})
             return True

@@ -121,3 +121,12 @@ def test_the_quota_counts_per_person_within_the_window(stores: Stores) -> None:
     assert quota.allow("U3", 1, 0.2)
     time.sleep(0.3)  # the window slides: an old question no longer counts
     assert quota.allow("U3", 1, 0.2)
+
+
+def test_wildcards_in_a_person_id_count_only_that_person(stores: Stores) -> None:
+    quota = stores.chat.quota
+    assert quota.allow("UX1", 1, 60)
+    assert quota.allow("U_1", 1, 60)  # as a LIKE pattern, "_" would match UX1's X
+    assert quota.allow("U%", 1, 60)  # ... and "%" every key of a person starting with U
+    assert quota.allow("U\\", 1, 60)  # the escape character itself
+    assert [quota.allow(who, 1, 60) for who in ("UX1", "U_1", "U%", "U\\")] == [False] * 4
