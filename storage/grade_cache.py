@@ -18,6 +18,13 @@ from storage.upsert import upsert
 K = TypeVar("K", bound=GradeKeyLike)
 
 _table = table(GradeCacheEntry)
+# Built once, values as parameters: every question looks its candidates up.
+_FRESH = select(_table.c.chunk_id, _table.c.content_hash, _table.c.score, _table.c.reason,
+                _table.c.model).where(
+    _table.c.question_hash == bindparam("qhash"),
+    _table.c.grader_version == bindparam("version"),
+    _table.c.chunk_id.in_(bindparam("chunks", expanding=True)),
+    _table.c.created_at > bindparam("fresh_after"))
 
 
 @dataclass(frozen=True)
@@ -51,13 +58,10 @@ class GradeCacheRepository:
         found: dict[K, StoredGrade] = {}
         with self._db.read() as session:
             for (qhash, version), group in _group(keys).items():
-                query = select(GradeCacheEntry).where(
-                    GradeCacheEntry.question_hash == qhash,
-                    GradeCacheEntry.grader_version == version,
-                    GradeCacheEntry.chunk_id.in_({k.chunk_id for k in group}),
-                    GradeCacheEntry.created_at > fresh_after)
+                rows = {(r.chunk_id, r.content_hash): r for r in session.execute(_FRESH, {
+                    "qhash": qhash, "version": version, "fresh_after": fresh_after,
+                    "chunks": sorted({k.chunk_id for k in group})})}
                 # The content hash is part of the key: changed content never matches.
-                rows = {(r.chunk_id, r.content_hash): r for r in session.scalars(query)}
                 for key in group:
                     row = rows.get((key.chunk_id, key.content_hash))
                     if row is not None:
