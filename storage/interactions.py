@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, insert, select, update
+from sqlalchemy import CursorResult, bindparam, insert, select, update
 
 from storage.columns import text_hash, utc_now
 from storage.db import Database
@@ -52,6 +52,8 @@ def asked(row: dict[str, Any]) -> Asked:
 _INTERACTIONS = table(Interaction)
 _INSERT_INTERACTION = insert(_INTERACTIONS).returning(_INTERACTIONS.c.id)
 _INSERT_SOURCES = insert(table(InteractionSource))
+_ATTACH = (update(_INTERACTIONS).where(_INTERACTIONS.c.id == bindparam("interaction"))
+           .values(message_channel=bindparam("posted_in"), message_ref=bindparam("posted_as")))
 
 
 @dataclass(frozen=True)
@@ -147,10 +149,9 @@ class InteractionRepository:
 
     def attach_message(self, interaction_id: int, channel: str, message_ref: str) -> None:
         """Remember where the answer was posted; raises UnknownInteraction for a bad id."""
-        statement = (update(Interaction).where(Interaction.id == interaction_id)
-                     .values(message_channel=channel, message_ref=message_ref))
+        values = {"interaction": interaction_id, "posted_in": channel, "posted_as": message_ref}
         with self._db.write() as session:
-            if cast(CursorResult[Any], session.execute(statement)).rowcount == 0:
+            if cast(CursorResult[Any], session.execute(_ATTACH, values)).rowcount == 0:
                 raise UnknownInteraction(interaction_id)
 
     def get(self, interaction_id: int) -> Interaction | None:
