@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 
 from storage.columns import utc_now
 from storage.db import Database
-from storage.models import ChannelPolicyRow
+from storage.models import ChannelPolicyRow, table
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,16 @@ class StoredPolicy:
     updated_at: datetime
 
 
-def _stored(row: ChannelPolicyRow) -> StoredPolicy:
+_policies = table(ChannelPolicyRow)
+# Built once, values as parameters: it runs on every message.
+_FIRST = select(_policies.c.platform, _policies.c.channel, _policies.c.label,
+                _policies.c.settings, _policies.c.updated_at).where(
+    _policies.c.platform == bindparam("platform"),
+    _policies.c.channel.in_(bindparam("channels", expanding=True)))
+
+
+def _stored(row: Any) -> StoredPolicy:
+    """A policy from its row, an ORM object or a Core row alike."""
     return StoredPolicy(row.platform, row.channel, row.label, dict(row.settings), row.updated_at)
 
 
@@ -40,10 +49,9 @@ class ChannelPolicyRepository:
     def first(self, platform: str, channels: Sequence[str]) -> StoredPolicy | None:
         """The policy of the first of `channels` that has one, in one query: a message's
         channel, team and default are looked up on every message."""
-        query = select(ChannelPolicyRow).where(ChannelPolicyRow.platform == platform,
-                                               ChannelPolicyRow.channel.in_(channels))
         with self._db.read() as session:
-            found = {row.channel: _stored(row) for row in session.scalars(query)}
+            found = {row.channel: _stored(row) for row in session.execute(
+                _FIRST, {"platform": platform, "channels": list(channels)})}
         return next((found[c] for c in channels if c in found), None)
 
     def all(self) -> list[StoredPolicy]:

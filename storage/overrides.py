@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, case, func, select
+from sqlalchemy import CursorResult, bindparam, case, func, select
 
 from storage.columns import utc_now
 from storage.db import Database
@@ -23,6 +23,13 @@ from storage.models import (
 from storage.upsert import upsert
 
 KINDS = ("pin", "boost", "demote", "hide")
+
+_overrides = table(DocumentOverride)
+# Built once, values as parameters: every question reads both.
+_HIDDEN = select(_overrides.c.doc_id).where(_overrides.c.kind == "hide")
+_FOR_DOCUMENTS = select(_overrides.c.doc_id, _overrides.c.kind, _overrides.c.factor,
+                        _overrides.c.note, _overrides.c.set_by, _overrides.c.updated_at).where(
+    _overrides.c.doc_id.in_(bindparam("docs", expanding=True)))
 
 
 @dataclass(frozen=True)
@@ -80,15 +87,14 @@ class OverrideRepository:
                     for o in session.scalars(query)]
 
     def hidden(self) -> list[str]:
-        query = select(DocumentOverride.doc_id).where(DocumentOverride.kind == "hide")
         with self._db.read() as session:
-            return sorted(session.scalars(query))
+            return sorted(session.scalars(_HIDDEN))
 
     def for_documents(self, doc_ids: Sequence[str]) -> dict[str, OverrideRow]:
-        query = select(DocumentOverride).where(DocumentOverride.doc_id.in_(list(doc_ids)))
         with self._db.read() as session:
             return {o.doc_id: OverrideRow(o.doc_id, o.kind, o.factor, o.note, o.set_by,
-                                          o.updated_at) for o in session.scalars(query)}
+                                          o.updated_at)
+                    for o in session.execute(_FOR_DOCUMENTS, {"docs": list(doc_ids)})}
 
 
 class HistoryOfDocuments:
