@@ -53,6 +53,15 @@ def _index_check(index: WeaviateIndex) -> HealthCheck:
     return check
 
 
+# The youngest generation is collected once per this many new container objects rather than
+# Python's 700. Answers keep many objects alive for a few hundred milliseconds; at 700 most
+# were still in flight when collected, survived into the older generations and were scanned
+# there again. Measured in bench.serve_load (50 conversations back to back): the collector's
+# time went from 66-74 to 26-34 ms per second, full collections from one every 2 s to almost
+# none; each young collection pauses longer (~15 ms) but 40 times less often.
+YOUNG_COLLECTION_EVERY = 10_000
+
+
 async def _warm_up(app: App, readiness: Readiness, *, freeze_heap: bool) -> None:
     """Load the embedding model before the first question, whose timings would else hold it."""
     readiness.loading("embedding model", f"loading {app.embedder.name}")
@@ -69,6 +78,7 @@ async def _warm_up(app: App, readiness: Readiness, *, freeze_heap: bool) -> None
         # to ~270 ms.
         gc.collect()
         gc.freeze()
+        gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
     readiness.done("embedding model")
 
 
@@ -126,6 +136,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(app.aclose)
         if freeze_heap:
             stack.callback(gc.unfreeze)  # what _warm_up froze is collectable again once stopped
+            stack.callback(gc.set_threshold, *gc.get_threshold())  # and its pace as it was
         supervisor = None if worker else await _start_weaviate(app, stack)
         await asyncio.to_thread(app.database.upgrade)
         index = app.index()

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 
 from bot.app import App
+from bot.server import YOUNG_COLLECTION_EVERY
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.types import Vector
@@ -66,6 +67,7 @@ async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: Ma
     app.__dict__["embedder"] = slow
     sift = ServedSift(app, freeze_heap=True)
     assert gc.get_freeze_count() == 0
+    pace = gc.get_threshold()
     await sift.start()  # returns while the model is still "loading"
     try:
         status, body = await get(sift.base_url + "/readyz")
@@ -79,11 +81,15 @@ async def test_readyz_names_what_still_loads(tmp_path: Path, weaviate_server: Ma
             assert body["loading"] == {"embedding model": "failed to load: model file damaged"}
         else:
             assert status == 200 and body["status"] == "ok"
-            # Start-up's objects are out of the collector's sight once ready (short pauses).
+            # Start-up's objects are out of the collector's sight once ready (short pauses),
+            # and young objects are collected less often (fewer survive to be scanned again).
             assert gc.get_freeze_count() > 0
+            assert gc.get_threshold() == (YOUNG_COLLECTION_EVERY, *pace[1:])
+            assert pace[0] < YOUNG_COLLECTION_EVERY
     finally:
         await sift.stop()
     assert gc.get_freeze_count() == 0  # handed back on stop (tests serve in one process)
+    assert gc.get_threshold() == pace
 
 
 async def test_serve_inside_a_host_process_leaves_its_heap_unfrozen(
@@ -96,5 +102,6 @@ async def test_serve_inside_a_host_process_leaves_its_heap_unfrozen(
     try:
         assert (await settled_readyz(sift.base_url))[0] == 200
         assert gc.get_freeze_count() == 0  # ready, and the host's objects never left its sight
+        assert gc.get_threshold()[0] != YOUNG_COLLECTION_EVERY  # nor its collector's pace
     finally:
         await sift.stop()
