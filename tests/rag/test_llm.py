@@ -48,6 +48,30 @@ async def test_request_shape_structured_output_and_no_sampling(fake_anthropic: F
     assert again.usage.cache_read_tokens == response.usage.cache_write_tokens
 
 
+async def test_a_reply_is_read_as_the_messages_api_documents_it(
+        fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(Reply(200, {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant",
+        "model": "claude-haiku-5-5",
+        "content": [{"type": "thinking", "thinking": "Weigh the excerpt.", "signature": "sig"},
+                    {"type": "text", "text": "Rotate them in the vault, "},
+                    {"type": "text", "text": "then redeploy."}],
+        "stop_reason": "max_tokens", "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 9, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 2048}}))
+    response = await make_llm(fake_anthropic.url).complete(request())
+    assert response.text == "Rotate them in the vault, then redeploy."  # text blocks only
+    assert (response.model, response.stop_reason) == ("claude-haiku-5-5", "max_tokens")
+    assert (response.usage.input_tokens, response.usage.output_tokens,
+            response.usage.cache_read_tokens, response.usage.cache_write_tokens) == (12, 9, 2048, 0)
+
+
+async def test_a_reply_that_is_not_a_message_is_an_error(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(Reply(200, ["not", "a", "message"]))
+    with pytest.raises(LLMError):
+        await make_llm(fake_anthropic.url).complete(request())
+
+
 async def test_529_storm_is_retried_then_given_up(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script.extend(overloaded() for _ in range(10))
     llm = make_llm(fake_anthropic.url, max_retries=2)
