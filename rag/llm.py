@@ -45,6 +45,8 @@ def classify(exc: Exception) -> LLMError:
     """Map an SDK exception to an LLMError that says whether a retry makes sense."""
     import anthropic
 
+    if isinstance(exc, LLMError):  # already said (e.g. a reply that is not a message)
+        return exc
     if isinstance(exc, anthropic.APITimeoutError | TimeoutError):
         return LLMError(f"timed out: {exc or 'deadline passed'}", kind="timeout", retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
