@@ -68,7 +68,7 @@ async def test_a_reply_is_read_as_the_messages_api_documents_it(
 
 async def test_a_reply_that_is_not_a_message_is_an_error(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script.append(Reply(200, ["not", "a", "message"]))
-    with pytest.raises(LLMError, match="^the reply was not a JSON object"):
+    with pytest.raises(LLMError, match=r"^the reply was not a JSON object"):
         await make_llm(fake_anthropic.url).complete(request())
 
 
