@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import LLMError
 from rag.http_retry import retry_after
+from rag.messages_post import MessagesPost
 from rag.ports import LLMRequest, LLMResponse, TextSink
 from rag.types import Usage
 
@@ -119,15 +120,20 @@ class AnthropicLLM:
         # aiohttp's connection pool, not the SDK's default httpx one: with hundreds of grading
         # calls in flight, httpx checks every pooled connection on each request (measured
         # in bench.serve_load as the serve process's largest CPU cost).
+        traced = tracing_configured()
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url or None, max_retries=0, timeout=timeout_s,
             http_client=anthropic.DefaultAioHttpClient(timeout=timeout_s),
-            open_telemetry=None if tracing_configured() else False,
+            open_telemetry=None if traced else False,
         )
+        # Non-streaming calls skip the SDK's request building unless its spans are recorded.
+        self._post = None if traced else MessagesPost(self._client)
         self._max_retries = max_retries
         self._timeout_s = timeout_s
 
     async def close(self) -> None:
+        if self._post is not None:
+            await self._post.close()
         await self._client.close()
 
     @property
@@ -159,6 +165,8 @@ class AnthropicLLM:
             # The reply's JSON as the Messages API documents it, read directly: building the
             # SDK's typed message from it was a sixth of each call's CPU, and grading makes 20
             # calls per answer. Errors are still the SDK's exceptions (raised before this).
+            if self._post is not None:
+                return _from_json(await self._post(body, remaining))
             raw = await self._client.messages.with_raw_response.create(**body,
                                                                        timeout=remaining)
             return _from_json(await raw.json())

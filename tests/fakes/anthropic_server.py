@@ -41,6 +41,7 @@ class Reply:
     delay_s: float = 0.0
     kind: str = "any"
     break_after: int | None = None  # streaming: an overloaded error event after N text deltas
+    page: str | None = None  # a body that is not JSON, as a proxy in the way might send
 
 
 @dataclass
@@ -162,6 +163,9 @@ class FakeAnthropic(LocalServer):
         try:
             scripted = self._take(kind)
             await asyncio.sleep(scripted.delay_s if scripted else self.latency_s.get(kind, 0.0))
+            if scripted is not None and scripted.page is not None:
+                return web.Response(text=scripted.page, status=scripted.status,
+                                    content_type="text/html")
             if scripted is not None and (scripted.status != 200 or scripted.json_body):
                 return web.json_response(scripted.json_body, status=scripted.status,
                                          headers={"request-id": "req_fake", **scripted.headers})

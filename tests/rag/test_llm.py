@@ -72,6 +72,40 @@ async def test_a_reply_that_is_not_a_message_is_an_error(fake_anthropic: FakeAnt
         await make_llm(fake_anthropic.url).complete(request())
 
 
+async def test_a_reply_that_is_not_json_is_named(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(Reply(200, page="<html>Sign in to the gateway</html>"))
+    with pytest.raises(LLMError, match=r"^the reply was not JSON: b'<html>Sign in") as caught:
+        await make_llm(fake_anthropic.url).complete(request())
+    assert not caught.value.retryable
+
+
+async def test_an_error_page_that_is_not_json_is_still_classified(
+        fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script.append(Reply(502, page="<html>Bad gateway</html>"))
+    with pytest.raises(LLMError, match=r"^HTTP 502") as caught:
+        await make_llm(fake_anthropic.url, max_retries=0).complete(request())
+    assert (caught.value.kind, caught.value.retryable) == ("server", True)
+
+
+# Headers the SDK computes per call (a retry count, the timeout, the body's length) or that
+# the HTTP library adds; every other header it sends must be sent alike.
+PER_CALL = {"content-length", "host", "accept-encoding", "connection", "x-stainless-retry-count",
+            "x-stainless-read-timeout", "x-stainless-timeout"}
+
+
+async def test_a_call_goes_out_as_the_sdk_would_send_it(fake_anthropic: FakeAnthropic) -> None:
+    llm = make_llm(fake_anthropic.url)
+    sent = request(json_schema=SCHEMA, cache_system=True)
+    await llm.complete(sent)  # posted by Sift itself (no tracer provider here)
+    await llm._client.messages.create(**llm._body(sent))  # the same call through the SDK
+    direct, through_sdk = fake_anthropic.requests
+    assert direct.body == through_sdk.body
+    ours = {k.lower(): v for k, v in direct.headers.items()}
+    theirs = {k.lower(): v for k, v in through_sdk.headers.items() if k.lower() not in PER_CALL}
+    assert {"authorization", "anthropic-version", "content-type"} <= theirs.keys()
+    assert {k: ours.get(k) for k in theirs} == theirs
+
+
 async def test_529_storm_is_retried_then_given_up(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script.extend(overloaded() for _ in range(10))
     llm = make_llm(fake_anthropic.url, max_retries=2)

@@ -1,0 +1,74 @@
+"""One non-streaming Messages API call over aiohttp, with the SDK's headers and exceptions."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from rag.errors import LLMError
+
+if TYPE_CHECKING:
+    import anthropic
+
+
+class MessagesPost:
+    """POSTs a request body to `/v1/messages` and returns the reply's JSON.
+
+    Grading makes 20 such calls per answer. Through the SDK, most of each call's CPU went to
+    building an httpx request and handing it down to the aiohttp pool underneath
+    (`bench.llm_calls` compares the two); here the headers are the SDK's own, computed once, and
+    the body goes straight to aiohttp. A failure is raised as the exception the SDK raises for
+    it, made by the SDK from the response, so `rag.llm.classify` reads every failure alike.
+    """
+
+    def __init__(self, client: anthropic.AsyncAnthropic) -> None:
+        self._client = client
+        self._url = str(client.base_url).rstrip("/") + "/v1/messages"
+        # The SDK's defaults: version, client and authentication headers (Omit markers dropped).
+        self._headers = {k: v for k, v in client.default_headers.items() if isinstance(v, str)}
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            import anthropic
+
+            limits = anthropic.DEFAULT_CONNECTION_LIMITS  # the SDK's pool size and keep-alive
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=limits.max_connections or 0,
+                                               keepalive_timeout=limits.keepalive_expiry),
+                trust_env=True)  # proxies from the environment, as the SDK's client honours
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def __call__(self, body: dict[str, Any], timeout_s: float) -> Any:
+        import anthropic
+        import httpx2  # the SDK's HTTP library: its exceptions carry one of its requests
+
+        data = json.dumps(body).encode()
+        try:
+            async with self._open().post(self._url, data=data, headers=self._headers,
+                                         timeout=aiohttp.ClientTimeout(total=timeout_s),
+                                         ) as response:
+                content = await response.read()
+                status, headers = response.status, response.headers
+        except TimeoutError as exc:
+            raise anthropic.APITimeoutError(httpx2.Request("POST", self._url)) from exc
+        except aiohttp.ClientError as exc:
+            raise anthropic.APIConnectionError(
+                message=f"{type(exc).__name__}: {exc}",
+                request=httpx2.Request("POST", self._url)) from exc
+        if status >= 400:
+            failed = httpx2.Response(status, headers=list(headers.items()), content=content,
+                                     request=httpx2.Request("POST", self._url))
+            raise self._client._make_status_error_from_response(failed)
+        try:
+            return json.loads(content)
+        except ValueError as exc:
+            raise LLMError(f"the reply was not JSON: {content[:80]!r}", kind="unexpected",
+                           retryable=False) from exc
+
