@@ -63,7 +63,10 @@ PROPERTIES = [
 ]
 
 SEARCHABLE = ("title", "section", "text", "tags")
-RETURNED = [p.name for p in PROPERTIES]
+# What a search returns: every property but the dates, which nothing downstream of a search
+# reads (filters on them run inside Weaviate) and which the client parses one by one with
+# `strptime`, 3% of `sift serve`'s interpreter time at 50 conversations (py-spy).
+RETURNED = [p.name for p in PROPERTIES if p.dataType is not DataType.DATE]
 
 
 def collection_options(description: str, replication_factor: int = 1) -> dict[str, Any]:
