@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from rag.errors import LLMError
 
@@ -29,6 +32,13 @@ class MessagesPost:
         # The SDK's defaults: version, client and authentication headers (Omit markers dropped).
         self._headers = {k: v for k, v in client.default_headers.items() if isinstance(v, str)}
         self._session: aiohttp.ClientSession | None = None
+        # A proxy from the environment (HTTPS_PROXY, NO_PROXY), as the SDK's client honours,
+        # looked up once: aiohttp's `trust_env` would look it up, and read ~/.netrc, in a
+        # thread on every call.
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
+        with contextlib.suppress(LookupError):  # none set for this host
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(URL(self._url))
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -37,8 +47,7 @@ class MessagesPost:
             limits = anthropic.DEFAULT_CONNECTION_LIMITS  # the SDK's pool size and keep-alive
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=limits.max_connections or 0,
-                                               keepalive_timeout=limits.keepalive_expiry),
-                trust_env=True)  # proxies from the environment, as the SDK's client honours
+                                               keepalive_timeout=limits.keepalive_expiry))
         return self._session
 
     async def close(self) -> None:
@@ -53,6 +62,7 @@ class MessagesPost:
         try:
             async with self._open().post(self._url, data=data, headers=self._headers,
                                          timeout=aiohttp.ClientTimeout(total=timeout_s),
+                                         proxy=self._proxy, proxy_auth=self._proxy_auth,
                                          ) as response:
                 content = await response.read()
                 status, headers = response.status, response.headers

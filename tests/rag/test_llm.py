@@ -106,6 +106,20 @@ async def test_a_call_goes_out_as_the_sdk_would_send_it(fake_anthropic: FakeAnth
     assert {k: ours.get(k) for k in theirs} == theirs
 
 
+async def test_a_proxy_named_in_the_environment_carries_the_call(
+        fake_anthropic: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake plays the proxy: the API's host does not resolve, so only a call sent through
+    # the proxy can be answered.
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, fake_anthropic.url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    response = await make_llm("http://api.anthropic.invalid", max_retries=0).complete(request())
+    assert response.text == "ok"
+    (sent,) = fake_anthropic.requests
+    assert sent.headers["Host"] == "api.anthropic.invalid"
+
+
 async def test_529_storm_is_retried_then_given_up(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script.extend(overloaded() for _ in range(10))
     llm = make_llm(fake_anthropic.url, max_retries=2)
