@@ -14,7 +14,8 @@ ALLOWED = {"rag": {"rag"}, "sync": {"sync", "rag"}, "storage": {"storage"}}
 # Chat-platform SDKs stay in bot/; vendor clients only in the modules that adapt them.
 PLATFORM_SDKS = {"slack_sdk", "slack_bolt", "microsoft_agents"}
 VENDOR_ADAPTERS = {"weaviate": {"rag/index.py", "rag/index_schema.py"},
-                   "anthropic": {"rag/llm.py"}}
+                   "anthropic": {"rag/llm.py", "rag/messages_post.py"},
+                   "httpx2": {"rag/messages_post.py"}}  # the Anthropic SDK's HTTP library
 
 
 def imports(path: Path) -> set[str]:
