@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 class MessagesPost:
     """POSTs a request body to `/v1/messages` and returns the reply's JSON.
 
-    Grading makes 20 such calls per answer. Through the SDK, most of each call's CPU went to
-    building an httpx request and handing it down to the aiohttp pool underneath
+    Grading makes 20 such calls per answer. Through the SDK, about 70% of each call's CPU went
+    to building an httpx request and handing it down to the aiohttp pool underneath
     (`bench.llm_calls` compares the two); here the headers are the SDK's own, computed once, and
     the body goes straight to aiohttp. A failure is raised as the exception the SDK raises for
     it, made by the SDK from the response, so `rag.llm.classify` reads every failure alike.
@@ -75,10 +75,11 @@ class MessagesPost:
         if status >= 400:
             failed = httpx2.Response(status, headers=list(headers.items()), content=content,
                                      request=httpx2.Request("POST", self._url))
+            # The SDK's own factory (a private method; the error cases in tests/rag/test_llm.py
+            # hold it to the classes and fields `classify` reads).
             raise self._client._make_status_error_from_response(failed)
         try:
             return json.loads(content)
         except ValueError as exc:
             raise LLMError(f"the reply was not JSON: {content[:80]!r}", kind="unexpected",
                            retryable=False) from exc
-
