@@ -63,10 +63,13 @@ PROPERTIES = [
 ]
 
 SEARCHABLE = ("title", "section", "text", "tags")
-# What a search returns: every property but the dates, which nothing downstream of a search
-# reads (filters on them run inside Weaviate) and which the client parses one by one with
-# `strptime`, 3% of `sift serve`'s interpreter time at 50 conversations (py-spy).
-RETURNED = [p.name for p in PROPERTIES if p.dataType is not DataType.DATE]
+# What a search returns: the properties read after a search (grading, answering, citing,
+# the access check, the Teams card's keywords). The client parses every returned property
+# of every hit, the dates one by one with `strptime` (3% of `sift serve`'s interpreter time
+# at 50 conversations, py-spy), so the rest (authors, channels, subtype, language, tokens
+# and the dates, whose filters run inside Weaviate) stay in Weaviate.
+RETURNED = ["chunk_id", "doc_id", "source", "title", "url", "section", "text", "tags",
+            "doc_type", "access", "content_hash", "chunk_index"]
 
 
 def collection_options(description: str, replication_factor: int = 1) -> dict[str, Any]:
