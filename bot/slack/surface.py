@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -92,24 +93,26 @@ class SlackSurface:
 
     @contextlib.asynccontextmanager
     async def _indicator(self) -> AsyncIterator[None]:
+        # Shown while the answer is worked on, not before: the call runs beside the work,
+        # so Slack's round trip is not added to every answer's time.
         msg = self._incoming
         if msg is None or not msg.ts:  # a slash command has no message to mark
             yield
             return
         if self._options.assistant_status and msg.kind is Kind.DIRECT and msg.thread_ts:
-            shown = await self._out.set_status(msg.channel, msg.thread_ts,
-                                               messages.WORKING_STATUS)
+            shown = asyncio.create_task(self._out.set_status(msg.channel, msg.thread_ts,
+                                                             messages.WORKING_STATUS))
             try:
                 yield
             finally:
-                if shown:  # Slack clears it on our reply; this covers the failures
+                if await _shown(shown):  # Slack clears it on our reply; this covers failures
                     await self._out.set_status(msg.channel, msg.thread_ts, "")
             return
-        reacted = await self._out.react(msg.channel, msg.ts)
+        reacted = asyncio.create_task(self._out.react(msg.channel, msg.ts))
         try:
             yield
         finally:
-            if reacted:
+            if await _shown(reacted):
                 await self._out.unreact(msg.channel, msg.ts)
 
     async def deliver(self, answer: Answer, delivery: Delivery) -> str:
@@ -161,3 +164,11 @@ class SlackSurface:
                                       render_notice(messages.FEEDBACK_THANKS))
         return None
 
+
+async def _shown(call: asyncio.Task[bool]) -> bool:
+    """Whether the working indicator went up; its failure never costs the answer."""
+    try:
+        return await call
+    except Exception as exc:  # Slack unreachable, say: the answer is already on its way
+        log.warning("could not show that the question is being worked on: %s", exc)
+        return False

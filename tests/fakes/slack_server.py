@@ -64,6 +64,7 @@ class FakeSlack(LocalServer):
         self._threads: dict[tuple[str, str], list[Json]] = {}  # (channel, root ts) -> messages
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.failures: dict[str, deque[Failure]] = {}
+        self.delays: dict[str, float] = {}  # method -> seconds before it answers (slow Slack)
         self._last = 1_700_000_000 * 1_000_000  # microseconds
         self.users: dict[str, Json] = {}  # user id -> user object (users.info)
         self.usergroups: list[Json] = []  # usergroup objects, each with its "users"
@@ -81,6 +82,10 @@ class FakeSlack(LocalServer):
 
     def fail(self, method: str, failure: Failure | None = None, times: int = 1) -> None:
         self.failures.setdefault(method, deque()).extend([failure or Failure()] * times)
+
+    def slow(self, method: str, seconds: float) -> None:
+        """Answer `method` only after `seconds`, as Slack does on a bad day."""
+        self.delays[method] = seconds
 
     def add_message(self, channel: str, user: str, text: str, ts: str, thread_ts: str = "",
                     bot_id: str = "") -> Json:
@@ -189,6 +194,8 @@ class FakeSlack(LocalServer):
         token = self.app_token if method == "apps.connections.open" else self.token
         if request.headers.get("Authorization") != f"Bearer {token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
+        if method in self.delays:
+            await asyncio.sleep(self.delays[method])
         queued = self.failures.get(method)
         if queued:
             failure = queued.popleft()

@@ -192,3 +192,22 @@ async def test_assistant_threads_get_a_status_instead_of_eyes(make_stack: StackF
     assert statuses == [messages.WORKING_STATUS, ""]
     assert not stack.slack.calls_to("reactions.add")
     assert stack.slack.calls_to("chat.postMessage")[-1].args["thread_ts"] == "1700001000.000001"
+
+
+async def test_the_working_reaction_does_not_hold_up_the_answer(stack: SlackStack) -> None:
+    stack.slack.slow("reactions.add", 1.0)
+    await ask_in_channel(stack)
+    added = stack.slack.calls_to("reactions.add")
+    understand = stack.anthropic.calls("understand")
+    assert len(added) == 1 and understand
+    # Claude was asked while Slack was still adding 👀, and the 👀 still came off at the end
+    assert understand[0].started < added[0].at + 1.0
+    assert [c.args["name"] for c in stack.slack.calls_to("reactions.remove")] == ["eyes"]
+    assert stack.slack.calls_to("reactions.remove")[0].at > added[0].at + 1.0
+
+
+async def test_a_refused_reaction_still_gets_the_answer(stack: SlackStack) -> None:
+    stack.slack.fail("reactions.add", Failure("too_many_reactions"))
+    posted = await ask_in_channel(stack)
+    assert "[1]" in all_text(posted)
+    assert not stack.slack.calls_to("reactions.remove")  # nothing went up, nothing to take off
