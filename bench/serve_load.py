@@ -347,6 +347,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
     slack, fake = TimedSlack(), FakeAnthropic()
     fake.model_latency = ModelLatency(args.first_token_ms / 1000, args.per_token_ms / 1000,
                                       jitter=args.model_jitter)
+    slack.latency_s = args.slack_ms / 1000
     await slack.start()
     await fake.start()
     port = free_port()
@@ -466,7 +467,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           + f"; fake model {args.first_token_ms:.0f} ms to first token + "
           f"{args.per_token_ms:.1f} ms/token"
           + (f", each reply's times x [{1 - args.model_jitter:g}, {1 + args.model_jitter:g}]"
-             if args.model_jitter else ""))
+             if args.model_jitter else "")
+          + (f"; fake Slack {args.slack_ms:g} ms per call" if args.slack_ms else ""))
     if args.serve_env:
         print("sift serve environment: " + ", ".join(args.serve_env))
     print(f"questions: {len(run.asked)} asked, {len(answered)} answered, "
@@ -545,6 +547,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--first-token-ms", type=float, default=500.0)
     parser.add_argument("--per-token-ms", type=float, default=8.0)
+    parser.add_argument("--slack-ms", type=float, default=0.0, metavar="MS",
+                        help="every Slack Web API call answered after this long (default 0; "
+                        "Slack's own round trip is tens to hundreds of ms); an answer counts "
+                        "as seen when its message reaches the fake")
     parser.add_argument("--model-jitter", type=float, default=0.0, metavar="F",
                         help="scale each model reply's times by a factor drawn from "
                         "[1 - F, 1 + F] (default 0: every reply takes the same time)")

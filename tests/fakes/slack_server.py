@@ -65,6 +65,7 @@ class FakeSlack(LocalServer):
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.failures: dict[str, deque[Failure]] = {}
         self.delays: dict[str, float] = {}  # method -> seconds before it answers (slow Slack)
+        self.latency_s = 0.0  # before every other method's reply (Slack's round trip)
         self._last = 1_700_000_000 * 1_000_000  # microseconds
         self.users: dict[str, Json] = {}  # user id -> user object (users.info)
         self.usergroups: list[Json] = []  # usergroup objects, each with its "users"
@@ -84,7 +85,7 @@ class FakeSlack(LocalServer):
         self.failures.setdefault(method, deque()).extend([failure or Failure()] * times)
 
     def slow(self, method: str, seconds: float) -> None:
-        """Answer `method` only after `seconds`, as Slack does on a bad day."""
+        """Reply to `method` only after `seconds`, as Slack does on a bad day."""
         self.delays[method] = seconds
 
     def add_message(self, channel: str, user: str, text: str, ts: str, thread_ts: str = "",
@@ -187,6 +188,14 @@ class FakeSlack(LocalServer):
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        response = await self._respond(method, request)
+        # Slack's round trip: what the call did is seen at once, its reply comes late.
+        delay = self.delays.get(method, self.latency_s)
+        if delay:
+            await asyncio.sleep(delay)
+        return response
+
+    async def _respond(self, method: str, request: web.Request) -> web.Response:
         args = await self._args(request)
         peer = request.transport.get_extra_info("peername") if request.transport else None
         self.calls.append(Call(method, args, dict(request.headers), request.method,
@@ -194,8 +203,6 @@ class FakeSlack(LocalServer):
         token = self.app_token if method == "apps.connections.open" else self.token
         if request.headers.get("Authorization") != f"Bearer {token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
-        if method in self.delays:
-            await asyncio.sleep(self.delays[method])
         queued = self.failures.get(method)
         if queued:
             failure = queued.popleft()
