@@ -25,7 +25,9 @@ class AnswerStream:
     hands over the whole answer so far, which goes out as cumulative streaming updates no
     closer together than `interval_s` (Teams throttles streams, about one update a second);
     text arriving in between replaces the text waiting, so the newest is what goes out.
-    `finish` sends the final message, which replaces what was streamed. The SDK's
+    `open` sends the informative update beside the answer's work, not before it (a Bot
+    Connector round trip the answer need not wait for); `finish` sends the final message,
+    which replaces what was streamed. The SDK's
     StreamingResponse derives citation pop-ups itself (480-character excerpts, dropped without
     the AI label); this keeps the renderer's entities. A refused stream (4xx) degrades: no
     stream at all, or no more updates, or the answer as an ordinary message.
@@ -41,33 +43,48 @@ class AnswerStream:
         self._updating = True  # until Teams refuses an update
         self._finishing = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
+        self._opening: asyncio.Task[None] | None = None
 
     @property
     def started(self) -> bool:
         return bool(self._stream_id)
 
-    async def start(self, text: str) -> None:
+    def open(self, text: str) -> None:
+        """Start the stream with `text` as its progress line, in the background."""
+        self._opening = asyncio.create_task(self._start(text))
+
+    async def _start(self, text: str) -> None:
         update = Activity(type=ActivityTypes.typing, text=text, entities=[
             StreamInfo(stream_type="informative", stream_sequence=self._sequence)])
         try:
             sent = await self._send(update)
-        except ClientResponseError as exc:
-            if not _refused(exc):
-                raise
-            log.warning("Teams refused to stream (%s %s); sending the answer whole",
-                        exc.status, exc.message)
+        except Exception as exc:  # no stream: the answer goes out whole when complete
+            if isinstance(exc, ClientResponseError) and _refused(exc):
+                log.warning("Teams refused to stream (%s %s); sending the answer whole",
+                            exc.status, exc.message)
+            else:
+                log.exception("could not start streaming; sending the answer whole")
             return
         self._stream_id = sent.id if sent and sent.id else ""
 
+    async def _opened(self) -> bool:
+        """Whether the stream is open, once its first update has been answered."""
+        if self._opening is not None:
+            await self._opening
+        return self.started
+
     async def show(self, text: str) -> None:
         """The answer so far (Markdown, whole); returns at once, the update follows."""
-        if not self._stream_id or not self._updating or self._finishing.is_set():
+        refused = self._opening is not None and self._opening.done() and not self.started
+        if self._opening is None or refused or not self._updating or self._finishing.is_set():
             return
         self._latest = no_pings_so_far(text)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send_updates())
 
     async def _send_updates(self) -> None:
+        if not await self._opened():
+            return
         while self._updating and self._latest != self._shown:
             wait = self._sent_at + self._interval_s - time.monotonic()
             if wait > 0:
@@ -105,7 +122,7 @@ class AnswerStream:
         """Send the final message. While streaming, Teams shows one message, created by the
         informative update and finished here; its id is the stream id, which is what
         feedback on it will name."""
-        if not self._stream_id:
+        if not await self._opened():
             return await self._turn.send_activity(activity)
         self._finishing.set()
         if self._sender is not None:

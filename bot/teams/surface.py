@@ -56,8 +56,8 @@ class TeamsSurface:
     async def working(self, delivery: Delivery) -> AsyncIterator[TextSink | None]:
         if self._options.streaming and self._personal and on_teams(self._turn.activity):
             self._stream = AnswerStream(self._turn, self._options.stream_interval_s)
-            await self._stream.start(messages.TEAMS_WORKING)
-            yield self._stream.show if self._stream.started else None
+            self._stream.open(messages.TEAMS_WORKING)
+            yield self._stream.show
             return
         typing = TypingOptions(initial_delay_ms=0,
                                interval_ms=int(self._options.typing_interval_s * 1000))
@@ -75,7 +75,7 @@ class TeamsSurface:
         # A typing indicator still on its way (retried after a 429, say) lands first.
         await self._typing.aclose()
         stream = self._stream
-        sent = await (stream.finish(activity) if stream and stream.started
+        sent = await (stream.finish(activity) if stream is not None
                       else self._turn.send_activity(activity))
         return sent.id if sent is not None and sent.id else ""
 

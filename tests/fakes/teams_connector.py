@@ -70,6 +70,7 @@ class FakeConnector(LocalServer):
         self.received: list[Received] = []
         self.refused: list[Received] = []  # requests answered with a scripted failure
         self.failures: deque[Failure] = deque()
+        self.delays: list[tuple[Callable[[Received], bool], float]] = []
         self._ids = itertools.count(1700000009001)
         self._changed = asyncio.Condition()
         base = f"{prefix}/v3/conversations/{{conversation_id}}/activities"
@@ -90,6 +91,11 @@ class FakeConnector(LocalServer):
         """Refuse the next `times` requests that `matches` picks, whenever they come."""
         body = {"error": {"code": code, "message": "scripted failure"}}
         self.failures.extend(Failure(status, body=body, matches=matches) for _ in range(times))
+
+    def slow_when(self, matches: Callable[[Received], bool], seconds: float) -> None:
+        """Reply to the requests `matches` picks only after `seconds` (they count as received
+        at once), as the Bot Connector does on a bad day."""
+        self.delays.append((matches, seconds))
 
     def of_type(self, kind: str) -> list[Received]:
         return [r for r in self.received if r.type == kind]
@@ -122,4 +128,5 @@ class FakeConnector(LocalServer):
         async with self._changed:
             self.received.append(record)
             self._changed.notify_all()
+        await asyncio.sleep(sum(seconds for matches, seconds in self.delays if matches(record)))
         return web.json_response({"id": record.id}, status=201)

@@ -70,6 +70,30 @@ async def test_personal_answer_streams_while_claude_writes(make_stack: StackFact
     assert (vote.vote, vote.channel) == (1, "button")
 
 
+async def test_a_slow_informative_update_does_not_hold_up_the_answer(
+        make_stack: StackFactory) -> None:
+    stack = await make_stack(stream_interval_s=0)
+    stack.connector.slow_when(stream_type("informative"), 1.0)
+    informative, _, final = await streamed_answer(stack)
+    [understood] = stack.anthropic.calls("understand")
+    assert understood.started < informative.at + 1.0  # asked while Teams was still replying
+    # still one message in Teams: the final one closes the stream the informative one opened
+    assert final.stream_info == {"type": "streaminfo", "streamType": "final",
+                                 "streamId": informative.id}
+
+
+async def test_an_informative_update_that_fails_leaves_the_answer_whole(
+        make_stack: StackFactory, caplog: pytest.LogCaptureFixture) -> None:
+    stack = await make_stack(stream_interval_s=0)
+    stack.connector.fail_when(stream_type("informative"), 500)
+    await stack.post(personal(stack))
+    [final] = await stack.connector.wait_for_messages(1)
+    await stack.settle()
+    assert final.stream_info is None and "[1]" in final.text
+    assert not updates(stack.connector, "streaming")
+    assert "could not start streaming; sending the answer whole" in caplog.text
+
+
 async def test_updates_keep_to_the_interval_and_send_the_latest_text(
         make_stack: StackFactory) -> None:
     stack = await make_stack(stream_interval_s=0.4)
