@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from slack_sdk.errors import SlackApiError
 
@@ -99,21 +100,21 @@ class SlackSurface:
         if msg is None or not msg.ts:  # a slash command has no message to mark
             yield
             return
+        show: Awaitable[bool]
+        hide: Callable[[], Awaitable[object]]
         if self._options.assistant_status and msg.kind is Kind.DIRECT and msg.thread_ts:
-            shown = asyncio.create_task(self._out.set_status(msg.channel, msg.thread_ts,
-                                                             messages.WORKING_STATUS))
-            try:
-                yield
-            finally:
-                if await _shown(shown):  # Slack clears it on our reply; this covers failures
-                    await self._out.set_status(msg.channel, msg.thread_ts, "")
-            return
-        reacted = asyncio.create_task(self._out.react(msg.channel, msg.ts))
+            show = self._out.set_status(msg.channel, msg.thread_ts, messages.WORKING_STATUS)
+            # Slack clears the status on our reply; clearing it here covers the failures.
+            hide = partial(self._out.set_status, msg.channel, msg.thread_ts, "")
+        else:
+            show = self._out.react(msg.channel, msg.ts)
+            hide = partial(self._out.unreact, msg.channel, msg.ts)
+        shown = asyncio.ensure_future(show)
         try:
             yield
         finally:
-            if await _shown(reacted):
-                await self._out.unreact(msg.channel, msg.ts)
+            if await _shown(shown):
+                await hide()
 
     async def deliver(self, answer: Answer, delivery: Delivery) -> str:
         """The live reply completed; an answer nobody saw being written is replayed through a
@@ -165,7 +166,7 @@ class SlackSurface:
         return None
 
 
-async def _shown(call: asyncio.Task[bool]) -> bool:
+async def _shown(call: asyncio.Future[bool]) -> bool:
     """Whether the working indicator went up; its failure never costs the answer."""
     try:
         return await call

@@ -64,7 +64,7 @@ class FakeSlack(LocalServer):
         self._threads: dict[tuple[str, str], list[Json]] = {}  # (channel, root ts) -> messages
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.failures: dict[str, deque[Failure]] = {}
-        self.delays: dict[str, float] = {}  # method -> seconds before it answers (slow Slack)
+        self.delays: dict[str, float] = {}  # method -> seconds before its reply (slow Slack)
         self.latency_s = 0.0  # before every other method's reply (Slack's round trip)
         self._last = 1_700_000_000 * 1_000_000  # microseconds
         self.users: dict[str, Json] = {}  # user id -> user object (users.info)
