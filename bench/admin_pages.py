@@ -16,7 +16,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -99,19 +98,6 @@ async def _catch_up(sub: web.Application | None) -> None:
               f"({done} left for this pass)", file=sys.stderr)
 
 
-def _measure_tree(tree: Path, url: str, rounds: int) -> tuple[dict[str, list[float]],
-                                                               dict[str, float]]:
-    """This script's measurement run with `tree` first on the path, in a fresh process."""
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", url,
-                           "--rounds", str(rounds)], cwd=tree, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(tree)}, check=False)
-    sys.stderr.write(done.stderr[-600:])
-    if done.returncode:
-        raise SystemExit(f"measuring {tree} failed")
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    return found["times"], found["first"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--interactions", type=int, default=100_000)
@@ -146,7 +132,11 @@ def main() -> None:
         print(f"seeded {args.interactions:,} interactions over {args.days} days in "
               f"{time.perf_counter() - started:.0f}s")
         trees = [ROOT, *(t.resolve() for t in args.tree)]
-        results = {tree: _measure_tree(tree, url, args.rounds) for tree in trees}
+        from bench.trees import measure_in  # not in the child: an older tree has no such file
+
+        found = {tree: measure_in(tree, __file__, "--measure", url, "--rounds", str(args.rounds))
+                 for tree in trees}
+        results = {tree: (f["times"], f["first"]) for tree, f in found.items()}
     finally:
         if cluster is not None:
             cluster.stop()

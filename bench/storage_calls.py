@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -104,19 +102,6 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     return found
 
 
-def _measure_tree(tree: Path, url: str, calls: int, rounds: int) -> dict[str, float]:
-    # This script's file, the tree's code: a checkout older than the script measures too.
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", url,
-                           "--calls", str(calls), "--rounds", str(rounds)],
-                          cwd=tree, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(tree)})
-    if done.returncode:
-        sys.stderr.write(done.stderr[-2000:])
-        raise SystemExit(f"measuring {tree} failed (its error is above)")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
 def _fresh_database(admin_url: str, name: str) -> str:
     from sqlalchemy import create_engine, make_url, text
 
@@ -143,6 +128,7 @@ def main() -> None:
     if args.measure:  # the child: this checkout's code against the database it was given
         print(json.dumps(measure(args.measure, args.calls, args.rounds)))
         return
+    from bench.trees import measure_in  # not in the child: an older tree has no such file
     from tests.pg import Cluster, _bin_dir
 
     bin_dir = _bin_dir()
@@ -157,7 +143,8 @@ def main() -> None:
             for i, tree in enumerate(trees):
                 url = _fresh_database(admin_url, f"bench_{i}_{repeat}")
                 print(f"pass {repeat + 1}/{args.repeats}: {tree}", file=sys.stderr, flush=True)
-                results[tree].append(_measure_tree(tree, url, args.calls, args.rounds))
+                results[tree].append(measure_in(tree, __file__, "--measure", url, "--calls",
+                                                str(args.calls), "--rounds", str(args.rounds)))
     finally:
         cluster.stop()
     names = list(results[ROOT][0])

