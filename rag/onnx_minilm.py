@@ -166,8 +166,9 @@ def file_lock(path: Path) -> Iterator[None]:
 
 # Tokens in one batch, padding included. The model's working memory grows with a batch's
 # rows times the square of its width, and what a runtime took for its largest batch stays
-# with the process: 32 texts of 256 tokens left 120 MB, 8 of them 46 MB, at the same speed
-# on one thread and on two (bench.embed_memory).
+# with the process; 8 texts of 256 tokens embed about as fast as 32 of them, in a third of
+# the memory (bench.embed_memory, with the padded widths below: a sync's CPU 45 -> 42 s,
+# memory over the loaded model 188 -> 63 MB).
 BATCH_TOKENS = 2048
 
 
@@ -205,8 +206,8 @@ def padded_width(tokens: int, limit: int) -> int:
 
     OpenVINO keeps what it prepared for each input shape it has run (about 1 MB a shape, never
     released), so with exact widths a long-lived `sift serve` grew with every new question
-    length and sync batch: 320 MB after one batch of each width from 8 to 256 tokens. Few
-    shapes also run quicker, since a shape seen before needs no preparing (bench.embed_memory).
+    length and sync batch (bench.embed_memory: 80 questions and 400 small sync calls reached
+    150 shapes and 246 MB over the loaded model; 37 shapes and 64 MB now).
     """
     for step, top in _WIDTH_STEPS:
         if tokens <= top:
