@@ -4,7 +4,9 @@ Run:  .venv/bin/python -m bench.embed_batches [--pages 100] [--rounds 2]
 
 Chunks a slice of the AWS corpus with the production settings and embeds the chunks' texts
 the way the sync job does (one embed call per window of chunks; sentence-transformers sorts
-each call's texts by length, so a wider window pads less). Configurations run interleaved,
+each call's texts by length, so a wider window pads less). A model batch also holds at most
+`rag.onnx_minilm.BATCH_TOKENS` tokens with its padding, so for long texts (8 of 256 tokens)
+the larger batch sizes give the same batches. Configurations run interleaved,
 round after round, so that load from other processes spreads over all of them.
 """
 
