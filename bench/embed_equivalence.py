@@ -36,7 +36,8 @@ Runner = Callable[[list[str]], np.ndarray]
 
 
 def sample_chunks(corpus: Path, count: int, seed: int) -> list[str]:
-    pages = [json.loads(line) for line in corpus.open(encoding="utf-8")]
+    with corpus.open(encoding="utf-8") as lines:
+        pages = [json.loads(line) for line in lines]
     random.Random(seed).shuffle(pages)
     chunking = App(Settings()).sync_config.chunking  # the production sizes
     texts: list[str] = []

@@ -42,7 +42,8 @@ def rss_mb() -> float:
 
 
 def questions() -> list[str]:
-    rows = [json.loads(line) for line in (EVAL / "queries.jsonl").open(encoding="utf-8")]
+    with (EVAL / "queries.jsonl").open(encoding="utf-8") as lines:
+        rows = [json.loads(line) for line in lines]
     return [r["text"] for r in rows] + [r["answer"] for r in rows if r.get("answer")]
 
 
