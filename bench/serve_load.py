@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
+import gc
 import itertools
 import json
 import os
@@ -56,6 +57,7 @@ TOPICS = ("How do I reset my MFA?", "How do I set up the VPN?",
           "What are the API rate limits?", "How do I report a phishing email?",
           "How do I rotate the staging database credentials?", "What does the travel policy "
           "say about flights?")
+SERVERS = ("weaviate", "postgres")  # command names of the servers Sift uses
 TAG = re.compile(r"\(q(\d+)\)")
 
 
@@ -94,6 +96,15 @@ class Run:
     # (time.monotonic(), CPU seconds of `sift serve` so far) at each sample: CPU per answer
     # over the run, to tell work per answer growing from a longer wait for the same work.
     serve_cpu: list[tuple[float, float]] = field(default_factory=list)
+    # (time.monotonic(), machine busy s, this process's CPU s, Weaviate's, PostgreSQL's) at
+    # the same samples: who held the cores in each window, to tell Sift's slow windows from
+    # a busy neighbour's.
+    machine_cpu: list[tuple[float, float, float, float, float]] = field(default_factory=list)
+    # (time.monotonic(), ms) how late this process's event loop woke for a short sleep: the
+    # fakes' requests and the conversations share that loop, so its lateness is counted in
+    # Sift's own time too.
+    loop_lag_ms: list[tuple[float, float]] = field(default_factory=list)
+    harness_gc_ms: list[float] = field(default_factory=list)  # this process's full collections
     serve_cpu_s: float = 0.0  # CPU the `sift serve` process used while the conversations ran
     harness_cpu_s: float = 0.0  # this process: fake Slack, fake Claude, the conversations
     machine_busy_s: float = 0.0  # every core's non-idle time (Weaviate, PostgreSQL, the OS too)
@@ -193,6 +204,35 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+class ServerCpu:
+    """User + system CPU of the processes whose command name starts with one of `commands`
+    (Weaviate's and PostgreSQL's), summed per name from each process's increments, so a
+    process that exits (PostgreSQL's autovacuum workers) does not take its time back."""
+
+    def __init__(self, commands: tuple[str, ...]) -> None:
+        self.totals = dict.fromkeys(commands, 0.0)
+        self._last: dict[int, float] | None = None  # None: the first reading is the baseline
+
+    def update(self) -> dict[str, float]:
+        now: dict[int, tuple[str, float]] = {}
+        for entry in Path("/proc").iterdir():
+            with suppress(OSError, ValueError, IndexError):
+                if not entry.name.isdigit():
+                    continue
+                head, tail = (entry / "stat").read_text().rsplit(")", 1)
+                name = head.split("(", 1)[1]
+                command = next((c for c in self.totals if name.startswith(c)), None)
+                if command is not None:
+                    fields = tail.split()
+                    now[int(entry.name)] = (command, (int(fields[11]) + int(fields[12]))
+                                            / os.sysconf("SC_CLK_TCK"))
+        if self._last is not None:
+            for pid, (command, seconds) in now.items():
+                self.totals[command] += seconds - self._last.get(pid, 0.0)
+        self._last = {pid: seconds for pid, (_, seconds) in now.items()}
+        return dict(self.totals)
+
+
 def machine_busy_seconds() -> float:
     """Non-idle CPU time of the whole machine so far (the first line of /proc/stat, in ticks:
     user nice system idle iowait irq softirq steal ...)."""
@@ -228,17 +268,53 @@ def statements(admin_url: str, database: str) -> list[tuple[int, float, str]]:
 async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asyncio.Event,
                  every_s: float) -> None:
     started = time.monotonic()
+    server_cpu = ServerCpu(SERVERS)
     while not stop.is_set():
         at = time.monotonic() - started
+        # This process keeps every request the fakes saw, so a full collection of its heap
+        # grows with the run (a second by its end), stalling the fakes' replies, which counts
+        # as Sift's own time. Frozen objects are not scanned again.
+        gc.collect(1)
+        gc.freeze()
         resident = rss_mb(pid)
         run.rss_mb.append((at, resident["VmRSS"]))
         run.rss_anon_mb.append((at, resident["RssAnon"]))
         run.rss_file_mb.append((at, resident["RssFile"]))
         run.serve_cpu.append((time.monotonic(), cpu_seconds(pid)))
+        servers = server_cpu.update()
+        run.machine_cpu.append((time.monotonic(), machine_busy_seconds(), time.process_time(),
+                                servers["weaviate"], servers["postgres"]))
         run.connections.append((at, await asyncio.to_thread(db_connections, admin_url,
                                                              database)))
         with suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every_s)
+
+
+@contextmanager
+def timed_collections(into: list[float]) -> Iterator[None]:
+    """Note how long each of this process's full (generation 2) collections takes."""
+    began = [0.0]
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                into.append((time.perf_counter() - began[0]) * 1000)
+
+    gc.callbacks.append(note)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(note)
+
+
+async def watch_loop(run: Run, stop: asyncio.Event, every_s: float = 0.02) -> None:
+    """Note how late each short sleep of this process's event loop ends."""
+    while not stop.is_set():
+        before = time.monotonic()
+        await asyncio.sleep(every_s)
+        run.loop_lag_ms.append((before, (time.monotonic() - before - every_s) * 1000))
 
 
 def calls_by_question(fake: FakeAnthropic) -> dict[int, list[Recorded]]:
@@ -367,6 +443,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         await asyncio.to_thread(reset_statements, admin_url)
         sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,
                                              args.sample_s))
+        watcher = asyncio.create_task(watch_loop(run, stop))
         tags = itertools.count(1)
         cpu_before = cpu_seconds(process.pid)
         harness_before, machine_before = time.process_time(), machine_busy_seconds()
@@ -380,14 +457,16 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
             def think() -> float:
                 return pauses.expovariate(1 / args.think_s) if args.think_s else 0.0
 
-            await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run, think)
-                                   for k in range(args.conversations)))
+            with timed_collections(run.harness_gc_ms):
+                await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run,
+                                                    think) for k in range(args.conversations)))
         elapsed = time.monotonic() - started
         run.serve_cpu_s = cpu_seconds(process.pid) - cpu_before
         run.harness_cpu_s = time.process_time() - harness_before
         run.machine_busy_s = machine_busy_seconds() - machine_before
         stop.set()
         await sampler
+        await watcher
         run.statements = await asyncio.to_thread(statements, admin_url, database)
     finally:
         process.terminate()
@@ -452,6 +531,32 @@ def cpu_by_window(run: Run, answered: list[Asked], width_s: float) -> str:
         for label, v in by_window(spans, width_s)) if spans else "no samples"
 
 
+def machine_by_window(run: Run, width_s: float) -> str:
+    """Per window, the share of all cores used by `sift serve`, this harness, Weaviate,
+    PostgreSQL and the rest (the OS, any neighbour the machine shares its cores with)."""
+    cores = os.cpu_count() or 1
+    spans = []
+    for ((t0, s0), (t1, s1)), (m0, m1) in zip(itertools.pairwise(run.serve_cpu),
+                                              itertools.pairwise(run.machine_cpu), strict=True):
+        busy, harness, weaviate, pg = (b - a for a, b in zip(m0[1:], m1[1:], strict=True))
+        serve = s1 - s0
+        spans.append((t0, (t1 - t0, serve, harness, weaviate, pg,
+                           busy - serve - harness - weaviate - pg)))
+    parts = []
+    for label, values in by_window(spans, width_s):
+        wall = sum(v[0] for v in values) * cores / 100
+        parts.append(f"{label}: " + "/".join(f"{sum(v[i] for v in values) / wall:.0f}"
+                                             for i in range(1, 6)))
+    return ", ".join(parts) if parts else "no samples"
+
+
+def lag_by_window(run: Run, width_s: float) -> str:
+    """This process's event-loop lateness per window, ms p50/p95/max."""
+    return ", ".join(f"{label}: {pct(v, 50):.0f}/{pct(v, 95):.0f}/{max(v):.0f}"
+                     for label, v in by_window(run.loop_lag_ms, width_s)
+                     ) if run.loop_lag_ms else "no samples"
+
+
 def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
            timings: Timings) -> None:
     answered = [a for a in run.asked if a.answer_s is not None]
@@ -501,6 +606,13 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           f"everything else (Weaviate, PostgreSQL, OS) {other * per_answer:.0f}; machine "
           f"busy {100 * run.machine_busy_s / elapsed / (os.cpu_count() or 1):.0f}% of "
           f"{os.cpu_count()} cores")
+    print(f"% of the {os.cpu_count()} cores by window (sift serve/harness/Weaviate/PostgreSQL/"
+          "the rest): "
+          + machine_by_window(run, max(10.0, args.seconds / 6)))
+    print("harness event-loop lateness ms by window (p50/p95/max), counted in Sift's own time: "
+          + lag_by_window(run, max(10.0, args.seconds / 6)))
+    print(f"harness full collections: {len(run.harness_gc_ms)}, longest "
+          f"{max(run.harness_gc_ms, default=0):.0f} ms")
     rss = [mb for _, mb in run.rss_mb]
     third = max(1, len(rss) // 3)
     print(f"RSS MB: start {rss[0]:.0f}, first third median "
