@@ -271,11 +271,6 @@ async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asynci
     server_cpu = ServerCpu(SERVERS)
     while not stop.is_set():
         at = time.monotonic() - started
-        # This process keeps every request the fakes saw, so a full collection of its heap
-        # grows with the run (a second by its end), stalling the fakes' replies, which counts
-        # as Sift's own time. Frozen objects are not scanned again.
-        gc.collect(1)
-        gc.freeze()
         resident = rss_mb(pid)
         run.rss_mb.append((at, resident["VmRSS"]))
         run.rss_anon_mb.append((at, resident["RssAnon"]))
@@ -307,6 +302,18 @@ def timed_collections(into: list[float]) -> Iterator[None]:
         yield
     finally:
         gc.callbacks.remove(note)
+
+
+async def keep_heap_frozen(stop: asyncio.Event, every_s: float = 1.0) -> None:
+    """This process keeps every request the fakes saw, so a full collection of its heap grows
+    with the run (a second by the end of ten minutes), stalling the fakes' replies, which
+    counts as Sift's own time. Frozen objects are not scanned again, so a collection walks
+    at most the last second's new objects."""
+    while not stop.is_set():
+        gc.collect(1)
+        gc.freeze()
+        with suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
 
 
 async def watch_loop(run: Run, stop: asyncio.Event, every_s: float = 0.02) -> None:
@@ -444,6 +451,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,
                                              args.sample_s))
         watcher = asyncio.create_task(watch_loop(run, stop))
+        freezer = asyncio.create_task(keep_heap_frozen(stop))
         tags = itertools.count(1)
         cpu_before = cpu_seconds(process.pid)
         harness_before, machine_before = time.process_time(), machine_busy_seconds()
@@ -467,6 +475,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         stop.set()
         await sampler
         await watcher
+        await freezer
         run.statements = await asyncio.to_thread(statements, admin_url, database)
     finally:
         process.terminate()
