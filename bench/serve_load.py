@@ -193,14 +193,20 @@ def rss_mb(pid: int) -> dict[str, float]:
     return totals
 
 
+def process_cpu(pid: int | str) -> tuple[str, float]:
+    """(command name, user + system CPU seconds so far) of one process, from fields 2, 14 and
+    15 of /proc/<pid>/stat; OSError once it has exited."""
+    head, tail = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+    fields = tail.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time so far of `sift serve` and its workers (fields 14 and 15 of
-    /proc/<pid>/stat)."""
+    """CPU time so far of `sift serve` and its workers."""
     total = 0.0
     for member in family(pid):
         with suppress(OSError):
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            total += process_cpu(member)[1]
     return total
 
 
@@ -216,16 +222,13 @@ class ServerCpu:
     def update(self) -> dict[str, float]:
         now: dict[int, tuple[str, float]] = {}
         for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
             with suppress(OSError, ValueError, IndexError):
-                if not entry.name.isdigit():
-                    continue
-                head, tail = (entry / "stat").read_text().rsplit(")", 1)
-                name = head.split("(", 1)[1]
+                name, seconds = process_cpu(entry.name)
                 command = next((c for c in self.totals if name.startswith(c)), None)
                 if command is not None:
-                    fields = tail.split()
-                    now[int(entry.name)] = (command, (int(fields[11]) + int(fields[12]))
-                                            / os.sysconf("SC_CLK_TCK"))
+                    now[int(entry.name)] = (command, seconds)
         if self._last is not None:
             for pid, (command, seconds) in now.items():
                 self.totals[command] += seconds - self._last.get(pid, 0.0)
