@@ -572,6 +572,7 @@ def lag_by_window(run: Run, width_s: float) -> str:
 def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: float,
            timings: Timings) -> None:
     answered = [a for a in run.asked if a.answer_s is not None]
+    window_s = max(10.0, args.seconds / 6)  # the run in sixths, for what changes over it
     acks = [a.ack_s * 1000 for a in run.asked]
     answers = [a.answer_s * 1000 for a in answered if a.answer_s is not None]
     calls = calls_by_question(fake)
@@ -600,7 +601,7 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
         print("Sift's own ms between model calls (p50/p95): " + ", ".join(
             f"{name} {pct(v, 50):.0f}/{pct(v, 95):.0f}" for name, v in segments.items()))
     print("Sift's own ms by when the question was sent (answers, p50/p95): "
-          + own_by_window(answered, busy, max(10.0, args.seconds / 6)))
+          + own_by_window(answered, busy, window_s))
     # One Python process uses at most one core for its own code: near 100% means the answers
     # queue for the interpreter, and Sift's own time is mostly that wait.
     print(f"sift serve CPU ({args.workers} process{'es' if args.workers > 1 else ''}): "
@@ -608,7 +609,7 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           f"({100 * run.serve_cpu_s / elapsed:.0f}% of one core), "
           f"{1000 * run.serve_cpu_s / max(1, len(answered)):.0f} ms per answer")
     print("sift serve CPU ms per answer by when answers landed: "
-          + cpu_by_window(run, answered, max(10.0, args.seconds / 6)))
+          + cpu_by_window(run, answered, window_s))
     per_answer = 1000 / max(1, len(answered))
     other = run.machine_busy_s - run.serve_cpu_s - run.harness_cpu_s
     # On a machine this bench saturates, Sift's own time is mostly waiting for a core; this
@@ -620,9 +621,9 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           f"{os.cpu_count()} cores")
     print(f"% of the {os.cpu_count()} cores by window (sift serve/harness/Weaviate/PostgreSQL/"
           "the rest): "
-          + machine_by_window(run, max(10.0, args.seconds / 6)))
+          + machine_by_window(run, window_s))
     print("harness event-loop lateness ms by window (p50/p95/max), counted in Sift's own time: "
-          + lag_by_window(run, max(10.0, args.seconds / 6)))
+          + lag_by_window(run, window_s))
     print(f"harness full collections: {len(run.harness_gc_ms)}, longest "
           f"{max(run.harness_gc_ms, default=0):.0f} ms")
     rss = [mb for _, mb in run.rss_mb]
@@ -649,7 +650,7 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
         for stage, v in sorted(by_stage(answer for _, answer in timings).items())))
     if timings:
         print("stage timings p95 (ms) by when the answer was recorded:")
-        print("\n".join(stages_by_window(timings, max(10.0, args.seconds / 6))))
+        print("\n".join(stages_by_window(timings, window_s)))
 
 
 def report_statements(rows: list[tuple[int, float, str]], answered: int,
