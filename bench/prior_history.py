@@ -13,19 +13,19 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import insert
-
 from bot.priors import StoredPriors
 from rag.prior import PriorConfig
 from storage.db import Database
-from storage.models import Interaction, InteractionSource, table
+from storage.feedback import FeedbackRepository
+from storage.interactions import InteractionRepository
 from storage.overrides import HistoryOfDocuments, OverrideRepository
 from tests.pg import Cluster, _bin_dir
+from tests.storage.builders import answer, cand
 
 DESCRIPTION = """\
-The learned prior re-reads a document's graded retrievals (at most every
+The learned prior re-reads a document's graded history (at most every
 `SIFT_PRIOR__REFRESH_S`, 60 s, per process) to weigh them by age. This seeds one document
-with N graded retrievals spread over --days days, straight into the interactions tables, and
+with N graded retrievals spread over --days days, recorded as answers are, and
 times `StoredPriors.adjustments` for it with nothing remembered (the refresh a question
 triggers): wall and CPU milliseconds per refresh, and the peak of Python's memory during one
 (tracemalloc), for each N in --retrievals.
@@ -61,21 +61,19 @@ def database(postgres: bool) -> Iterator[Database]:
 
 
 def seed(db: Database, start: int, count: int, days: float) -> None:
-    """`count` answers, each with the document graded once (two in five relevant)."""
-    interactions, sources = [], []
+    """`count` answers recorded as `sift serve` records them, at times spread over `days`
+    days: each grades the document (three in ten relevant) and another (one in five: the base
+    rate is one in four), and one in twenty gets a vote (one in four of those a 👎)."""
+    at = NOW
+    interactions = InteractionRepository(db, clock=lambda: at)
+    feedback = FeedbackRepository(db, clock=lambda: at)
     for n in range(start, start + count):
         at = NOW - timedelta(days=days * (n % 997) / 997, seconds=n % 3600)
-        interactions.append({"id": n + 1, "created_at": at, "platform": "slack",
-                             "question": f"question {n}", "answer": "an answer [1]",
-                             "status": "answered", "mode": "accurate", "message_channel": None,
-                             "message_ref": None, "timings_ms": {}, "usage": {}, "models": {}})
-        sources.append({"interaction_id": n + 1, "rank": 1, "chunk_id": f"{DOC}#0",
-                        "doc_id": DOC, "retrieval_score": 0.5,
-                        "grade_score": 0.9 if n % 5 < 2 else 0.2, "grade_source": "llm",
-                        "cited": True, "access": None})
-    with db.write() as session:
-        session.execute(insert(table(Interaction)), interactions)
-        session.execute(insert(table(InteractionSource)), sources)
+        answered = interactions.record(answer(f"question {n}", [
+            cand(DOC, score=0.9 if n % 10 < 3 else 0.2, cited=True),
+            cand("other-doc", rank=2, score=0.9 if n % 5 == 0 else 0.2)]))
+        if n % 20 == 0:
+            feedback.vote(answered, f"U{n % 13}", -1 if n % 80 == 0 else 1, "reaction")
 
 
 def refresh_cost(db: Database, rounds: int) -> tuple[float, float, float, float]:

@@ -235,7 +235,8 @@ class App:
     def interactions(self) -> InteractionRepository:
         storage = self.settings.storage
         return InteractionRepository(self.database, relevant_threshold=storage.relevant_threshold,
-                                     store_text=storage.store_text)
+                                     store_text=storage.store_text,
+                                     evidence_sources=[str(g) for g in EVIDENCE_SOURCES])
 
     @cached_property
     def feedback(self) -> FeedbackRepository:
@@ -254,12 +255,9 @@ class App:
     def document_priors(self) -> DocumentPriors:
         from bot.priors import StoredPriors
 
-        s = self.settings
-        history = HistoryOfDocuments(self.database,
-                                     relevant_threshold=s.storage.relevant_threshold,
-                                     grade_sources=[str(g) for g in EVIDENCE_SOURCES])
-        return StoredPriors(self.overrides, history, self.prior_config, learn=s.prior.learn,
-                            refresh_s=s.prior.refresh_s)
+        prior = self.settings.prior
+        return StoredPriors(self.overrides, HistoryOfDocuments(self.database), self.prior_config,
+                            learn=prior.learn, refresh_s=prior.refresh_s)
 
     @cached_property
     def prior_config(self) -> PriorConfig:

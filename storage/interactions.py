@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -13,6 +13,7 @@ from storage.columns import text_hash, utc_now
 from storage.db import Database
 from storage.doc_stats import COUNTERS, LATEST, document_deltas, is_cited, stats_rows
 from storage.errors import UnknownInteraction
+from storage.grade_days import EVIDENCE_GRADERS, add_to_days, best_evidence, grade_day_rows
 from storage.models import DocumentStats, Interaction, InteractionSource, table
 from storage.rollup import Asked, Rollup
 from storage.shapes import AnswerLike, CandidateLike, UsageLike
@@ -90,9 +91,11 @@ class InteractionRepository:
     """Satisfies rag's `InteractionRecorder` and the chat adapters' message links."""
 
     def __init__(self, db: Database, *, relevant_threshold: float = 0.5,
-                 store_text: bool = True, clock: Callable[[], datetime] = utc_now) -> None:
+                 store_text: bool = True, clock: Callable[[], datetime] = utc_now,
+                 evidence_sources: Collection[str] = EVIDENCE_GRADERS) -> None:
         self._db = db
         self._threshold = relevant_threshold
+        self._evidence = frozenset(evidence_sources)  # graders whose grades teach the prior
         self._store_text = store_text
         self._clock = clock
 
@@ -115,11 +118,14 @@ class InteractionRepository:
         }
 
     def record(self, answer: AnswerLike) -> int:
-        """Store the answer, one row per candidate, and every retrieved document's counters."""
+        """Store the answer, one row per candidate, every retrieved document's counters and
+        its day's tally of graded retrievals."""
         now = self._clock()
         cited_chunks = {c.chunk_id for c in answer.citations}
         numbers = {c.chunk_id: c.n for c in answer.citations}
         deltas = document_deltas(answer.candidates, cited_chunks, self._threshold)
+        days = grade_day_rows(best_evidence(answer.candidates, self._evidence),
+                              self._threshold, now)
         row = self._interaction(answer, now)
         with self._db.write() as session:
             interaction_id: int = session.execute(_INSERT_INTERACTION, row).scalar_one()
@@ -131,6 +137,8 @@ class InteractionRepository:
             if deltas:
                 session.execute(upsert(self._db.dialect, table(DocumentStats), keys=("doc_id",),
                                        add=COUNTERS, replace=LATEST), stats_rows(deltas, now))
+            if days:
+                session.execute(add_to_days(self._db.dialect), days)
             # After document_stats, as in voting: one lock order for every writer.
             day = Rollup()
             day.add(asked(row))

@@ -209,6 +209,26 @@ class DocumentStats(Base):
     restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+class DocumentGradeDay(Base):
+    """One document's graded retrievals on one UTC day, counted as answers are recorded: the
+    evidence the learned prior weighs, read in one row per day however often it is retrieved.
+
+    Counted as `document_stats.graded` is (its best chunk's grade in each answer) but only from
+    the graders whose grades are evidence (not the heuristic's); `relevant` uses the relevance
+    threshold in force when the answer was recorded. Purging interactions keeps these (no
+    personal data), so the prior does not forget what it learned.
+    """
+
+    __tablename__ = "document_grade_days"
+
+    doc_id: Mapped[str] = mapped_column(String, primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    graded: Mapped[int] = mapped_column(Integer, default=0)
+    relevant: Mapped[int] = mapped_column(Integer, default=0)
+    first_at: Mapped[datetime]
+    last_at: Mapped[datetime]
+
+
 class DocumentOverride(Base):
     """An admin's decision about one document: pin, boost, demote or hide (one per document)."""
 

@@ -7,16 +7,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, bindparam, case, func, select
+from sqlalchemy import CursorResult, bindparam, func, select
 
 from storage.columns import utc_now
 from storage.db import Database
 from storage.errors import StorageError
+from storage.grade_days import read_tallies
 from storage.models import (
     DocumentOverride,
     DocumentStats,
     Feedback,
-    Interaction,
     InteractionSource,
     table,
 )
@@ -100,12 +100,9 @@ class OverrideRepository:
 class HistoryOfDocuments:
     """Reads the evidence the learned prior weighs, for the documents of one question."""
 
-    def __init__(self, db: Database, *, relevant_threshold: float = 0.5,
-                 window_days: float = 365.0, clock: Callable[[], datetime] = utc_now,
-                 grade_sources: Sequence[str] = ("llm", "cache")) -> None:
+    def __init__(self, db: Database, *, window_days: float = 365.0,
+                 clock: Callable[[], datetime] = utc_now) -> None:
         self._db = db
-        self._threshold = relevant_threshold
-        self._sources = list(grade_sources)  # the graders whose grades count as evidence
         self._window = timedelta(days=window_days)  # older evidence has decayed to ~nothing
         self._clock = clock
 
@@ -121,33 +118,19 @@ class HistoryOfDocuments:
         if not doc_ids:
             return found
         since = self._clock() - self._window
-        s, i, f = InteractionSource, Interaction, Feedback
-        # A document's best grade in each answer (two of its chunks in one answer are one
-        # retrieval) ...
-        per_answer = (select(s.doc_id.label("doc"), func.max(s.grade_score).label("best"),
-                             i.created_at.label("at"))
-                      .join(i, i.id == s.interaction_id)
-                      .where(s.doc_id.in_(list(doc_ids)), s.grade_score.is_not(None),
-                             s.grade_source.in_(self._sources), i.created_at >= since)
-                      .group_by(s.interaction_id, s.doc_id, i.created_at)
-                      .subquery())
-        # ... summed per day in the database: at most `window_days` rows per document, however
-        # often it is retrieved. (One row per retrieval made every refresh read a popular
-        # document's whole history: tens of thousands of rows after an hour of load, read
-        # again every minute, for ever more CPU and memory.) Weighing a day's retrievals at its
-        # midpoint moves the prior by less than 0.4% of a day's weight at a 90-day half-life.
-        relevant = func.sum(case((per_answer.c.best >= self._threshold, 1), else_=0))
-        graded = (select(per_answer.c.doc, func.count(), relevant,
-                         func.min(per_answer.c.at), func.max(per_answer.c.at))
-                  .group_by(per_answer.c.doc, func.date(per_answer.c.at)))
+        s, f = InteractionSource, Feedback
         # One row per (vote, document): a document cited twice in one answer is one citation.
         votes = (select(s.doc_id, f.user_id, f.vote, f.updated_at).distinct()
                  .join(f, f.interaction_id == s.interaction_id)
                  .where(s.doc_id.in_(list(doc_ids)), s.cited, f.updated_at >= since))
         with self._db.read() as session:
-            for doc, count, relevant_count, first, last in session.execute(graded):
-                found[doc].grades.append((int(count), int(relevant_count or 0),
-                                          first + (last - first) / 2))
+            # Graded retrievals come as one tally per day, kept as answers are recorded:
+            # summing each retrieval's row at read time read a popular document's whole
+            # history on every refresh, for ever more time as it grew. Weighing a day's
+            # retrievals at its midpoint moves the prior by less than 0.4% of a day's weight at
+            # a 90-day half-life.
+            for doc, graded, relevant, when in read_tallies(session, doc_ids, since):
+                found[doc].grades.append((graded, relevant, when))
             for doc, user, vote, at in session.execute(votes):
                 found[doc].votes.append((user, vote, at))
         return found

@@ -90,5 +90,6 @@ def _purge(args: argparse.Namespace) -> int:
     print(f"Purged what is older than {human(args.older_than)} from {app.database.safe_url}:")
     for name, count in rows:
         print(f"  {name.ljust(20)} {count}")
-    print("Document statistics are kept (lifetime totals, no personal data).")
+    print("Document statistics and the learned ranking's daily tallies are kept (counts, "
+          "no personal data).")
     return 0

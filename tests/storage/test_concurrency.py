@@ -11,7 +11,7 @@ from rag.types import Answer
 from storage.db import Database
 from storage.feedback import FeedbackRepository
 from storage.interactions import InteractionRepository
-from storage.models import DocumentStats
+from storage.models import DocumentGradeDay, DocumentStats
 from tests.storage.builders import answer, cand
 
 THREADS = 8
@@ -71,3 +71,15 @@ def test_concurrent_records_and_votes_keep_exact_counters(db_url: str, database:
         recorded, recorded, 0, 0, 0)
     assert round(c.grade_score_sum, 6) == round(0.3 * recorded, 6)
     assert (c.thumbs_up, c.thumbs_down) == (0, 0)
+    # The learned prior's day tallies add up too (one day: the test runs in seconds, barring
+    # a run across midnight UTC, which would split them over two).
+    with database.read() as session:
+        days = session.execute(select(DocumentGradeDay.doc_id, DocumentGradeDay.graded,
+                                      DocumentGradeDay.relevant)).all()
+    totals: dict[str, list[int]] = {}
+    for doc, graded, relevant in days:
+        total = totals.setdefault(doc, [0, 0])
+        total[0] += graded
+        total[1] += relevant
+    assert totals == {"doc-a": [recorded, recorded], "doc-b": [recorded, recorded],
+                      "doc-c": [recorded, 0]}

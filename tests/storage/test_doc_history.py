@@ -1,12 +1,17 @@
-"""The history behind the learned prior: a day of graded retrievals is read as one tally."""
+"""The learned prior's history: a day of graded retrievals is kept and read as one tally."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
+
+from sqlalchemy import select, text
 
 from rag.prior import GradeTally, PriorConfig, evidence, multiplier
+from rag.types import GradeSource
 from storage.db import Database
+from storage.grade_days import rebuild
 from storage.interactions import InteractionRepository
+from storage.models import DocumentGradeDay, table
 from storage.overrides import HistoryOfDocuments
 from tests.storage.builders import answer, cand
 
@@ -56,3 +61,92 @@ def test_retrievals_older_than_the_window_are_left_out(database: Database) -> No
     record(database, NOW - timedelta(days=2), cand("vpn", score=0.9))
     history = HistoryOfDocuments(database, clock=lambda: NOW).for_documents(["vpn"])
     assert [t[:2] for t in history["vpn"].grades] == [(1, 1)]
+
+
+def test_only_the_graders_whose_grades_are_evidence_are_counted(database: Database) -> None:
+    # The heuristic's grade comes from the retrieval score the prior scales (rag.prior): it
+    # would let a document's multiplier feed itself.
+    at = NOW - timedelta(hours=2)
+    record(database, at, cand("vpn", 0, score=0.9, source=GradeSource.HEURISTIC),
+           cand("mfa", 0, rank=2, score=0.8, source=GradeSource.CACHE),
+           cand("sso", 0, rank=3, source=GradeSource.FALLBACK))
+    record(database, at, cand("vpn", 0, score=0.3, source=GradeSource.LLM),
+           cand("vpn", 1, rank=2, score=0.95, source=GradeSource.HEURISTIC))
+    history = HistoryOfDocuments(database, clock=lambda: NOW).for_documents(
+        ["vpn", "mfa", "sso"])
+    assert [t[:2] for t in history["vpn"].grades] == [(1, 0)]  # the LLM's 0.3 only
+    assert [t[:2] for t in history["mfa"].grades] == [(1, 1)]
+    assert history["sso"].grades == []
+
+
+def test_days_are_utc_days(database: Database) -> None:
+    # 19:00, 22:30 and 23:30 on 30 May in New York: one local day, two UTC ones (the last two
+    # are 02:30 and 03:30 UTC on 31 May).
+    new_york = timezone(timedelta(hours=-4))
+    evening = datetime(2026, 5, 30, 19, 0, tzinfo=new_york)
+    record(database, evening, cand("vpn", score=0.9))
+    record(database, evening + timedelta(hours=3.5), cand("vpn", score=0.9))
+    record(database, evening + timedelta(hours=4.5), cand("vpn", score=0.1))
+    tallies = sorted(HistoryOfDocuments(database, clock=lambda: NOW).for_documents(["vpn"])
+                     ["vpn"].grades, key=lambda t: t[2])
+    assert tallies == [(1, 1, datetime(2026, 5, 30, 23, 0, tzinfo=UTC)),
+                       (2, 1, datetime(2026, 5, 31, 3, 0, tzinfo=UTC))]
+
+
+def _days(database: Database) -> list[tuple[object, ...]]:
+    columns = table(DocumentGradeDay).c
+    with database.read() as session:
+        return sorted(tuple(row) for row in session.execute(select(
+            columns.doc_id, columns.day, columns.graded, columns.relevant, columns.first_at,
+            columns.last_at)))
+
+
+def test_a_recount_from_stored_retrievals_gives_the_recorded_tallies(database: Database
+                                                                   ) -> None:
+    for n in range(40):
+        at = NOW - timedelta(days=n % 3, hours=n % 7, minutes=n)
+        record(database, at, cand("vpn", 0, score=(n % 10) / 10, cited=True),
+               cand("vpn", 1, rank=2, score=0.55), cand(f"doc-{n % 4}", rank=3, score=0.6),
+               cand("slow", rank=4, score=0.9, source=GradeSource.HEURISTIC))
+    recorded = _days(database)
+    assert len(recorded) == 3 * 5  # vpn and doc-0..3, on three days; "slow" never
+    with database.engine.begin() as connection:
+        assert rebuild(connection) == 80  # vpn's and one doc-N's grade in each of 40 answers
+    assert _days(database) == recorded
+
+
+def test_the_migration_counts_what_was_stored_before_it(db_url: str) -> None:
+    db = Database(db_url)
+    db.upgrade("0009")
+    day1, day2 = datetime(2026, 5, 20, 9, 0), datetime(2026, 5, 21, 17, 30)
+    rows = [  # (interaction, created_at, doc, grade, grader)
+        (1, day1, "vpn", 0.9, "llm"), (1, day1, "vpn", 0.2, "llm"),  # one answer: best 0.9
+        (2, day1 + timedelta(hours=3), "vpn", 0.4, "cache"),
+        (3, day1 + timedelta(hours=5), "vpn", 0.95, "heuristic"),  # not evidence
+        (4, day2, "vpn", None, "fallback"),  # the grader failed
+        (4, day2, "mfa", 0.7, "llm"),
+    ]
+    with db.engine.begin() as connection:
+        for interaction, at in sorted({(r[0], r[1]) for r in rows}):
+            connection.execute(text(
+                "INSERT INTO interactions (id, created_at, platform, workspace, channel, "
+                "thread, user_id, correlation_id, question, search_query, answer, status, "
+                "mode, ab_arm, policy, timings_ms, usage, models) VALUES (:id, :at, 'slack', "
+                "'', '', '', '', '', 'q', '', 'a', 'answered', 'accurate', '', '', '{}', '{}', "
+                "'{}')"), {"id": interaction, "at": at})
+        for n, (interaction, _, doc, grade, grader) in enumerate(rows):
+            connection.execute(text(
+                "INSERT INTO interaction_sources (interaction_id, rank, chunk_id, doc_id, "
+                "title, url, retrieval_score, grade_score, grade_reason, grade_source, "
+                "selected, cited) VALUES (:i, :rank, :chunk, :doc, '', '', 0.5, :grade, '', "
+                ":grader, false, false)"),
+                {"i": interaction, "rank": n, "chunk": f"{doc}#{n}", "doc": doc,
+                 "grade": grade, "grader": grader})
+    db.upgrade()
+    utc = UTC
+    assert _days(db) == [
+        ("mfa", date(2026, 5, 21), 1, 1, day2.replace(tzinfo=utc), day2.replace(tzinfo=utc)),
+        ("vpn", date(2026, 5, 20), 2, 1, day1.replace(tzinfo=utc),
+         (day1 + timedelta(hours=3)).replace(tzinfo=utc)),
+    ]
+    db.dispose()

@@ -17,6 +17,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.models import Base, DocumentStats, Feedback, Interaction, InteractionSource
+from storage.overrides import HistoryOfDocuments
 from storage.retention import PurgeCounts, Retention, parse_duration
 from storage.sync_state import SyncStateRepository
 from sync.ports import RunCounts
@@ -75,6 +76,8 @@ def test_purge_removes_old_history_and_keeps_document_totals(database: Database)
     history.append("conv", [("assistant", "new turn")], keep=10)
     before = _stats(database)
     assert before == {"mfa": (2, 2, 1, 1), "vpn": (2, 0, 0, 0)}
+    learned = HistoryOfDocuments(database, clock=clock).for_documents(["mfa", "vpn"])
+    assert [t[:2] for t in learned["mfa"].grades] == [(1, 1), (1, 1)]
 
     counts = Retention(database, clock=clock).purge(timedelta(days=90))
 
@@ -87,8 +90,14 @@ def test_purge_removes_old_history_and_keeps_document_totals(database: Database)
     assert history.recent("conv", 10) == [("assistant", "new turn")]
     assert [r.id for r in sync.runs("kb")] == [run]
     assert sync.last_success("kb") is not None
-    # Totals survive, and the purged answer can no longer move them.
+    # Totals survive, and the purged answer can no longer move them; the learned prior keeps
+    # the old day's graded retrievals (counts, no personal data) but not the purged vote.
     assert _stats(database) == before
+    kept = HistoryOfDocuments(database, clock=clock).for_documents(["mfa", "vpn"])
+    assert kept["mfa"].grades == learned["mfa"].grades
+    assert kept["vpn"].grades == learned["vpn"].grades
+    assert sorted(vote for _, vote, _ in learned["mfa"].votes) == [-1, 1]
+    assert [vote for _, vote, _ in kept["mfa"].votes] == [1]
     with pytest.raises(UnknownInteraction):
         feedback.retract(old, "U1")
     assert _stats(database) == before
