@@ -13,13 +13,21 @@ from sqlalchemy.orm import Session
 from storage.columns import text_hash, utc_now
 from storage.db import Database
 from storage.errors import StorageError, UnknownInteraction
-from storage.models import DocumentStats, Feedback, Interaction, InteractionSource, table
+from storage.models import (
+    DocumentStats,
+    DocumentVote,
+    Feedback,
+    Interaction,
+    InteractionSource,
+    table,
+)
 from storage.rollup import Asked, record_vote
 from storage.upsert import upsert
 
 log = logging.getLogger(__name__)
 
 _stats = table(DocumentStats)
+_votes = table(DocumentVote)
 
 
 def thumbs_delta(old: int | None, new: int | None) -> tuple[int, int]:
@@ -54,7 +62,15 @@ class FeedbackRepository:
             old = self._previous(session, interaction_id, user)
             session.execute(upsert(self._db.dialect, table(Feedback),
                                    keys=("interaction_id", "user_id"), replace=replace), [row])
-            self._move_thumbs(session, interaction_id, old, vote)
+            cited = self._cited(session, interaction_id)
+            if cited:
+                session.execute(upsert(self._db.dialect, _votes,
+                                       keys=("doc_id", "interaction_id", "user_id"),
+                                       replace=("vote", "updated_at")),
+                                [{"doc_id": doc, "interaction_id": interaction_id,
+                                  "user_id": user, "vote": vote, "updated_at": now}
+                                 for doc in cited])
+            self._move_thumbs(session, interaction_id, old, vote, cited)
 
     def retract(self, interaction_id: int, user: str) -> None:
         """Take a vote back (a removed reaction); retracting no vote is not an error."""
@@ -64,6 +80,7 @@ class FeedbackRepository:
                 return
             session.execute(table(Feedback).delete().where(
                 Feedback.interaction_id == interaction_id, Feedback.user_id == user))
+            self._forget(session, interaction_id, user)
             self._move_thumbs(session, interaction_id, old, None)
 
     def retract_matching(self, interaction_id: int, user: str, vote: int, channel: str) -> bool:
@@ -76,21 +93,29 @@ class FeedbackRepository:
             self._lock(session, interaction_id)
             if cast(CursorResult[Any], session.execute(statement)).rowcount == 0:
                 return False
+            self._forget(session, interaction_id, user)
             self._move_thumbs(session, interaction_id, vote, None)
             return True
 
     def add_comment(self, interaction_id: int, user: str, comment: str) -> None:
         """Attach the person's explanation to their vote; without a vote there is nothing to
         attach it to (it was retracted meanwhile), which is logged, not raised."""
+        now = self._clock()
         statement = (update(Feedback)
                      .where(Feedback.interaction_id == interaction_id, Feedback.user_id == user)
-                     .values(comment=self._comment(comment), updated_at=self._clock()))
+                     .values(comment=self._comment(comment), updated_at=now))
         with self._db.write() as session:
             self._lock(session, interaction_id)
             result = cast(CursorResult[Any], session.execute(statement))
             if result.rowcount == 0:
                 log.info("comment on interaction %s ignored: no vote to attach it to",
                          interaction_id)
+                return
+            # The vote's time moves with it (the prior weighs a vote by when it was last
+            # touched), in its per-document copies too.
+            session.execute(update(_votes).where(_votes.c.interaction_id == interaction_id,
+                                                 _votes.c.user_id == user)
+                            .values(updated_at=now))
 
     def votes(self, interaction_id: int) -> dict[str, int]:
         query = select(Feedback.user_id, Feedback.vote).where(
@@ -130,15 +155,27 @@ class FeedbackRepository:
             Feedback.interaction_id == interaction_id, Feedback.user_id == user))
 
     @staticmethod
+    def _cited(session: Session, interaction_id: int) -> list[str]:
+        """The documents the answer cited, in doc_id order (the order rows are locked in)."""
+        return list(session.scalars(
+            select(InteractionSource.doc_id).distinct()
+            .where(InteractionSource.interaction_id == interaction_id, InteractionSource.cited)
+            .order_by(InteractionSource.doc_id)))
+
+    @staticmethod
+    def _forget(session: Session, interaction_id: int, user: str) -> None:
+        """The retracted vote's per-document copies go with it."""
+        session.execute(_votes.delete().where(_votes.c.interaction_id == interaction_id,
+                                              _votes.c.user_id == user))
+
+    @staticmethod
     def _move_thumbs(session: Session, interaction_id: int, old: int | None,
-                     new: int | None) -> None:
+                     new: int | None, cited: list[str] | None = None) -> None:
         up, down = thumbs_delta(old, new)
         if not up and not down:
             return
-        cited = session.scalars(
-            select(InteractionSource.doc_id).distinct()
-            .where(InteractionSource.interaction_id == interaction_id, InteractionSource.cited)
-            .order_by(InteractionSource.doc_id)).all()
+        if cited is None:
+            cited = FeedbackRepository._cited(session, interaction_id)
         if cited:
             # One statement per document, in doc_id order: the same lock order as record().
             statement = (update(_stats).where(_stats.c.doc_id == bindparam("target"))

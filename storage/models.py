@@ -229,6 +229,21 @@ class DocumentGradeDay(Base):
     last_at: Mapped[datetime]
 
 
+class DocumentVote(Base):
+    """A person's current vote on an answer, once per document the answer cited: kept with
+    the vote (a new vote replaces it, a retraction deletes it), so the learned prior reads a
+    document's votes without going through every answer that ever cited it."""
+
+    __tablename__ = "document_votes"
+
+    doc_id: Mapped[str] = mapped_column(String, primary_key=True)
+    interaction_id: Mapped[int] = mapped_column(
+        ForeignKey("interactions.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String, primary_key=True)
+    vote: Mapped[int] = mapped_column(SmallInteger)
+    updated_at: Mapped[datetime]  # the vote's, as in feedback
+
+
 class DocumentOverride(Base):
     """An admin's decision about one document: pin, boost, demote or hide (one per document)."""
 

@@ -16,8 +16,7 @@ from storage.grade_days import read_tallies
 from storage.models import (
     DocumentOverride,
     DocumentStats,
-    Feedback,
-    InteractionSource,
+    DocumentVote,
     table,
 )
 from storage.upsert import upsert
@@ -27,6 +26,10 @@ KINDS = ("pin", "boost", "demote", "hide")
 _overrides = table(DocumentOverride)
 # Built once, values as parameters: every question reads both.
 _HIDDEN = select(_overrides.c.doc_id).where(_overrides.c.kind == "hide")
+_votes = table(DocumentVote)
+_VOTES = select(_votes.c.doc_id, _votes.c.user_id, _votes.c.vote, _votes.c.updated_at).where(
+    _votes.c.doc_id.in_(bindparam("docs", expanding=True)),
+    _votes.c.updated_at >= bindparam("since"))
 _FOR_DOCUMENTS = select(_overrides.c.doc_id, _overrides.c.kind, _overrides.c.factor,
                         _overrides.c.note, _overrides.c.set_by, _overrides.c.updated_at).where(
     _overrides.c.doc_id.in_(bindparam("docs", expanding=True)))
@@ -118,19 +121,15 @@ class HistoryOfDocuments:
         if not doc_ids:
             return found
         since = self._clock() - self._window
-        s, f = InteractionSource, Feedback
-        # One row per (vote, document): a document cited twice in one answer is one citation.
-        votes = (select(s.doc_id, f.user_id, f.vote, f.updated_at).distinct()
-                 .join(f, f.interaction_id == s.interaction_id)
-                 .where(s.doc_id.in_(list(doc_ids)), s.cited, f.updated_at >= since))
         with self._db.read() as session:
-            # Graded retrievals come as one tally per day, kept as answers are recorded:
-            # summing each retrieval's row at read time read a popular document's whole
-            # history on every refresh, for ever more time as it grew. Weighing a day's
-            # retrievals at its midpoint moves the prior by less than 0.4% of a day's weight at
-            # a 90-day half-life.
+            # Both come from tables kept as answers and votes are recorded, one row per day of
+            # graded retrievals and one per vote: reading them from every answer that retrieved
+            # or cited the document read its whole history on every refresh, for ever more
+            # time as it grew. Weighing a day's retrievals at its midpoint moves the prior by
+            # less than 0.4% of a day's weight at a 90-day half-life.
             for doc, graded, relevant, when in read_tallies(session, doc_ids, since):
                 found[doc].grades.append((graded, relevant, when))
-            for doc, user, vote, at in session.execute(votes):
+            for doc, user, vote, at in session.execute(_VOTES, {"docs": list(doc_ids),
+                                                                "since": since}):
                 found[doc].votes.append((user, vote, at))
         return found

@@ -7,8 +7,9 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from sqlalchemy import select, text
 
 from rag.prior import GradeTally, PriorConfig, evidence, multiplier
-from rag.types import GradeSource
+from rag.types import Candidate, GradeSource
 from storage.db import Database
+from storage.feedback import FeedbackRepository
 from storage.grade_days import rebuild
 from storage.interactions import InteractionRepository
 from storage.models import DocumentGradeDay, table
@@ -20,7 +21,7 @@ DAYS = 3
 PER_DAY = 24
 
 
-def record(database: Database, at: datetime, *candidates: object) -> None:
+def record(database: Database, at: datetime, *candidates: Candidate) -> None:
     InteractionRepository(database, clock=lambda: at).record(answer(candidates=candidates))
 
 
@@ -149,4 +150,70 @@ def test_the_migration_counts_what_was_stored_before_it(db_url: str) -> None:
         ("vpn", date(2026, 5, 20), 2, 1, day1.replace(tzinfo=utc),
          (day1 + timedelta(hours=3)).replace(tzinfo=utc)),
     ]
+    db.dispose()
+
+
+def test_votes_are_read_as_people_cast_change_and_take_them_back(database: Database) -> None:
+    at = NOW - timedelta(days=2)
+    feedback = FeedbackRepository(database, clock=lambda: at)
+    first = InteractionRepository(database, clock=lambda: at).record(answer(candidates=[
+        cand("vpn", 0, rank=1, score=0.9, cited=True), cand("vpn", 1, rank=2, cited=True),
+        cand("mfa", rank=3, score=0.9, cited=True), cand("sso", rank=4, score=0.9)]))
+    second = InteractionRepository(database, clock=lambda: at).record(answer(candidates=[
+        cand("vpn", rank=1, score=0.9, cited=True)]))
+
+    def votes(doc: str) -> list[tuple[str, int, datetime]]:
+        return sorted(HistoryOfDocuments(database, clock=lambda: NOW)
+                      .for_documents([doc])[doc].votes)
+
+    feedback.vote(first, "alice", 1, "reaction")
+    feedback.vote(first, "bob", -1, "button")
+    feedback.vote(second, "alice", -1, "button")
+    # Once per cited document, however many of its chunks were cited; never an uncited one.
+    assert votes("vpn") == [("alice", -1, at), ("alice", 1, at), ("bob", -1, at)]
+    assert votes("mfa") == [("alice", 1, at), ("bob", -1, at)]
+    assert votes("sso") == []
+
+    at = NOW - timedelta(days=1)
+    feedback.vote(first, "bob", 1, "reaction")  # bob changes his mind
+    assert votes("mfa") == [("alice", 1, NOW - timedelta(days=2)), ("bob", 1, at)]
+    at = NOW - timedelta(hours=5)
+    feedback.add_comment(first, "alice", "it was the old portal")  # touches alice's vote
+    assert votes("mfa") == [("alice", 1, at), ("bob", 1, NOW - timedelta(days=1))]
+    feedback.retract(first, "alice")
+    assert votes("mfa") == [("bob", 1, NOW - timedelta(days=1))]
+    assert not feedback.retract_matching(first, "bob", -1, "reaction")  # not his vote now
+    assert feedback.retract_matching(first, "bob", 1, "reaction")
+    assert votes("mfa") == []
+    assert votes("vpn") == [("alice", -1, NOW - timedelta(days=2))]
+
+
+def test_the_vote_migration_copies_stored_votes_per_cited_document(db_url: str) -> None:
+    db = Database(db_url)
+    db.upgrade("0010")
+    voted = datetime(2026, 5, 20, 9, 0)
+    with db.engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO interactions (id, created_at, platform, workspace, channel, thread, "
+            "user_id, correlation_id, question, search_query, answer, status, mode, ab_arm, "
+            "policy, timings_ms, usage, models) VALUES (7, :at, 'slack', '', '', '', '', '', "
+            "'q', '', 'a', 'answered', 'accurate', '', '', '{}', '{}', '{}')"), {"at": voted})
+        for rank, (doc, cited) in enumerate([("vpn", True), ("vpn", True), ("mfa", True),
+                                             ("sso", False)]):
+            connection.execute(text(
+                "INSERT INTO interaction_sources (interaction_id, rank, chunk_id, doc_id, "
+                "title, url, retrieval_score, grade_reason, selected, cited) VALUES (7, :rank, "
+                ":chunk, :doc, '', '', 0.5, '', false, :cited)"),
+                {"rank": rank, "chunk": f"{doc}#{rank}", "doc": doc, "cited": cited})
+        for user, vote in (("alice", 1), ("bob", -1)):
+            connection.execute(text(
+                "INSERT INTO feedback (interaction_id, user_id, vote, channel, created_at, "
+                "updated_at) VALUES (7, :user, :vote, 'reaction', :at, :at)"),
+                {"user": user, "vote": vote, "at": voted})
+    db.upgrade()
+    history = HistoryOfDocuments(db, clock=lambda: NOW).for_documents(["vpn", "mfa", "sso"])
+    at = voted.replace(tzinfo=UTC)
+    assert {doc: sorted(h.votes) for doc, h in history.items()} == {
+        "vpn": [("alice", 1, at), ("bob", -1, at)], "mfa": [("alice", 1, at), ("bob", -1, at)],
+        "sso": []}
     db.dispose()
