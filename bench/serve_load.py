@@ -38,6 +38,7 @@ import aiohttp
 import psycopg
 
 from bench.cli_timing import ENTRY, ROOT, environment, sift
+from bench.machine import Speed, busy_seconds, probe, steal_seconds
 from bot.weaviate.process import free_port
 from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency, Recorded
 from tests.fakes.slack_payloads import (
@@ -105,6 +106,12 @@ class Run:
     # Sift's own time too.
     loop_lag_ms: list[tuple[float, float]] = field(default_factory=list)
     harness_gc_ms: list[float] = field(default_factory=list)  # this process's full collections
+    # The machine-speed probe's readings (bench.machine): the same work taking more CPU later
+    # means the machine got slower, not Sift.
+    speed: Speed = field(default_factory=Speed)
+    # (time.monotonic(), steal s so far): time the hypervisor gave this machine's cores to
+    # someone else while it had work to run.
+    steal: list[tuple[float, float]] = field(default_factory=list)
     serve_cpu_s: float = 0.0  # CPU the `sift serve` process used while the conversations ran
     harness_cpu_s: float = 0.0  # this process: fake Slack, fake Claude, the conversations
     machine_busy_s: float = 0.0  # every core's non-idle time (Weaviate, PostgreSQL, the OS too)
@@ -236,13 +243,6 @@ class ServerCpu:
         return dict(self.totals)
 
 
-def machine_busy_seconds() -> float:
-    """Non-idle CPU time of the whole machine so far (the first line of /proc/stat, in ticks:
-    user nice system idle iowait irq softirq steal ...)."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def db_connections(admin_url: str, database: str) -> int:
     with psycopg.connect(admin_url) as connection:
         row = connection.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
@@ -280,8 +280,9 @@ async def sample(pid: int, admin_url: str, database: str, run: Run, stop: asynci
         run.rss_file_mb.append((at, resident["RssFile"]))
         run.serve_cpu.append((time.monotonic(), cpu_seconds(pid)))
         servers = server_cpu.update()
-        run.machine_cpu.append((time.monotonic(), machine_busy_seconds(), time.process_time(),
+        run.machine_cpu.append((time.monotonic(), busy_seconds(), time.process_time(),
                                 servers["weaviate"], servers["postgres"]))
+        run.steal.append((time.monotonic(), steal_seconds()))
         run.connections.append((at, await asyncio.to_thread(db_connections, admin_url,
                                                              database)))
         with suppress(TimeoutError):
@@ -457,7 +458,7 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
         freezer = asyncio.create_task(keep_heap_frozen(stop))
         tags = itertools.count(1)
         cpu_before = cpu_seconds(process.pid)
-        harness_before, machine_before = time.process_time(), machine_busy_seconds()
+        harness_before, machine_before = time.process_time(), busy_seconds()
         started = time.monotonic()
         deadline = started + args.seconds
         url = f"http://127.0.0.1:{port}/slack/events"
@@ -468,13 +469,13 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
             def think() -> float:
                 return pauses.expovariate(1 / args.think_s) if args.think_s else 0.0
 
-            with timed_collections(run.harness_gc_ms):
+            with timed_collections(run.harness_gc_ms), probe() as run.speed:
                 await asyncio.gather(*(conversation(k, url, slack, http, tags, deadline, run,
                                                     think) for k in range(args.conversations)))
         elapsed = time.monotonic() - started
         run.serve_cpu_s = cpu_seconds(process.pid) - cpu_before
         run.harness_cpu_s = time.process_time() - harness_before
-        run.machine_busy_s = machine_busy_seconds() - machine_before
+        run.machine_busy_s = busy_seconds() - machine_before
         stop.set()
         await sampler
         await watcher
@@ -562,6 +563,19 @@ def machine_by_window(run: Run, width_s: float) -> str:
     return ", ".join(parts) if parts else "no samples"
 
 
+def machine_speed_by_window(run: Run, width_s: float) -> str:
+    """Per window: the probe's CPU ms for its fixed work (median) and the share of the
+    cores' time stolen by the hypervisor. Both flat while Sift's numbers move: it is Sift;
+    both up with them: it is the machine."""
+    cores = os.cpu_count() or 1
+    stolen = [(t0, (t1 - t0, s1 - s0)) for (t0, s0), (t1, s1) in itertools.pairwise(run.steal)]
+    steal = {label: 100 * sum(s for _, s in v) / max(1e-9, cores * sum(w for w, _ in v))
+             for label, v in by_window(stolen, width_s)}
+    return ", ".join(f"{label}: {statistics.median(v):.1f} ms, steal {steal.get(label, 0):.1f}%"
+                     for label, v in by_window(run.speed.readings, width_s)
+                     ) if run.speed.readings else "no samples"
+
+
 def lag_by_window(run: Run, width_s: float) -> str:
     """This process's event-loop lateness per window, ms p50/p95/max."""
     return ", ".join(f"{label}: {pct(v, 50):.0f}/{pct(v, 95):.0f}/{max(v):.0f}"
@@ -622,6 +636,9 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"% of the {os.cpu_count()} cores by window (sift serve/harness/Weaviate/PostgreSQL/"
           "the rest): "
           + machine_by_window(run, window_s))
+    print(f"machine speed over the run (bench.machine): {run.speed.summary()}")
+    print("machine speed by window (the probe's CPU ms for the same work, median; the "
+          "hypervisor's steal, % of the cores): " + machine_speed_by_window(run, window_s))
     print("harness event-loop lateness ms by window (p50/p95/max), counted in Sift's own time: "
           + lag_by_window(run, window_s))
     print(f"harness full collections: {len(run.harness_gc_ms)}, longest "

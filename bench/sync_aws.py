@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from bench.machine import probe
 from bot.app import App
 from bot.settings import Settings, WeaviateSettings
 from bot.weaviate.install import find_binary
@@ -90,7 +91,8 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         return SyncJob("aws", FolderConnector(folder), index, embedder, state, config)
 
     try:
-        first, first_s = await timed(job())
+        with probe() as speed:
+            first, first_s = await timed(job())
         rss_first = peak_rss_mb()
         incremental, incremental_s = await timed(job())
         full, full_s = await timed(job(), full=True)
@@ -100,6 +102,8 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         db.dispose()
     result = report(first, first_s, rss_first, incremental, incremental_s, full, full_s, config)
     result["rss_after_model_load_mb"] = round(rss_model, 0)
+    result["machine_during_first_run"] = {"probe_ms": round(speed.probe_ms, 1),
+                                          "steal_share": round(speed.steal_share, 3)}
     return result
 
 
@@ -134,6 +138,9 @@ def print_report(result: dict) -> None:
           f"failed {result['failed']}  chunking {result['chunking']}")
     print(f"first run       {result['first_run_s']:8.1f} s   "
           f"{result['documents_per_s']:.2f} documents/s   {result['chunks_per_s']:.1f} chunks/s")
+    machine = result["machine_during_first_run"]
+    print(f"machine speed   probe {machine['probe_ms']:.1f} ms (bench.machine: the same work "
+          f"in CPU time, lower on a faster machine), steal {100 * machine['steal_share']:.1f}%")
     print("time split      " + "  ".join(f"{k} {v:.1%}" for k, v in split.items()))
     print(f"not embedding   {1 - split['embed']:.1%} (target < 25%)")
     print(f"peak RSS        {result['peak_rss_mb']:.0f} MB "
