@@ -4,12 +4,14 @@ Run:  .venv/bin/python -m bench.machine [--seconds 60] [--every 1]
 
 The machines these benchmarks run on are shared: the same code on the same input can take a
 third longer in one hour than in the next. A benchmark that runs the probe beside its work
-(`probe()`) can tell a slower Sift from a slower machine: the probe times the same pure-Python
-loop again and again in its own CPU time, so waiting for a core (the benchmark's own load)
-does not count, while what slows every program does (clock speed, a neighbour on the same
-core or caches). Steal is the time the hypervisor ran someone else while this machine's
-cores had work (the eighth field of /proc/stat's first line). Run alone, this module prints
-the probe's readings on an otherwise idle machine: a baseline to compare a benchmark's with.
+(`probe()`) can tell a slower Sift from a slower machine: the probe times the same work again
+and again in its own CPU time (a pure-Python loop, and float32 matrix products as the
+embedding model does), so waiting for a core (the benchmark's own load) does not count,
+while what slows every program does (clock speed, a neighbour on the same core, caches or
+memory). Steal is the time the hypervisor ran someone else while this machine's
+cores had work (the eighth field of /proc/stat's first line). Single readings vary (on an
+idle machine the loop took 28-51 ms): compare medians, between runs doing similar work. Run
+alone, this module prints the readings on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -25,16 +27,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The probe process: times the loop every `every` seconds and prints (monotonic time, CPU ms).
+# The probe process: every `every` seconds, times an interpreter-bound loop and float32 matrix
+# products (the kind of work the embedding model does: a machine can be slow at one and not
+# the other) and prints (monotonic time, loop CPU ms, products CPU ms).
 PROBE = """
 import sys, time
+import numpy
 every = float(sys.argv[1])
+a = numpy.random.default_rng(0).random((256, 256), dtype=numpy.float32)
 while True:
     start = time.process_time()
     total = 0
     for i in range(300_000):
         total += i * i % 7
-    print(time.monotonic(), (time.process_time() - start) * 1000, flush=True)
+    loop = time.process_time()
+    for _ in range(40):
+        a @ a
+    print(time.monotonic(), (loop - start) * 1000, (time.process_time() - loop) * 1000,
+          flush=True)
     time.sleep(every)
 """
 
@@ -60,14 +70,20 @@ def steal_seconds() -> float:
 class Speed:
     """The probe's readings over a stretch of time, and the steal over the same stretch."""
 
-    readings: list[tuple[float, float]] = field(default_factory=list)  # (monotonic, CPU ms)
+    # (monotonic time, the loop's CPU ms, the matrix products' CPU ms)
+    readings: list[tuple[float, float, float]] = field(default_factory=list)
     steal_s: float = 0.0
     wall_s: float = 0.0
 
     @property
-    def probe_ms(self) -> float:
-        """Median CPU ms of the probe's work (0.0 without a reading)."""
-        return statistics.median(ms for _, ms in self.readings) if self.readings else 0.0
+    def loop_ms(self) -> float:
+        """Median CPU ms of the probe's interpreter loop (0.0 without a reading)."""
+        return statistics.median(r[1] for r in self.readings) if self.readings else 0.0
+
+    @property
+    def matmul_ms(self) -> float:
+        """Median CPU ms of the probe's matrix products (0.0 without a reading)."""
+        return statistics.median(r[2] for r in self.readings) if self.readings else 0.0
 
     @property
     def steal_share(self) -> float:
@@ -75,7 +91,8 @@ class Speed:
         return self.steal_s / max(1e-9, self.wall_s * (os.cpu_count() or 1))
 
     def summary(self) -> str:
-        return (f"probe {self.probe_ms:.1f} ms median over {len(self.readings)} readings, "
+        return (f"probe loop {self.loop_ms:.1f} ms, matrix products {self.matmul_ms:.1f} ms "
+                f"(CPU, medians of {len(self.readings)} readings; lower on a faster machine), "
                 f"steal {100 * self.steal_share:.1f}% of the cores")
 
 
@@ -84,8 +101,11 @@ def probe(every_s: float = 2.0) -> Iterator[Speed]:
     """Run the probe beside the block (about 2% of a core at the default pace); the readings
     and the steal are in the yielded `Speed` once the block ends."""
     speed = Speed()
+    # One thread for the products: their CPU time is then the work of one core.
+    env = {**os.environ, **dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                           "MKL_NUM_THREADS"), "1")}
     process = subprocess.Popen([sys.executable, "-c", PROBE, str(every_s)],
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, env=env)
     started, steal_before = time.monotonic(), steal_seconds()
     try:
         yield speed
@@ -95,8 +115,8 @@ def probe(every_s: float = 2.0) -> Iterator[Speed]:
         speed.wall_s = time.monotonic() - started
         speed.steal_s = steal_seconds() - steal_before
         for line in out.splitlines():
-            at, ms = line.split()
-            speed.readings.append((float(at), float(ms)))
+            at, loop, products = (float(v) for v in line.split())
+            speed.readings.append((at, loop, products))
 
 
 def main() -> None:
@@ -107,11 +127,12 @@ def main() -> None:
     args = parser.parse_args()
     with probe(args.every) as speed:
         time.sleep(args.seconds)
-    values = sorted(ms for _, ms in speed.readings)
     print(speed.summary())
-    if values:
-        print(f"probe ms: min {values[0]:.1f}, p10 {values[len(values) // 10]:.1f}, "
-              f"max {values[-1]:.1f}")
+    for name, column in (("loop", 1), ("matrix products", 2)):
+        values = sorted(r[column] for r in speed.readings)
+        if values:
+            print(f"{name} ms: min {values[0]:.1f}, p10 {values[len(values) // 10]:.1f}, "
+                  f"max {values[-1]:.1f}")
 
 
 if __name__ == "__main__":

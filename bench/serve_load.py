@@ -564,16 +564,18 @@ def machine_by_window(run: Run, width_s: float) -> str:
 
 
 def machine_speed_by_window(run: Run, width_s: float) -> str:
-    """Per window: the probe's CPU ms for its fixed work (median) and the share of the
-    cores' time stolen by the hypervisor. Both flat while Sift's numbers move: it is Sift;
-    both up with them: it is the machine."""
+    """Per window: the probe's CPU ms for its fixed work (medians: the interpreter loop, the
+    matrix products) and the share of the cores' time stolen by the hypervisor. All flat while
+    Sift's numbers move: it is Sift; up with them: it is the machine."""
     cores = os.cpu_count() or 1
     stolen = [(t0, (t1 - t0, s1 - s0)) for (t0, s0), (t1, s1) in itertools.pairwise(run.steal)]
     steal = {label: 100 * sum(s for _, s in v) / max(1e-9, cores * sum(w for w, _ in v))
              for label, v in by_window(stolen, width_s)}
-    return ", ".join(f"{label}: {statistics.median(v):.1f} ms, steal {steal.get(label, 0):.1f}%"
-                     for label, v in by_window(run.speed.readings, width_s)
-                     ) if run.speed.readings else "no samples"
+    readings = [(at, (loop, products)) for at, loop, products in run.speed.readings]
+    return ", ".join(
+        f"{label}: {statistics.median(r[0] for r in v):.1f}/"
+        f"{statistics.median(r[1] for r in v):.1f} ms, steal {steal.get(label, 0):.1f}%"
+        for label, v in by_window(readings, width_s)) if readings else "no samples"
 
 
 def lag_by_window(run: Run, width_s: float) -> str:
@@ -637,8 +639,9 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
           "the rest): "
           + machine_by_window(run, window_s))
     print(f"machine speed over the run (bench.machine): {run.speed.summary()}")
-    print("machine speed by window (the probe's CPU ms for the same work, median; the "
-          "hypervisor's steal, % of the cores): " + machine_speed_by_window(run, window_s))
+    print("machine speed by window (the probe's CPU ms for the same work, medians: loop/"
+          "matrix products; the hypervisor's steal, % of the cores): "
+          + machine_speed_by_window(run, window_s))
     print("harness event-loop lateness ms by window (p50/p95/max), counted in Sift's own time: "
           + lag_by_window(run, window_s))
     print(f"harness full collections: {len(run.harness_gc_ms)}, longest "

@@ -1,8 +1,13 @@
-"""`sift serve`'s own defaults: the embedding model on one thread unless the setting says more."""
+"""`sift serve`'s own defaults: the model on one thread, quick handoffs of the interpreter."""
 
 from __future__ import annotations
 
-from bot.cli.serve import serving_defaults
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from bot.cli.serve import serving_defaults, serving_process
 from bot.settings import EmbeddingSettings, Settings
 
 
@@ -17,3 +22,17 @@ def test_an_explicit_thread_count_is_kept() -> None:
     settings = Settings(embedding=EmbeddingSettings(threads=2))
     serving_defaults(settings)
     assert settings.embedding.threads == 2
+
+
+@pytest.fixture
+def switch_interval() -> Iterator[None]:
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("switch_interval")
+def test_serve_hands_the_interpreter_over_within_a_millisecond() -> None:
+    sys.setswitchinterval(0.005)  # Python's default
+    serving_process()
+    assert sys.getswitchinterval() == pytest.approx(0.001)
