@@ -124,6 +124,13 @@ class SyncStateRepository:
         with self._db.read() as session:
             return session.scalar(query)
 
+    def running(self) -> list[str]:
+        """Sources with a run not finished yet (or killed before it could say so)."""
+        query = (select(SyncRun.source).where(SyncRun.status == "running").distinct()
+                 .order_by(SyncRun.source))
+        with self._db.read() as session:
+            return list(session.scalars(query))
+
     def runs(self, source: str | None = None, limit: int = 20) -> list[SyncRun]:
         query = select(SyncRun).order_by(SyncRun.id.desc()).limit(limit)
         if source is not None:

@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # the heavy modules load when a command runs, not for `sift -
 
 EMPTY_INDEX = ("The index is empty, so there is nothing to answer from yet: run `sift sync` "
                "(it indexes the [[sources]] of sift.toml, or the sample knowledge base).")
+# `sift serve` answers /readyz once the model is loaded, while its first sync still runs.
+SYNC_RUNNING = ("The index is still empty: a sync of {sources} has not finished yet; ask again "
+                "once it has.")
 NO_KEY_NOTE = ("Note: --mode accurate needs an Anthropic API key (SIFT_ANTHROPIC_API_KEY), "
                "so this answer was made in fast mode.")
 
@@ -104,7 +107,9 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
     try:
         async with connected_index(app, announce=announce) as index:
             if await index.count() == 0:  # not a content gap: nothing was synced yet
-                raise RetrievalError("the index is empty", user_message=EMPTY_INDEX)
+                running = await asyncio.to_thread(app.sync_state.running)
+                raise RetrievalError("the index is empty", user_message=SYNC_RUNNING.format(
+                    sources=", ".join(running)) if running else EMPTY_INDEX)
             pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                     priors=app.document_priors)
             # The model load is start-up, not the first question's retrieval time.

@@ -28,6 +28,7 @@ from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from storage.db import Database
 from storage.models import DocumentStats, Feedback, Interaction
+from storage.sync_state import SyncStateRepository
 from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 
@@ -319,6 +320,22 @@ def test_asking_an_empty_index_says_how_to_sync_and_records_no_gap(
     assert code == 1 and messages.NO_ANSWER not in out
     assert "The index is empty" in err and "`sift sync`" in err
     assert interactions(tmp_path / "data") == 0
+
+
+def test_asking_an_empty_index_while_a_sync_runs_says_to_wait_for_it(
+        weaviate_server: ManagedWeaviate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # `sift serve` is ready before its first sync of an empty index has written anything.
+    with sift_environment(monkeypatch, weaviate_server, unique_collection("Syncing"), tmp_path):
+        database = Database(f"sqlite:///{tmp_path / 'data' / 'sift.db'}")
+        database.upgrade()
+        SyncStateRepository(database).start_run("handbook", full=True)
+        database.dispose()
+        code = main(["ask", QUESTION])
+    out, err = capsys.readouterr()
+    assert code == 1 and messages.NO_ANSWER not in out
+    assert "still empty" in err and "a sync of handbook has not finished" in err
+    assert "run `sift sync`" not in err
 
 
 def test_accurate_mode_without_a_key_says_it_answered_in_fast_mode(

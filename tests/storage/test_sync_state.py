@@ -65,6 +65,17 @@ def test_runs_and_the_incremental_checkpoint(state: SyncStateRepository, clock: 
         "ok", True, 3, 7, clock.now - timedelta(hours=2))
     assert (runs[second].status, runs[second].failed, runs[second].errors) == (
         "failed", 1, ["doc x: boom"])
+    assert state.running() == ["kb"]  # the third run of kb; wiki's finished
+
+
+def test_a_run_killed_before_it_finished_stops_counting_as_running_at_the_next(
+        state: SyncStateRepository) -> None:
+    assert state.running() == []
+    state.start_run("kb", full=True)  # its process dies here
+    assert state.running() == ["kb"]
+    again = state.start_run("kb", full=True)
+    state.finish_run(again, RunCounts(), [], status="ok")
+    assert state.running() == []
 
 
 def test_the_cursor_of_the_last_successful_run_is_handed_back(state: SyncStateRepository,
