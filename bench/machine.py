@@ -115,8 +115,10 @@ def probe(every_s: float = 2.0) -> Iterator[Speed]:
         speed.wall_s = time.monotonic() - started
         speed.steal_s = steal_seconds() - steal_before
         for line in out.splitlines():
-            at, loop, products = (float(v) for v in line.split())
-            speed.readings.append((at, loop, products))
+            fields = line.split()
+            if len(fields) == 3:  # the last line can be cut short by the terminate
+                at, loop, products = (float(v) for v in fields)
+                speed.readings.append((at, loop, products))
 
 
 def main() -> None:
