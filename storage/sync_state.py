@@ -19,6 +19,7 @@ from storage.upsert import upsert
 MAX_ERRORS = 100  # a run with thousands of failures keeps the first ones; the log has the rest
 MAX_ERROR_CHARS = 1000
 SUCCESS = "ok"
+RUNNING = "running"  # a run started and not finished (or killed before it could say so)
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,9 @@ class SyncStateRepository:
         source's lock), so they become `abandoned` instead of running forever."""
         with self._db.write() as session:
             session.execute(update(SyncRun).where(
-                SyncRun.source == source, SyncRun.status == "running").values(
+                SyncRun.source == source, SyncRun.status == RUNNING).values(
                 status="abandoned", finished_at=self._clock()))
-            run = SyncRun(source=source, full=full, status="running",
+            run = SyncRun(source=source, full=full, status=RUNNING,
                           started_at=self._clock(), errors=[])
             session.add(run)
             session.flush()
@@ -126,7 +127,7 @@ class SyncStateRepository:
 
     def running(self) -> list[str]:
         """Sources with a run not finished yet (or killed before it could say so)."""
-        query = (select(SyncRun.source).where(SyncRun.status == "running").distinct()
+        query = (select(SyncRun.source).where(SyncRun.status == RUNNING).distinct()
                  .order_by(SyncRun.source))
         with self._db.read() as session:
             return list(session.scalars(query))
