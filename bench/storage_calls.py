@@ -149,9 +149,10 @@ def main() -> None:
         cluster.stop()
     names = list(results[ROOT][0])
     width = max(len(n) for n in names) + 2
+    column = 8 * args.repeats + 4  # "0.000 / " per pass, and a gap between the trees
     print(f"CPU ms per call, this process only; each pass's median of {args.rounds} rounds "
           f"of {args.calls} calls")
-    print(f"{'':<{width}}" + "".join(f"{t.name[:18]:>20}" for t in trees)
+    print(f"{'':<{width}}" + "".join(f"{t.name[:column - 2]:>{column}}" for t in trees)
           + ("   ratio to the first" if len(trees) > 1 else ""))
     for name in [*names, "one answer's storage"]:
         cells = []
@@ -160,7 +161,7 @@ def main() -> None:
                       for p in results[tree]]
             cells.append(passes)
         line = f"{name:<{width}}" + "".join(
-            f"{' / '.join(f'{v:.3f}' for v in passes):>20}" for passes in cells)
+            f"{' / '.join(f'{v:.3f}' for v in passes):>{column}}" for passes in cells)
         if len(trees) > 1:
             first = statistics.median(cells[0])
             line += "   " + ", ".join(f"{statistics.median(c) / first:.2f}x" for c in cells[1:])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InvalidatePoolError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.errors import StorageError
@@ -29,6 +30,8 @@ DEFAULT_URL = "sqlite:///.sift/sift.db"
 # `sift ask` quick; a test holds this to storage/migrations (bump it with each new one).
 HEAD = "0011"
 MIGRATION_LOCK = 0x51F7  # the advisory lock id PostgreSQL migrations serialise on
+# A pooled PostgreSQL connection unused for this long is pinged before it is handed out.
+IDLE_PING_S = 2.0
 
 
 def _sqlite_file(url: URL) -> Path | None:
@@ -65,11 +68,37 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         connection.exec_driver_sql(f"BEGIN {mode}".strip())
 
 
+def _ping_when_idle(engine: Engine, idle_s: float) -> None:
+    """Ping a pooled connection before use only when it sat unused for `idle_s` or more.
+
+    Connections die while they wait: a server restart, a proxy or firewall that drops quiet
+    sessions. Pinging on every checkout (`pool_pre_ping`) finds those, but costs a round trip
+    on each of an answer's nine transactions, while a connection busy a moment ago is all but
+    certain to live. One that died anyway fails its statement, which makes SQLAlchemy discard
+    every pooled connection opened before then, so the next transaction starts afresh.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info["returned_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _lent(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        returned_at = record.info.pop("returned_at", None)
+        if returned_at is None or time.monotonic() - returned_at < idle_s:
+            return  # a new connection, or one in use a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            # The pool replaces this connection and every one opened before it, then retries.
+            raise InvalidatePoolError(f"a pooled connection was dead: {_first_line(exc)}") from exc
+
+
 class Database:
     """Owns the engine for one URL; the composition root creates one and shares it."""
 
     def __init__(self, url: str = DEFAULT_URL, *, busy_timeout_ms: int = 15_000,
-                 echo: bool = False) -> None:
+                 echo: bool = False, idle_ping_s: float = IDLE_PING_S) -> None:
         self.url = make_url(url)
         sqlite = self.url.get_backend_name() == "sqlite"
         if sqlite:
@@ -82,10 +111,17 @@ class Database:
                 event.listen(self.engine, "do_connect", lambda *_: _private_file(path))
             _configure_sqlite(self.engine, busy_timeout_ms)
             writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+            reader = self.engine
         else:
-            self.engine = create_engine(self.url, echo=echo, pool_pre_ping=True)
+            self.engine = create_engine(self.url, echo=echo)
+            _ping_when_idle(self.engine, idle_ping_s)
             writer = self.engine.execution_options()
-        self._reader = sessionmaker(self.engine, expire_on_commit=False)
+            # Reads need no transaction of their own: under PostgreSQL's default isolation
+            # (read committed) each statement sees what was committed when it began, inside a
+            # transaction or not, and without one a read costs one round trip instead of
+            # three (BEGIN, the query, ROLLBACK).
+            reader = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._reader = sessionmaker(reader, expire_on_commit=False)
         self._writer = sessionmaker(writer, expire_on_commit=False)
 
     @property
@@ -99,7 +135,8 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """A read-only unit of work (rolled back at the end)."""
+        """A read-only unit of work: rolled back at the end on SQLite; on PostgreSQL each
+        statement runs on its own (no transaction), so nothing written here would be undone."""
         with self._reader() as session:
             yield session
 
@@ -108,10 +145,6 @@ class Database:
         """One transaction: committed if the block succeeds, rolled back if it raises."""
         with self._writer.begin() as session:
             yield session
-
-    def session(self) -> Session:
-        """A plain session for callers that manage their own transactions."""
-        return self._reader()
 
     def ping(self) -> None:
         try:
