@@ -146,6 +146,18 @@ class Database:
         with self._writer.begin() as session:
             yield session
 
+    @contextmanager
+    def write_one(self) -> Iterator[Session]:
+        """For a block that writes with a single statement, atomic on its own: on PostgreSQL
+        it runs without BEGIN and COMMIT (one round trip instead of three); on SQLite, as
+        `write()`. A block of several statements must use `write()`."""
+        if self.dialect == "sqlite":
+            with self.write() as session:
+                yield session
+        else:
+            with self._reader() as session:
+                yield session
+
     def ping(self) -> None:
         try:
             with self.engine.connect() as connection:

@@ -31,7 +31,7 @@ class DedupeRepository:
         """
         now = self._clock()
         values = {"claimed": key, "until": now + timedelta(seconds=ttl_s), "now": now}
-        with self._db.write() as session:
+        with self._db.write_one() as session:
             return session.execute(_claim(self._db.dialect), values).first() is not None
 
     def prune(self) -> int:

@@ -158,7 +158,7 @@ class InteractionRepository:
     def attach_message(self, interaction_id: int, channel: str, message_ref: str) -> None:
         """Remember where the answer was posted; raises UnknownInteraction for a bad id."""
         values = {"interaction": interaction_id, "posted_in": channel, "posted_as": message_ref}
-        with self._db.write() as session:
+        with self._db.write_one() as session:
             if cast(CursorResult[Any], session.execute(_ATTACH, values)).rowcount == 0:
                 raise UnknownInteraction(interaction_id)
 

@@ -93,3 +93,20 @@ def test_a_connection_in_use_a_moment_ago_is_not_pinged_and_fails_once(
         assert _pid(db) != dead
     finally:
         db.dispose()
+
+
+def test_a_single_statement_write_commits_as_it_runs(pg_db_url: str) -> None:
+    db = Database(pg_db_url)
+    others = create_engine(pg_db_url)
+    try:
+        with db.write() as session:
+            session.execute(text("CREATE TABLE notes (body text)"))
+        with db.write_one() as session:
+            session.execute(text("INSERT INTO notes VALUES ('claimed')"))
+            # No transaction around it: another connection sees the row before the block ends.
+            with others.connect() as connection:
+                assert connection.execute(text("SELECT body FROM notes")).scalars().all() == [
+                    "claimed"]
+    finally:
+        others.dispose()
+        db.dispose()
