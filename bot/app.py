@@ -474,7 +474,8 @@ class App:
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                            history=self.history, quota=QuotaRepository(self.database))
+                            history=self.history, quota=QuotaRepository(self.database),
+                            syncs=self.sync_state)
         return ChatService(pipeline, stores, limits)
 
     def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 NO_ANSWER = "I couldn't find an answer to that in the knowledge base."
+NOT_INDEXED_YET = (
+    "I couldn't find an answer to that yet, but I'm still reading the knowledge base for the "
+    "first time: please ask again once that is done (usually a few minutes)."
+)
 NO_ANSWER_SUGGESTIONS = "You may want to look at:"
 DEGRADED_NOTE = "Note: I couldn't fully check these sources, so treat this answer with care."
 UNCHECKED_NO_ANSWER_NOTE = (

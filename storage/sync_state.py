@@ -132,6 +132,16 @@ class SyncStateRepository:
         with self._db.read() as session:
             return list(session.scalars(query))
 
+    def first_syncs_running(self) -> list[str]:
+        """Sources whose first sync is under way: a run not finished and none ever succeeded
+        (the index holds only part of them, if any)."""
+        succeeded = select(SyncRun.source).where(SyncRun.status == SUCCESS)
+        query = (select(SyncRun.source)
+                 .where(SyncRun.status == RUNNING, SyncRun.source.not_in(succeeded))
+                 .distinct().order_by(SyncRun.source))
+        with self._db.read() as session:
+            return list(session.scalars(query))
+
     def runs(self, source: str | None = None, limit: int = 20) -> list[SyncRun]:
         query = select(SyncRun).order_by(SyncRun.id.desc()).limit(limit)
         if source is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rag import messages
@@ -116,6 +116,10 @@ class HistoryStore(Protocol):
     def recent(self, conversation_key: str, n: int) -> list[tuple[str, str]]: ...
 
 
+class SyncProgress(Protocol):
+    def first_syncs_running(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class ChatLimits:
     quota_per_minute: int = 10
@@ -139,6 +143,7 @@ class ChatStores:
     feedback: FeedbackStore
     history: HistoryStore
     quota: QuotaStore
+    syncs: SyncProgress
 
 
 class ChatService:
@@ -178,7 +183,13 @@ class ChatService:
 
     async def ask(self, question: Question, preview: TextSink | None = None) -> Answer:
         """The answer; `preview` gets its text so far while the model writes it."""
-        return await self._pipeline.answer(question, preview)
+        answer = await self._pipeline.answer(question, preview)
+        if answer.status is not AnswerStatus.NO_ANSWER:
+            return answer
+        if await asyncio.to_thread(self._stores.syncs.first_syncs_running):
+            # Not (yet) a gap in the knowledge base: part of it is still being read.
+            return replace(answer, text=messages.NOT_INDEXED_YET)
+        return answer
 
     async def link(self, answer: Answer, channel: str, message_ref: str) -> None:
         """Remember which platform message carries the answer, so reactions find it."""

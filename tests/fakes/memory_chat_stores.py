@@ -155,13 +155,22 @@ class MemoryHistory:
 
 
 @dataclass
+class MemorySyncs:
+    first_running: list[str] = field(default_factory=list)
+
+    def first_syncs_running(self) -> list[str]:
+        return list(self.first_running)
+
+
+@dataclass
 class MemoryChatStores:
-    """All four stores, plus the recorder, sharing one set of interactions."""
+    """The chat stores, plus the recorder, sharing one set of interactions."""
 
     interactions: MemoryInteractions = field(default_factory=MemoryInteractions)
     dedupe: MemoryDedupe = field(default_factory=MemoryDedupe)
     history: MemoryHistory = field(default_factory=MemoryHistory)
     quota: MemoryQuota = field(default_factory=MemoryQuota)
+    syncs: MemorySyncs = field(default_factory=MemorySyncs)
     feedback: MemoryFeedback = field(init=False)
 
     def __post_init__(self) -> None:
@@ -169,4 +178,4 @@ class MemoryChatStores:
 
     def chat_stores(self) -> ChatStores:
         return ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                          history=self.history, quota=self.quota)
+                          history=self.history, quota=self.quota, syncs=self.syncs)

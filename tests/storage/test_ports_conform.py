@@ -12,6 +12,7 @@ from bot.chat.service import (
     HistoryStore,
     InteractionLinks,
     QuotaStore,
+    SyncProgress,
 )
 from rag.ports import GradeCache, GradeKey, InteractionRecorder
 from rag.types import Answer, Grade, GradeSource
@@ -37,7 +38,8 @@ def wire(db: Database) -> tuple[GradeCache, InteractionRecorder, SyncState, Chat
     feedback: FeedbackStore = FeedbackRepository(db)
     history: HistoryStore = HistoryRepository(db)
     quota: QuotaStore = QuotaRepository(db)
-    return cache, recorder, state, ChatStores(dedupe, links, feedback, history, quota)
+    syncs: SyncProgress = SyncStateRepository(db)
+    return cache, recorder, state, ChatStores(dedupe, links, feedback, history, quota, syncs)
 
 
 def test_the_ports_work_through_their_protocol_types(database: Database) -> None:

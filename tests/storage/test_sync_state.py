@@ -78,6 +78,21 @@ def test_a_run_killed_before_it_finished_stops_counting_as_running_at_the_next(
     assert state.running() == []
 
 
+def test_only_a_source_that_never_finished_a_sync_counts_as_first_syncing(
+        state: SyncStateRepository, clock: Clock) -> None:
+    assert state.first_syncs_running() == []
+    wiki = state.start_run("wiki", full=True)
+    state.start_run("zendesk", full=True)
+    assert state.first_syncs_running() == ["wiki", "zendesk"]
+    state.finish_run(wiki, RunCounts(added=3), [], status="ok")
+    clock.advance(hours=1)
+    state.start_run("wiki", full=False)  # a later run: the index already holds wiki
+    assert state.first_syncs_running() == ["zendesk"]
+    failed = state.start_run("zendesk", full=True)
+    state.finish_run(failed, RunCounts(), ["401 from the API"], status="failed")
+    assert state.first_syncs_running() == []  # not under way: a failure, not "still reading"
+
+
 def test_the_cursor_of_the_last_successful_run_is_handed_back(state: SyncStateRepository,
                                                                clock: Clock) -> None:
     assert state.last_cursor("sp") is None

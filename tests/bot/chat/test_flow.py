@@ -126,6 +126,22 @@ async def test_a_mention_is_answered_linked_and_recorded_with_its_policy(setup: 
     assert answer.question.context.policy == "slack:*"
 
 
+async def test_no_answer_while_the_first_sync_runs_says_the_index_is_still_being_read(
+        setup: Setup) -> None:
+    question = "What is the office wifi password in the Lisbon branch?"  # not in the corpus
+    surface = MemorySurface()
+    await setup.flow.on_message(msg(question, n=1), surface)
+    setup.stores.syncs.first_running.append("wiki")
+    await setup.flow.on_message(msg(question, n=2), surface)
+    setup.stores.syncs.first_running.clear()
+    await setup.flow.on_message(msg(STAGING, n=3), surface)
+    [(before, _), (during, _), (answered, _)] = surface.delivered
+    assert before.status is during.status is AnswerStatus.NO_ANSWER
+    assert before.text == messages.NO_ANSWER
+    assert during.text == messages.NOT_INDEXED_YET
+    assert answered.status is AnswerStatus.ANSWERED and answered.text != messages.NOT_INDEXED_YET
+
+
 @pytest.mark.parametrize(("text", "answered"), [
     (STAGING, True), ("thanks!", False), ("ok, will do", False),
     ("<@U9> can you look?", False)])
