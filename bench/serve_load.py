@@ -38,7 +38,7 @@ import aiohttp
 import psycopg
 
 from bench.cli_timing import ENTRY, ROOT, environment, sift
-from bench.machine import Speed, busy_seconds, probe, steal_seconds
+from bench.machine import Speed, busy_seconds, probe, processor, steal_seconds
 from bot.weaviate.process import free_port
 from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency, Recorded
 from tests.fakes.slack_payloads import (
@@ -638,7 +638,8 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
     print(f"% of the {os.cpu_count()} cores by window (sift serve/harness/Weaviate/PostgreSQL/"
           "the rest): "
           + machine_by_window(run, window_s))
-    print(f"machine speed over the run (bench.machine): {run.speed.summary()}")
+    print(f"machine speed over the run (bench.machine): {run.speed.summary()}; "
+          f"{processor()}")
     print("machine speed by window (the probe's CPU ms for the same work, medians: loop/"
           "matrix products; the hypervisor's steal, % of the cores): "
           + machine_speed_by_window(run, window_s))

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from bench.machine import probe
+from bench.machine import probe, processor
 from bot.app import App
 from bot.settings import Settings, WeaviateSettings
 from bot.weaviate.install import find_binary
@@ -102,7 +102,8 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         db.dispose()
     result = report(first, first_s, rss_first, incremental, incremental_s, full, full_s, config)
     result["rss_after_model_load_mb"] = round(rss_model, 0)
-    result["machine_during_first_run"] = {"loop_ms": round(speed.loop_ms, 1),
+    result["machine_during_first_run"] = {"processor": processor(),
+                                          "loop_ms": round(speed.loop_ms, 1),
                                           "matmul_ms": round(speed.matmul_ms, 1),
                                           "steal_share": round(speed.steal_share, 3)}
     return result
@@ -143,6 +144,7 @@ def print_report(result: dict) -> None:
     print(f"machine speed   probe loop {machine['loop_ms']:.1f} ms, matrix products "
           f"{machine['matmul_ms']:.1f} ms (bench.machine: the same work in CPU time, lower on a "
           f"faster machine), steal {100 * machine['steal_share']:.1f}%")
+    print(f"processor       {machine['processor']}")
     print("time split      " + "  ".join(f"{k} {v:.1%}" for k, v in split.items()))
     print(f"not embedding   {1 - split['embed']:.1%} (target < 25%)")
     print(f"peak RSS        {result['peak_rss_mb']:.0f} MB "
