@@ -146,6 +146,16 @@ class ChatStores:
     syncs: SyncProgress
 
 
+async def while_first_syncs_run(answer: Answer, syncs: SyncProgress) -> Answer:
+    """A no-answer while a source's first sync runs is not (yet) a gap in the knowledge base:
+    part of it is still being read, and the reply says so. Every surface asks through this."""
+    if answer.status is not AnswerStatus.NO_ANSWER:
+        return answer
+    if await asyncio.to_thread(syncs.first_syncs_running):
+        return replace(answer, text=messages.NOT_INDEXED_YET)
+    return answer
+
+
 class ChatService:
     def __init__(self, pipeline: Pipeline, stores: ChatStores, limits: ChatLimits) -> None:
         self._pipeline = pipeline
@@ -183,13 +193,8 @@ class ChatService:
 
     async def ask(self, question: Question, preview: TextSink | None = None) -> Answer:
         """The answer; `preview` gets its text so far while the model writes it."""
-        answer = await self._pipeline.answer(question, preview)
-        if answer.status is not AnswerStatus.NO_ANSWER:
-            return answer
-        if await asyncio.to_thread(self._stores.syncs.first_syncs_running):
-            # Not (yet) a gap in the knowledge base: part of it is still being read.
-            return replace(answer, text=messages.NOT_INDEXED_YET)
-        return answer
+        return await while_first_syncs_run(await self._pipeline.answer(question, preview),
+                                           self._stores.syncs)
 
     async def link(self, answer: Answer, channel: str, message_ref: str) -> None:
         """Remember which platform message carries the answer, so reactions find it."""

@@ -120,6 +120,7 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
 
 
 def _ask(args: argparse.Namespace) -> int:
+    from bot.chat.service import while_first_syncs_run
     from bot.render.json import answer_to_dict
     from bot.render.terminal import render_answer, render_explain
 
@@ -130,7 +131,9 @@ def _ask(args: argparse.Namespace) -> int:
         groups = await _access_groups(app, args)
         question = _question(args.question, args, groups)
         note = _mode_note(app, args)
-        answer = await pipeline.answer(replace(question, mode=Mode.FAST) if note else question)
+        answer = await while_first_syncs_run(
+            await pipeline.answer(replace(question, mode=Mode.FAST) if note else question),
+            app.sync_state)
         if args.json:
             data = answer_to_dict(answer)
             if note:
@@ -153,6 +156,7 @@ def _mode_note(app: App, args: argparse.Namespace) -> str:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    from bot.chat.service import while_first_syncs_run
     from bot.render.terminal import render_answer
 
     _check_who(args)
@@ -175,7 +179,9 @@ def _chat(args: argparse.Namespace) -> int:
                 continue
             if not line:
                 continue
-            last = await pipeline.answer(_question(line, args, groups, tuple(history[-10:])))
+            last = await while_first_syncs_run(
+                await pipeline.answer(_question(line, args, groups, tuple(history[-10:]))),
+                app.sync_state)
             print("sift> " + render_answer(last).replace("\n", "\n      ") + "\n")
             history += [Turn("user", line), Turn("assistant", last.text)]
 

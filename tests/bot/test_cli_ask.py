@@ -338,6 +338,19 @@ def test_asking_an_empty_index_while_a_sync_runs_says_to_wait_for_it(
     assert "run `sift sync`" not in err
 
 
+def test_no_answer_while_a_first_sync_runs_says_the_knowledge_base_is_still_being_read(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ask_json(capsys, "--mode", "fast", "who is the CEO?")["text"] == messages.NO_ANSWER
+    database = Database(f"sqlite:///{sift_env / 'sift.db'}")
+    database.upgrade()
+    SyncStateRepository(database).start_run("handbook", full=True)  # a second source, new
+    database.dispose()
+    data = ask_json(capsys, "--mode", "fast", "who is the CEO?")
+    assert (data["status"], data["text"]) == ("no_answer", messages.NOT_INDEXED_YET)
+    answered = ask_json(capsys, "--mode", "fast", QUESTION)
+    assert answered["status"] == "answered" and answered["text"] != messages.NOT_INDEXED_YET
+
+
 def test_accurate_mode_without_a_key_says_it_answered_in_fast_mode(
         sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = ask_json(capsys, "--mode", "accurate", QUESTION)
