@@ -351,6 +351,15 @@ def test_no_answer_while_a_first_sync_runs_says_the_knowledge_base_is_still_bein
     assert answered["status"] == "answered" and answered["text"] != messages.NOT_INDEXED_YET
 
 
+def test_the_log_at_info_is_about_sift_not_each_http_request(
+        sift_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SIFT_LOG_LEVEL", "INFO")
+    assert main(["ask", "--mode", "fast", QUESTION]) == 0
+    err = capsys.readouterr().err
+    assert "HTTP Request" not in err and "/v1/schema" not in err
+
+
 def test_accurate_mode_without_a_key_says_it_answered_in_fast_mode(
         sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = ask_json(capsys, "--mode", "accurate", QUESTION)
