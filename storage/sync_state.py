@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, func, select, update
+from sqlalchemy import ColumnElement, CursorResult, delete, func, select, update
 
 from storage.columns import utc_now
 from storage.db import Database
@@ -127,18 +127,17 @@ class SyncStateRepository:
 
     def running(self) -> list[str]:
         """Sources with a run not finished yet (or killed before it could say so)."""
-        query = (select(SyncRun.source).where(SyncRun.status == RUNNING).distinct()
-                 .order_by(SyncRun.source))
-        with self._db.read() as session:
-            return list(session.scalars(query))
+        return self._with_open_run()
 
     def first_syncs_running(self) -> list[str]:
         """Sources whose first sync is under way: a run not finished and none ever succeeded
         (the index holds only part of them, if any)."""
         succeeded = select(SyncRun.source).where(SyncRun.status == SUCCESS)
-        query = (select(SyncRun.source)
-                 .where(SyncRun.status == RUNNING, SyncRun.source.not_in(succeeded))
-                 .distinct().order_by(SyncRun.source))
+        return self._with_open_run(SyncRun.source.not_in(succeeded))
+
+    def _with_open_run(self, *also: ColumnElement[bool]) -> list[str]:
+        query = (select(SyncRun.source).where(SyncRun.status == RUNNING, *also).distinct()
+                 .order_by(SyncRun.source))
         with self._db.read() as session:
             return list(session.scalars(query))
 
