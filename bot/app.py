@@ -49,7 +49,7 @@ from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
-from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex
+from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex, SyncProgress
 from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
@@ -404,7 +404,8 @@ class App:
 
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
                  cache: GradeCache | None = None,
-                 priors: DocumentPriors | None = None) -> Pipeline:
+                 priors: DocumentPriors | None = None,
+                 syncs: SyncProgress | None = None) -> Pipeline:
         config, llm = self.pipeline_config, self.llm_circuit
         models = config.models
         accurate: Grader | None = None
@@ -425,6 +426,7 @@ class App:
             extractive=ExtractiveGenerator(),
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
             priors=priors,
+            syncs=syncs,
             circuit=llm,
         )
         return Pipeline(stages, config, recorder, self.output_policy)
@@ -475,8 +477,7 @@ class App:
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                            history=self.history, quota=QuotaRepository(self.database),
-                            syncs=self.sync_state)
+                            history=self.history, quota=QuotaRepository(self.database))
         return ChatService(pipeline, stores, limits)
 
     def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:

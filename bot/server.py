@@ -148,7 +148,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         readiness = Readiness()
         web_app = build_web_app(checks, readiness=readiness)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
-                                priors=app.document_priors)
+                                priors=app.document_priors, syncs=app.sync_state)
         service = app.chat_service(pipeline)
         seeded = [] if worker else await asyncio.to_thread(app.seed_channel_policies)
         if seeded:

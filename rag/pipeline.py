@@ -18,7 +18,7 @@ from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.output_policy import OutputPolicy
-from rag.ports import InteractionRecorder, TextSink
+from rag.ports import InteractionRecorder, SyncProgress, TextSink
 from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
@@ -73,6 +73,7 @@ class Stages:
     withheld_extractive: ExtractiveGenerator = field(
         default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
     priors: DocumentPriors | None = None  # admin overrides and the learned document prior
+    syncs: SyncProgress | None = None  # to tell "not read yet" from "not in the knowledge base"
 
 
 class Pipeline:
@@ -113,7 +114,7 @@ class Pipeline:
         token = bind_correlation_id(question.correlation_id)
         try:
             answer = await self._answer(question, preview)
-            return await self._record(answer)
+            return await self._record(await self._while_first_syncs_run(answer))
         finally:
             reset_correlation_id(token)
 
@@ -232,6 +233,22 @@ class Pipeline:
             status=AnswerStatus.DEGRADED, extractive=True, uncited_claims=False,
             candidates=tuple(replace(c, cited=c.chunk.chunk_id in cited)
                              for c in answer.candidates))
+
+    async def _while_first_syncs_run(self, answer: Answer) -> Answer:
+        """A no-answer while a source's first sync runs says the knowledge base is still being
+        read, and is recorded as such, so the console does not count it as a gap."""
+        syncs = self._s.syncs
+        if answer.status is not AnswerStatus.NO_ANSWER or syncs is None:
+            return answer
+        try:
+            if not await asyncio.to_thread(syncs.first_syncs_running):
+                return answer
+        except Exception:
+            # The plain no-answer is still true; the log keeps the cause for the operator.
+            log.exception("could not tell whether a first sync is running")
+            return answer
+        return replace(answer, status=AnswerStatus.NOT_INDEXED, text=messages.NOT_INDEXED_YET,
+                       suggestions=())
 
     async def _record(self, answer: Answer) -> Answer:
         if self._recorder is None:

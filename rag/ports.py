@@ -104,6 +104,12 @@ class GradeCache(Protocol):
     def put_many(self, grades: Mapping[GradeKey, Grade]) -> None: ...
 
 
+class SyncProgress(Protocol):
+    def first_syncs_running(self) -> list[str]:
+        """Sources whose first sync is under way (none finished yet)."""
+        ...
+
+
 class InteractionRecorder(Protocol):
     """Stores an answer with its candidates and updates document statistics; returns its id."""
 

@@ -170,6 +170,9 @@ class Citation:
 class AnswerStatus(enum.StrEnum):
     ANSWERED = "answered"
     NO_ANSWER = "no_answer"
+    # No answer while a source's first sync is still under way: part of the knowledge base is
+    # not read yet, so this is not (yet) a gap in it.
+    NOT_INDEXED = "not_indexed"
     DEGRADED = "degraded"
     ERROR = "error"
 

@@ -12,7 +12,8 @@ from storage.models import DailyLatency, DailyOutcome, DailyTokens
 from storage.rollup import histogram_percentile
 from storage.stats import STAGES, FeedbackSummary, ModeStats, StageLatency, StatusCounts
 
-STATUSES = ("answered", "no_answer", "degraded", "error")
+# In StatusCounts' order; the charts colour them in this order too.
+STATUSES = ("answered", "no_answer", "degraded", "error", "not_indexed")
 
 
 @dataclass

@@ -56,6 +56,7 @@ class StatusCounts:
     no_answer: int
     degraded: int
     error: int
+    not_indexed: int = 0  # no answer while a first sync ran: not a gap (rag.types.AnswerStatus)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def status_counts(rows: Sequence[InteractionRow]) -> StatusCounts:
         return sum(1 for r in rows if r.status == status)
 
     return StatusCounts(len(rows), count("answered"), count("no_answer"), count("degraded"),
-                        count("error"))
+                        count("error"), count("not_indexed"))
 
 
 def stage_latencies(rows: Sequence[InteractionRow]) -> list[StageLatency]:

@@ -218,7 +218,7 @@ def _context(msg: ChatMessage, policy: ChannelPolicy, groups: tuple[str, ...]) -
 def _stay_silent(msg: ChatMessage, policy: ChannelPolicy, answer: Answer) -> bool:
     """An auto-answer channel that asked for confidence hears nothing rather than "no"."""
     return (msg.kind is Kind.CHANNEL and policy.only_when_confident
-            and answer.status is AnswerStatus.NO_ANSWER)
+            and answer.status in (AnswerStatus.NO_ANSWER, AnswerStatus.NOT_INDEXED))
 
 
 def _sharing(delivery: Delivery, msg: ChatMessage, policy: ChannelPolicy,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from rag import messages
@@ -116,10 +116,6 @@ class HistoryStore(Protocol):
     def recent(self, conversation_key: str, n: int) -> list[tuple[str, str]]: ...
 
 
-class SyncProgress(Protocol):
-    def first_syncs_running(self) -> list[str]: ...
-
-
 @dataclass(frozen=True)
 class ChatLimits:
     quota_per_minute: int = 10
@@ -143,17 +139,6 @@ class ChatStores:
     feedback: FeedbackStore
     history: HistoryStore
     quota: QuotaStore
-    syncs: SyncProgress
-
-
-async def while_first_syncs_run(answer: Answer, syncs: SyncProgress) -> Answer:
-    """A no-answer while a source's first sync runs is not (yet) a gap in the knowledge base:
-    part of it is still being read, and the reply says so. Every surface asks through this."""
-    if answer.status is not AnswerStatus.NO_ANSWER:
-        return answer
-    if await asyncio.to_thread(syncs.first_syncs_running):
-        return replace(answer, text=messages.NOT_INDEXED_YET)
-    return answer
 
 
 class ChatService:
@@ -193,8 +178,7 @@ class ChatService:
 
     async def ask(self, question: Question, preview: TextSink | None = None) -> Answer:
         """The answer; `preview` gets its text so far while the model writes it."""
-        return await while_first_syncs_run(await self._pipeline.answer(question, preview),
-                                           self._stores.syncs)
+        return await self._pipeline.answer(question, preview)
 
     async def link(self, answer: Answer, channel: str, message_ref: str) -> None:
         """Remember which platform message carries the answer, so reactions find it."""

@@ -111,7 +111,7 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
                 raise RetrievalError("the index is empty", user_message=SYNC_RUNNING.format(
                     sources=", ".join(running)) if running else EMPTY_INDEX)
             pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
-                                    priors=app.document_priors)
+                                    priors=app.document_priors, syncs=app.sync_state)
             # The model load is start-up, not the first question's retrieval time.
             await app.embedder.embed_query("warm-up")
             return await work(app, pipeline)
@@ -120,7 +120,6 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from bot.chat.service import while_first_syncs_run
     from bot.render.json import answer_to_dict
     from bot.render.terminal import render_answer, render_explain
 
@@ -131,9 +130,7 @@ def _ask(args: argparse.Namespace) -> int:
         groups = await _access_groups(app, args)
         question = _question(args.question, args, groups)
         note = _mode_note(app, args)
-        answer = await while_first_syncs_run(
-            await pipeline.answer(replace(question, mode=Mode.FAST) if note else question),
-            app.sync_state)
+        answer = await pipeline.answer(replace(question, mode=Mode.FAST) if note else question)
         if args.json:
             data = answer_to_dict(answer)
             if note:
@@ -156,7 +153,6 @@ def _mode_note(app: App, args: argparse.Namespace) -> str:
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from bot.chat.service import while_first_syncs_run
     from bot.render.terminal import render_answer
 
     _check_who(args)
@@ -179,9 +175,7 @@ def _chat(args: argparse.Namespace) -> int:
                 continue
             if not line:
                 continue
-            last = await while_first_syncs_run(
-                await pipeline.answer(_question(line, args, groups, tuple(history[-10:]))),
-                app.sync_state)
+            last = await pipeline.answer(_question(line, args, groups, tuple(history[-10:])))
             print("sift> " + render_answer(last).replace("\n", "\n      ") + "\n")
             history += [Turn("user", line), Turn("assistant", last.text)]
 

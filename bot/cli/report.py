@@ -100,8 +100,9 @@ def render(report: Report, window: str, console: Console) -> None:
     console.print(f"Sift report: the last {window} ({report.since.strftime(stamp)} to "
                   f"{report.until.strftime(stamp)} UTC)\n")
     s = report.statuses
-    _section(console, "Questions", ["total", "answered", "no answer", "degraded", "error"],
-             [[s.total, s.answered, s.no_answer, s.degraded, s.error]], right=0)
+    _section(console, "Questions", ["total", "answered", "no answer", "degraded", "error",
+                                    "not indexed yet"],
+             [[s.total, s.answered, s.no_answer, s.degraded, s.error, s.not_indexed]], right=0)
     _section(console, "Latency per stage (ms)", ["stage", "n", "p50", "p95"],
              [[x.stage, x.count, _ms(x.p50_ms), _ms(x.p95_ms)] for x in report.latencies])
     f = report.feedback

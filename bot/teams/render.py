@@ -161,5 +161,6 @@ def render_answer(answer: Answer, *, citation_entities: bool = True) -> TeamsRep
         parts.append(_sources(listed))
     parts += _notes(answer)
     # The label means a language model took part (understanding, grading or writing).
-    ai = answer.status is not AnswerStatus.NO_ANSWER and bool(answer.models)
+    ai = answer.status not in (AnswerStatus.NO_ANSWER, AnswerStatus.NOT_INDEXED) and bool(
+        answer.models)
     return TeamsReply("\n\n".join(parts), citations, ai_generated=ai, feedback=True)

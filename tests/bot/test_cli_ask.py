@@ -346,7 +346,7 @@ def test_no_answer_while_a_first_sync_runs_says_the_knowledge_base_is_still_bein
     SyncStateRepository(database).start_run("handbook", full=True)  # a second source, new
     database.dispose()
     data = ask_json(capsys, "--mode", "fast", "who is the CEO?")
-    assert (data["status"], data["text"]) == ("no_answer", messages.NOT_INDEXED_YET)
+    assert (data["status"], data["text"]) == ("not_indexed", messages.NOT_INDEXED_YET)
     answered = ask_json(capsys, "--mode", "fast", QUESTION)
     assert answered["status"] == "answered" and answered["text"] != messages.NOT_INDEXED_YET
 

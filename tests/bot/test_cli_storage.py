@@ -52,7 +52,7 @@ def test_report_on_a_recorded_sample(db_file: Path,
     assert main(["report", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["statuses"] == {"total": 6, "answered": 3, "no_answer": 2, "degraded": 1,
-                                "error": 0}
+                                "error": 0, "not_indexed": 0}
     assert data["feedback"]["up_ratio"] == 0.5
     assert {m["mode"]: m["thumbs_up_rate"] for m in data["modes"]} == {"accurate": 0.6,
                                                                        "fast": 0.0}

@@ -156,9 +156,14 @@ class MemoryHistory:
 
 @dataclass
 class MemorySyncs:
+    """The pipeline's SyncProgress: the sources whose first sync is under way."""
+
     first_running: list[str] = field(default_factory=list)
+    down: bool = False  # the database cannot be read
 
     def first_syncs_running(self) -> list[str]:
+        if self.down:
+            raise ConnectionError("the database refused the connection")
         return list(self.first_running)
 
 
@@ -178,4 +183,4 @@ class MemoryChatStores:
 
     def chat_stores(self) -> ChatStores:
         return ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
-                          history=self.history, quota=self.quota, syncs=self.syncs)
+                          history=self.history, quota=self.quota)

@@ -13,7 +13,7 @@ from rag.llm import AnthropicLLM
 from rag.messages import LLM_DOWN_NOTE
 from rag.output_policy import OutputPolicy
 from rag.pipeline import Pipeline, Stages
-from rag.ports import GradeCache, InteractionRecorder
+from rag.ports import GradeCache, InteractionRecorder, SyncProgress
 from rag.prior import DocumentPriors
 from rag.retrieve import Retriever
 from rag.types import Chunk
@@ -35,7 +35,8 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
                   recorder: InteractionRecorder | None = None,
                   config: PipelineConfig | None = None,
                   policy: OutputPolicy | None = None,
-                  priors: DocumentPriors | None = None) -> Pipeline:
+                  priors: DocumentPriors | None = None,
+                  syncs: SyncProgress | None = None) -> Pipeline:
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
@@ -54,6 +55,7 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
         extractive=ExtractiveGenerator(),
         fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
         priors=priors,
+        syncs=syncs,
     )
     return Pipeline(stages, config, recorder, policy)
 

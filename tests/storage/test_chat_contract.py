@@ -18,7 +18,6 @@ from storage.feedback import FeedbackRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.quota import QuotaRepository
-from storage.sync_state import SyncStateRepository
 from tests.fakes.memory_chat_stores import MemoryChatStores
 from tests.storage.builders import answer, cand
 from tests.storage.conftest import BACKENDS, empty_database
@@ -43,7 +42,7 @@ def stores(request: pytest.FixtureRequest,
         interactions = InteractionRepository(db)
         yield Stores(interactions, ChatStores(DedupeRepository(db), interactions,
                                               FeedbackRepository(db), HistoryRepository(db),
-                                              QuotaRepository(db), SyncStateRepository(db)))
+                                              QuotaRepository(db)))
         db.dispose()
 
 

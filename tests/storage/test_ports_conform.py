@@ -12,9 +12,8 @@ from bot.chat.service import (
     HistoryStore,
     InteractionLinks,
     QuotaStore,
-    SyncProgress,
 )
-from rag.ports import GradeCache, GradeKey, InteractionRecorder
+from rag.ports import GradeCache, GradeKey, InteractionRecorder, SyncProgress
 from rag.types import Answer, Grade, GradeSource
 from storage.db import Database
 from storage.dedupe import DedupeRepository
@@ -39,7 +38,8 @@ def wire(db: Database) -> tuple[GradeCache, InteractionRecorder, SyncState, Chat
     history: HistoryStore = HistoryRepository(db)
     quota: QuotaStore = QuotaRepository(db)
     syncs: SyncProgress = SyncStateRepository(db)
-    return cache, recorder, state, ChatStores(dedupe, links, feedback, history, quota, syncs)
+    assert syncs.first_syncs_running() == []
+    return cache, recorder, state, ChatStores(dedupe, links, feedback, history, quota)
 
 
 def test_the_ports_work_through_their_protocol_types(database: Database) -> None:

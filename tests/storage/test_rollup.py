@@ -9,12 +9,18 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from rag import messages
+from rag.types import AnswerStatus
+from storage.console_docs import gap_questions
 from storage.console_overview import overview
 from storage.db import Database
 from storage.feedback import FeedbackRepository
+from storage.interactions import InteractionRepository
 from storage.models import DailyLatency, DailyOutcome, DailyTokens
+from storage.report import build_report
 from storage.rollup import bucket_bounds, bucket_of, histogram_percentile, rebuild
 from storage.stats import percentile
+from tests.storage.builders import answer
 from tests.storage.clock import Clock
 from tests.storage.sample import record_sample
 
@@ -84,3 +90,20 @@ def test_buckets_hold_their_values() -> None:
         low, high = bucket_bounds(bucket_of(ms))
         assert low <= ms < high
     assert histogram_percentile({}, 0.5) is None
+
+
+def test_a_question_asked_during_a_first_sync_is_counted_apart_and_is_no_gap(
+        database: Database) -> None:
+    clock = Clock()
+    record_sample(database, clock)
+    InteractionRepository(database, clock=clock).record(
+        answer("Where is the parking policy?", status=AnswerStatus.NOT_INDEXED,
+               text=messages.NOT_INDEXED_YET))
+    today = clock.now.date()
+    found = overview(database, today - timedelta(days=1), today)
+    assert (found.statuses.total, found.statuses.no_answer, found.statuses.not_indexed) == (
+        7, 2, 1)
+    assert build_report(database, clock=clock).statuses.not_indexed == 1
+    gaps = gap_questions(database, clock.now - timedelta(days=2))
+    assert "Where is the parking policy?" not in {g.question for g in gaps}
+    assert sum(g.unanswered for g in gaps) == 2  # the sample's two no-answers still are

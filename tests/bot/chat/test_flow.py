@@ -98,7 +98,8 @@ class Setup:
 @pytest.fixture
 def setup(index: MemoryIndex, embedder: Any) -> Setup:
     stores = MemoryChatStores()
-    pipeline = make_pipeline(index, embedder, None, recorder=stores.interactions)
+    pipeline = make_pipeline(index, embedder, None, recorder=stores.interactions,
+                             syncs=stores.syncs)
     service = ChatService(pipeline, stores.chat_stores(), ChatLimits(quota_per_minute=100))
     access = RecordingAccess()
     policies = MemoryPolicies(
@@ -136,10 +137,14 @@ async def test_no_answer_while_the_first_sync_runs_says_the_index_is_still_being
     setup.stores.syncs.first_running.clear()
     await setup.flow.on_message(msg(STAGING, n=3), surface)
     [(before, _), (during, _), (answered, _)] = surface.delivered
-    assert before.status is during.status is AnswerStatus.NO_ANSWER
-    assert before.text == messages.NO_ANSWER
-    assert during.text == messages.NOT_INDEXED_YET
+    assert (before.status, before.text) == (AnswerStatus.NO_ANSWER, messages.NO_ANSWER)
+    assert (during.status, during.text) == (AnswerStatus.NOT_INDEXED, messages.NOT_INDEXED_YET)
     assert answered.status is AnswerStatus.ANSWERED and answered.text != messages.NOT_INDEXED_YET
+    # Recorded as what was said, so the console does not list it among the gaps.
+    recorded = [row.answer for row in setup.stores.interactions.rows.values()]
+    assert [(a.status, a.text) for a in recorded[:2]] == [
+        (AnswerStatus.NO_ANSWER, messages.NO_ANSWER),
+        (AnswerStatus.NOT_INDEXED, messages.NOT_INDEXED_YET)]
 
 
 @pytest.mark.parametrize(("text", "answered"), [
@@ -158,13 +163,31 @@ async def test_channels_without_auto_answer_ignore_unmentioned_questions(setup: 
     assert surface.delivered == [] and setup.stores.interactions.rows == {}
 
 
-async def test_only_when_confident_is_silent_but_records(setup: Setup) -> None:
+async def test_a_failing_sync_state_read_leaves_the_plain_no_answer(
+        setup: Setup, caplog: pytest.LogCaptureFixture) -> None:
+    setup.stores.syncs.down = True
+    surface = MemorySurface()
+    await setup.flow.on_message(msg("Who won the chess tournament in 1972?"), surface)
+    [(answer, _)] = surface.delivered
+    assert (answer.status, answer.text) == (AnswerStatus.NO_ANSWER, messages.NO_ANSWER)
+    assert "could not tell whether a first sync is running" in caplog.text
+    assert "refused the connection" in caplog.text  # the cause, in the log only
+    [row] = setup.stores.interactions.rows.values()
+    assert row.answer.status is AnswerStatus.NO_ANSWER
+
+
+@pytest.mark.parametrize(("first_sync", "status"), [
+    (False, AnswerStatus.NO_ANSWER), (True, AnswerStatus.NOT_INDEXED)])
+async def test_only_when_confident_is_silent_but_records(setup: Setup, first_sync: bool,
+                                                         status: AnswerStatus) -> None:
+    if first_sync:  # "still reading" is no more confident than "not found"
+        setup.stores.syncs.first_running.append("wiki")
     surface = MemorySurface()
     await setup.flow.on_message(msg("Who won the chess tournament in 1972?", kind=Kind.CHANNEL,
                                     channel="CQUIET"), surface)
     assert surface.delivered == [] and surface.notices == []
     [row] = setup.stores.interactions.rows.values()
-    assert row.answer.status is AnswerStatus.NO_ANSWER
+    assert row.answer.status is status
 
 
 async def test_a_switched_off_channel_says_so_to_a_mention(setup: Setup) -> None:
