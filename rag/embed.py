@@ -50,8 +50,9 @@ class LocalEmbedder:
     sentence-transformers gives (cosine > 0.9999), so they share a vector space. `onnx-int8` is
     a dynamically quantised graph on ONNX Runtime: slightly different vectors, so it names its
     own vector space. The model runs on one
-    dedicated worker thread: one batch uses `threads` cores (0: every core), and a single owner
-    keeps concurrent requests from oversubscribing the machine.
+    dedicated worker thread: one batch uses `threads` cores (0: every core, each on a batch of
+    its own on OpenVINO), and a single owner keeps concurrent requests from oversubscribing the
+    machine.
     """
 
     dimension = LOCAL_MODEL_DIMENSION

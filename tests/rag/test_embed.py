@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import threading
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -136,3 +139,33 @@ async def test_a_one_thread_model_runs_on_one_thread_and_gives_the_same_vectors(
         assert single._load().runtime.threads == 1
         expected = await LocalEmbedder(threads=2, backend=backend).embed_documents(TEXTS[:6])
         assert min(dot(a, b) for a, b in zip(vectors, expected, strict=True)) > 1 - 1e-5
+
+
+async def test_on_every_core_each_core_embeds_a_batch_of_its_own_to_the_same_vectors() -> None:
+    """threads=0 (a sync) runs OpenVINO in streams: several batches at once, each on its own
+    core, rather than every core on one batch; the vectors are those of one batch at a time."""
+    every_core = LocalEmbedder(threads=0, batch_size=4)
+    model = every_core._load()
+    assert (os.cpu_count() or 1) > 1, "this test needs a machine with two cores or more"
+    assert model.runtime.streams > 1
+    infer, lock = model.runtime.infer, threading.Lock()
+    running, most = 0, 0
+
+    def counting(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.01)  # long enough for the other stream to start
+            return infer(ids, mask)
+        finally:
+            with lock:
+                running -= 1
+
+    model.runtime = replace(model.runtime, infer=counting)
+    texts = TEXTS * 2  # 18 batches of 4
+    vectors = await every_core.embed_documents(texts)
+    assert most == model.runtime.streams
+    one_at_a_time = await LocalEmbedder(threads=1, batch_size=4).embed_documents(texts)
+    assert min(dot(a, b) for a, b in zip(vectors, one_at_a_time, strict=True)) > 1 - 1e-5
