@@ -6,11 +6,16 @@ import asyncio
 import re
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
+from rag.messages import NOT_INDEXED_YET
+from rag.types import AnswerStatus
 from storage.channel_policies import ChannelPolicyRepository
-from storage.models import SyncRun
+from storage.interactions import InteractionRepository
+from storage.models import Interaction, SyncRun
+from storage.rollup import rebuild
 from tests.admin.conftest import SCRIPT, SCRIPT_ID, Console
+from tests.storage.builders import answer
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
@@ -161,3 +166,19 @@ async def test_channels_lists_the_stored_policies(admin: Console) -> None:
     assert "<td>C42</td>" in html and f"Support {ESCAPED}" in html and SCRIPT not in html
     assert "<code>mode = fast</code>" in html
     assert 'href="/admin/channels/edit?platform=slack&amp;channel=C42"' in html  # admins edit
+
+
+async def test_questions_asked_during_a_first_sync_get_a_tile_of_their_own(
+        admin: Console) -> None:
+    tile = re.compile(r"<b>(\d+)</b><span>asked while a first sync ran</span>")
+    assert not tile.search(await _html(admin, "/admin/?window=90d"))  # none: no tile
+    recorded = InteractionRepository(admin.db).record(
+        answer("Where do I park?", status=AnswerStatus.NOT_INDEXED, text=NOT_INDEXED_YET))
+    try:
+        html = await _html(admin, "/admin/?window=90d")
+        assert [int(n) for n in tile.findall(html)] == [1]
+        assert re.search(r"<b>602</b><span>questions</span>", html)
+    finally:  # the module's other tests count the seeded questions
+        with admin.db.write() as session:
+            session.execute(delete(Interaction).where(Interaction.id == recorded))
+            rebuild(session.connection())
