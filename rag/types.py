@@ -177,6 +177,10 @@ class AnswerStatus(enum.StrEnum):
     ERROR = "error"
 
 
+# The outcomes where Sift found nothing to say (what was looked for was not there, or not yet).
+UNANSWERED = frozenset({AnswerStatus.NO_ANSWER, AnswerStatus.NOT_INDEXED})
+
+
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0

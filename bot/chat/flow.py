@@ -16,7 +16,7 @@ from bot.chat.service import ChatService
 from bot.chat.surface import Delivery, Surface
 from rag import messages
 from rag.logcontext import correlated, current_correlation_id
-from rag.types import Answer, AnswerStatus, AskContext, Platform, Question, Turn
+from rag.types import UNANSWERED, Answer, AnswerStatus, AskContext, Platform, Question, Turn
 
 log = logging.getLogger(__name__)
 ADDRESSED = frozenset({Kind.MENTION, Kind.DIRECT, Kind.COMMAND})
@@ -218,7 +218,7 @@ def _context(msg: ChatMessage, policy: ChannelPolicy, groups: tuple[str, ...]) -
 def _stay_silent(msg: ChatMessage, policy: ChannelPolicy, answer: Answer) -> bool:
     """An auto-answer channel that asked for confidence hears nothing rather than "no"."""
     return (msg.kind is Kind.CHANNEL and policy.only_when_confident
-            and answer.status in (AnswerStatus.NO_ANSWER, AnswerStatus.NOT_INDEXED))
+            and answer.status in UNANSWERED)
 
 
 def _sharing(delivery: Delivery, msg: ChatMessage, policy: ChannelPolicy,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from bot.render.notes import answer_notes, error_text
 from rag import messages
 from rag.citations import CODE_SPAN
-from rag.types import Answer, AnswerStatus, Chunk, Citation
+from rag.types import UNANSWERED, Answer, AnswerStatus, Chunk, Citation
 
 MAX_CITATIONS = 20  # Teams rejects more citation entities in one message
 NAME_LIMIT = 80
@@ -161,6 +161,5 @@ def render_answer(answer: Answer, *, citation_entities: bool = True) -> TeamsRep
         parts.append(_sources(listed))
     parts += _notes(answer)
     # The label means a language model took part (understanding, grading or writing).
-    ai = answer.status not in (AnswerStatus.NO_ANSWER, AnswerStatus.NOT_INDEXED) and bool(
-        answer.models)
+    ai = answer.status not in UNANSWERED and bool(answer.models)
     return TeamsReply("\n\n".join(parts), citations, ai_generated=ai, feedback=True)
