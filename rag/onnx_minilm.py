@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,13 +69,18 @@ class OnnxMiniLM:
         return np.stack(rows) if rows else np.empty((0, 0), dtype=np.float32)
 
     def _batch(self, token_ids: list[list[int]]) -> np.ndarray:
-        width = padded_width(max(len(ids) for ids in token_ids), self._max_seq_length)
-        ids = np.zeros((len(token_ids), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, tokens in enumerate(token_ids):
-            ids[row, :len(tokens)] = tokens
-            mask[row, :len(tokens)] = 1
-        return self.runtime.infer(ids, mask)
+        return self.runtime.infer(*padded_inputs(token_ids, self._max_seq_length))
+
+
+def padded_inputs(token_ids: list[list[int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """A batch's input_ids and attention_mask, padded to `padded_width`."""
+    width = padded_width(max(len(ids) for ids in token_ids), limit)
+    ids = np.zeros((len(token_ids), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, tokens in enumerate(token_ids):
+        ids[row, :len(tokens)] = tokens
+        mask[row, :len(tokens)] = 1
+    return ids, mask
 
 
 def _onnxruntime(graph_file: Path, threads: int) -> Runtime:
@@ -109,20 +115,7 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
     vectors, a sync 1.03-1.07x quicker on 2 cores for 5% less CPU and ~45 MB more memory
     (bench.sync_aws). A number of threads (`sift serve` gives 1) runs one batch at a time on
     that many."""
-    # `import openvino` also imports its model converter, which reports the import to Google
-    # Analytics unless this machine's user opted out. Sift converts nothing and its local
-    # model never touches the network, so the converter stays out: an import of a module
-    # set to None fails, and openvino's __init__ carries on without it.
-    sys.modules.setdefault("openvino.tools.ovc", None)  # type: ignore[arg-type]
-    try:
-        import openvino
-    except ImportError as exc:  # an environment installed before OpenVINO became the default
-        raise ConfigError(
-            f"OpenVINO does not import: {exc}",
-            user_message="The default embedding runtime, OpenVINO, is not installed: run "
-            "`make install` (or pip install 'sift[local]'), or set "
-            "SIFT_EMBEDDING__BACKEND=onnx.") from exc
-
+    openvino = import_openvino()
     core = openvino.Core()
     # `precision` empty: bfloat16 where the CPU has it (bench.embed_runtimes also runs it in f32).
     precision = precision or (
@@ -141,7 +134,7 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
         compiled = core.compile_model(str(graph_file), "CPU", {**config, **cache})
     streams = 1 if threads else int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
     # A request object is not safe to share across threads: each inference borrows one.
-    idle: queue.SimpleQueue[openvino.InferRequest] = queue.SimpleQueue()
+    idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
     for _ in range(streams):
         idle.put(compiled.create_infer_request())
     if streams > 1:
@@ -161,6 +154,24 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
 
     total = int(compiled.get_property("INFERENCE_NUM_THREADS"))
     return Runtime(infer, precision, max(1, total // streams), streams)
+
+
+def import_openvino() -> Any:
+    """The openvino module, without the part of it that phones home."""
+    # `import openvino` also imports its model converter, which reports the import to Google
+    # Analytics unless this machine's user opted out. Sift converts nothing and its local
+    # model never touches the network, so the converter stays out: an import of a module
+    # set to None fails, and openvino's __init__ carries on without it.
+    sys.modules.setdefault("openvino.tools.ovc", None)  # type: ignore[arg-type]
+    try:
+        import openvino
+    except ImportError as exc:  # an environment installed before OpenVINO became the default
+        raise ConfigError(
+            f"OpenVINO does not import: {exc}",
+            user_message="The default embedding runtime, OpenVINO, is not installed: run "
+            "`make install` (or pip install 'sift[local]'), or set "
+            "SIFT_EMBEDDING__BACKEND=onnx.") from exc
+    return openvino
 
 
 @contextlib.contextmanager
