@@ -318,6 +318,9 @@ class SyncJob:
     async def _abort(self, run: RunState, run_id: int | None, exc: BaseException) -> None:
         if isinstance(exc, SyncInterrupted):
             log.warning("sync %s stopped at a batch boundary (%s)", self.source, self.stop.reason)
+        elif isinstance(exc, asyncio.CancelledError):  # `sift serve` stopping: not a fault
+            log.warning("sync %s stopped because Sift is shutting down; the next run syncs "
+                        "what it had not recorded yet", self.source)
         else:
             log.error("sync %s failed: %r", self.source, exc, exc_info=exc)
         if run_id is None:

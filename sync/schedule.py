@@ -119,6 +119,10 @@ class SyncScheduler:
             trigger, datetime.now(UTC), self._grace_s + 1)
         try:
             await scheduled_sync(self.runner, name, full, due)
+        except asyncio.CancelledError:
+            # Only `stop` cancels a sync, and the job has logged it; raised on, the scheduler
+            # would log a traceback as an error.
+            return
         finally:
             if task is not None:
                 self._running.discard(task)

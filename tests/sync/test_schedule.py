@@ -76,7 +76,9 @@ async def test_start_up_pass_runs_in_the_background(kb: Path, tmp_path: Path) ->
         await scheduler.stop()
 
 
-async def test_stop_cancels_a_running_sync_and_records_it(kb: Path, tmp_path: Path) -> None:
+async def test_stop_cancels_a_running_sync_and_records_it(
+        kb: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     write(kb, "a.md", "# A\n\nText.")
     state, embedder = MemorySyncState(), BlockingEmbedder()
     scheduler = SyncScheduler(make_runner(kb, tmp_path, embedder, state),
@@ -87,6 +89,9 @@ async def test_stop_cancels_a_running_sync_and_records_it(kb: Path, tmp_path: Pa
     assert [r.status for r in state.runs] == ["failed"]
     with SourceLock(tmp_path / "locks", "kb"):  # released
         pass
+    # A shutdown is said once, as what it is, with no traceback logged as an error.
+    assert "sync kb stopped because Sift is shutting down" in caplog.text
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_scheduled_failures_are_logged_not_raised(kb: Path, tmp_path: Path,
