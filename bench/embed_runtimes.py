@@ -1,11 +1,12 @@
-"""The embedding model on OpenVINO (bfloat16 where the CPU has it; float32) and ONNX Runtime.
+"""The embedding model on OpenVINO (bfloat16 where the CPU has it; float32; int8) and ONNX Runtime.
 
 Run:  .venv/bin/python -m bench.embed_runtimes [--chunks 400] [--rounds 2] [--queries 200]
                                                [--json out.json]
 
 Embeds a seeded sample of the AWS pages' chunks (as the sync job makes them) with Sift's graph
 on ONNX Runtime in float32 (`onnx`), on OpenVINO as Sift runs it (`openvino`, the default:
-bfloat16 products where the CPU has them) and on OpenVINO held to float32. Reports each one's
+bfloat16 products where the CPU has them), on OpenVINO held to float32, and Sift's static int8
+graph on OpenVINO (`openvino-int8`, built in the scratch directory). Reports each one's
 cosine to ONNX Runtime's vectors (min, 1st percentile, mean), texts/s and process CPU seconds
 with ratios, alternating the runtimes so a busy machine slows them alike; then the latency of
 one question's embedding on one thread (what `sift serve` does per question), p50 and p95.
@@ -35,7 +36,9 @@ def models(scratch: Path, threads: int) -> dict[str, OnnxMiniLM]:
     return {"fp32 (onnx)": onnx,
             "openvino (default)": OnnxMiniLM(graph, tokenizer, 256, threads),
             "openvino held to f32": OnnxMiniLM(graph, tokenizer, 256, threads,
-                                               precision="f32")}
+                                               precision="f32"),
+            "openvino-int8": _runner(scratch, _model_path(), 256, graph="openvino-int8",
+                                     threads=threads, runtime="openvino")}
 
 
 def encoder(model: OnnxMiniLM) -> Runner:
