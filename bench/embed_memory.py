@@ -7,18 +7,22 @@ Each checkout (this one, then each --tree) runs in a fresh process of its own, a
 --repeats passes, with the model as `sift serve` loads it (one thread). Phases, in order:
   questions  the dev set's 40 questions and their 40 answers, embedded one at a time (texts
              of many token lengths, as people's questions are);
-  sync       the chunks of the first --pages AWS pages in calls of 256 (the sync's batch),
-             then --small-calls (120) calls of 1 to 16 chunks (documents changed one at a time,
-             as platforms' webhooks report them);
+  sync       the chunks of the first --pages AWS pages in calls of the sync's size
+             (`SIFT_SYNC__EMBED_BATCH`), then --small-calls (120) calls of 1 to 16 chunks
+             (documents changed one at a time, as platforms' webhooks report them);
+  during     those chunks again in calls of the sync's size, while the questions are asked one
+             at a time, 50 ms apart (people asking while a sync runs);
   again      the questions once more, then each with a short sentence added (new lengths).
 Reports resident memory after each phase, the growth over the loaded model, CPU seconds per
-phase and how many distinct input shapes reached the runtime.
+phase, how many distinct input shapes reached the runtime, and how long a question's
+embedding took during the sync (p50 / p95 / max).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import statistics
@@ -29,8 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval" / "aws-docs"
-PHASES = ("loaded", "questions", "sync", "again")
-SYNC_CALL = 256
+PHASES = ("loaded", "questions", "sync", "during", "again")
 
 
 def rss_mb() -> float:
@@ -66,9 +69,11 @@ async def measure(pages: int, small_calls: int, backend: str) -> dict[str, Any]:
     """This checkout's embedder through the phases above."""
     from dataclasses import replace
 
+    from bot.settings import SyncSettings
     from rag.embed import LocalEmbedder
 
     asked, chunks = questions(), chunk_texts(pages)
+    call = SyncSettings().embed_batch  # chunks per sync call
     embedder = LocalEmbedder(batch_size=32, max_seq_length=256, backend=backend, threads=1)
     await embedder.embed_query("warm-up")
     model = embedder._load()  # a benchmark's look inside: which shapes reach the runtime
@@ -93,13 +98,32 @@ async def measure(pages: int, small_calls: int, backend: str) -> dict[str, Any]:
         for text in texts:
             await embedder.embed_query(text)
 
+    async def sync_calls() -> None:
+        for start in range(0, len(chunks), call):
+            await embedder.embed_documents(chunks[start:start + call])
+
     async def sync() -> None:
-        for start in range(0, len(chunks), SYNC_CALL):
-            await embedder.embed_documents(chunks[start:start + SYNC_CALL])
+        await sync_calls()
         sizes = random.Random(7)
         for _ in range(small_calls):
             start = sizes.randrange(len(chunks))
             await embedder.embed_documents(chunks[start:start + sizes.randint(1, 16)])
+
+    async def during() -> None:
+        waits: list[float] = []
+        documents = asyncio.create_task(sync_calls())
+        for text in itertools.cycle(asked):
+            if documents.done():
+                break
+            started = time.perf_counter()
+            await embedder.embed_query(text)
+            waits.append(1000 * (time.perf_counter() - started))
+            await asyncio.sleep(0.05)
+        await documents
+        waits.sort()
+        found["question_ms"] = {"p50": statistics.median(waits),
+                                "p95": waits[int(0.95 * (len(waits) - 1))], "max": waits[-1],
+                                "count": len(waits)}
 
     async def again() -> None:
         await ask(asked)
@@ -107,6 +131,7 @@ async def measure(pages: int, small_calls: int, backend: str) -> dict[str, Any]:
 
     await phase("questions", lambda: ask(asked))
     await phase("sync", sync)
+    await phase("during", during)
     await phase("again", again)
     found["shapes"] = len(shapes)
     found["chunks"] = len(chunks)
@@ -161,6 +186,9 @@ def report(trees: list[Path], results: dict[Path, list[dict[str, Any]]], backend
     for name in PHASES[1:]:
         row(f"CPU in {name}, s", [[p["cpu"][name] for p in results[t]] for t in trees], ".1f")
     row("input shapes", [[p["shapes"] for p in results[t]] for t in trees], "d")
+    for name in ("p50", "p95", "max"):
+        row(f"question during sync {name}, ms",
+            [[p["question_ms"][name] for p in results[t]] for t in trees], ".1f")
     if len(trees) > 1:
         base = statistics.median(p["rss"]["again"] - p["rss"]["loaded"]
                                  for p in results[trees[0]])

@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -58,10 +59,14 @@ class LocalEmbedder:
     sentence-transformers gives (cosine > 0.9999), so they share a vector space. `onnx-int8` is
     a dynamically quantised graph on ONNX Runtime, and `openvino-int8` a statically quantised
     one on OpenVINO (`rag.minilm_static_int8`, 1.4x quicker to index than the default):
-    slightly different vectors, so each names its own vector space. The model runs on one
-    dedicated worker thread: one batch uses `threads` cores (0: every core, each on a batch of
-    its own on OpenVINO), and a single owner keeps concurrent requests from oversubscribing the
-    machine.
+    slightly different vectors, so each names its own vector space.
+
+    The model runs on two dedicated worker threads, one for documents and one for questions,
+    so that a question asked during a sync is embedded beside the sync's batch instead of after
+    the sync's whole call (seconds on one thread). One batch uses `threads` cores (0: every
+    core, each on a batch of its own on OpenVINO); one call at a time per worker keeps
+    concurrent requests from oversubscribing the machine. A documents call whose caller is
+    cancelled (a sync stopped by shutdown) skips the batches it has not started.
     """
 
     dimension = LOCAL_MODEL_DIMENSION
@@ -82,17 +87,21 @@ class LocalEmbedder:
         self._cache_dir = cache_dir or base / "sift" / "models" / "minilm"
         self._threads = threads  # the model's threads per batch; 0 = one per core
         self._model: OnnxMiniLM | None = None
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sift-embed")
+        self._loading = threading.Lock()  # both workers may ask for the model first
+        self._documents = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sift-embed")
+        self._questions = ThreadPoolExecutor(max_workers=1,
+                                             thread_name_prefix="sift-embed-question")
 
     def _load(self) -> OnnxMiniLM:
-        if self._model is None:
-            graph, runtime = GRAPHS[self.backend]
-            self._model = _runner(self._cache_dir, _model_path(), self._max_seq_length,
-                                  graph=graph, threads=self._threads, runtime=runtime)
-        return self._model
+        with self._loading:
+            if self._model is None:
+                graph, runtime = GRAPHS[self.backend]
+                self._model = _runner(self._cache_dir, _model_path(), self._max_seq_length,
+                                      graph=graph, threads=self._threads, runtime=runtime)
+            return self._model
 
-    def _encode(self, texts: list[str]) -> list[Vector]:
-        return [row.tolist() for row in self._load().encode(texts, self._batch_size)]
+    def _encode(self, texts: list[str], stop: threading.Event | None = None) -> list[Vector]:
+        return [row.tolist() for row in self._load().encode(texts, self._batch_size, stop)]
 
     def encode_now(self, texts: Sequence[str]) -> list[Vector]:
         """Synchronous entry for callers already off the event loop (benchmarks, warm-up)."""
@@ -101,11 +110,19 @@ class LocalEmbedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
+        stop = threading.Event()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, self._encode, list(texts))
+        try:
+            return await loop.run_in_executor(self._documents, self._encode, list(texts), stop)
+        except asyncio.CancelledError:
+            # The worker finishes the batch in hand and skips the rest: shutting down during
+            # a sync then waits for one batch, not for the call's remaining ones.
+            stop.set()
+            raise
 
     async def embed_query(self, text: str) -> Vector:
-        return (await self.embed_documents([text]))[0]
+        loop = asyncio.get_running_loop()
+        return (await loop.run_in_executor(self._questions, self._encode, [text]))[0]
 
     async def warm_up(self) -> None:
         """Load the model ahead of the first question (it takes a few seconds)."""

@@ -7,6 +7,7 @@ import fcntl
 import logging
 import queue
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ class Runtime:
     infer: Infer
     precision: str  # "bf16" or "f32": what the matrix products multiply in
     threads: int  # threads one inference uses
-    streams: int = 1  # inferences that run at once, each on its own threads
+    streams: int = 1  # batches of one call that run at once, each on its own threads
 
 
 class OnnxMiniLM:
@@ -53,23 +54,32 @@ class OnnxMiniLM:
         self._streams = (ThreadPoolExecutor(self.runtime.streams, "sift-embed-stream")
                          if self.runtime.streams > 1 else None)
 
-    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """Unit-length vectors, one row per text, in the order given."""
+    def encode(self, texts: Sequence[str], batch_size: int,
+               stop: threading.Event | None = None) -> np.ndarray:
+        """Unit-length vectors, one row per text, in the order given. Once `stop` is set, the
+        batches not started yet are skipped and `Abandoned` is raised."""
         encodings = self._tokenizer.encode_batch(list(texts))
         rows: list[np.ndarray] = [np.empty(0)] * len(texts)
         batches = token_batches([len(e.ids) for e in encodings], batch_size,
                                 limit=self._max_seq_length)
         token_ids = ([encodings[i].ids for i in batch] for batch in batches)
-        vectors = (self._streams.map(self._batch, token_ids)
+
+        def run(ids: list[list[int]]) -> np.ndarray:
+            if stop is not None and stop.is_set():
+                raise Abandoned
+            return self.runtime.infer(*padded_inputs(ids, self._max_seq_length))
+
+        vectors = (self._streams.map(run, token_ids)
                    if self._streams is not None and len(batches) > 1
-                   else map(self._batch, token_ids))
+                   else map(run, token_ids))
         for batch, batch_vectors in zip(batches, vectors, strict=True):
             for i, vector in zip(batch, batch_vectors, strict=True):
                 rows[i] = vector
         return np.stack(rows) if rows else np.empty((0, 0), dtype=np.float32)
 
-    def _batch(self, token_ids: list[list[int]]) -> np.ndarray:
-        return self.runtime.infer(*padded_inputs(token_ids, self._max_seq_length))
+
+class Abandoned(Exception):
+    """The caller stopped waiting (`encode`'s `stop`), so the rest of its batches were skipped."""
 
 
 def padded_inputs(token_ids: list[list[int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,8 +123,10 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
     `threads` 0 (every core: a sync) runs one batch per core at once, in streams, rather than
     every core on one batch, whose threads wait for each other at every layer: the same
     vectors, a sync 1.03-1.07x quicker on 2 cores for 5% less CPU and ~45 MB more memory
-    (bench.sync_aws). A number of threads (`sift serve` gives 1) runs one batch at a time on
-    that many."""
+    (bench.sync_aws). A number of threads (`sift serve` gives 1) runs a call's batches one at
+    a time on that many, in one of two streams: the other is kept for whatever runs beside
+    the call, so that a question asked during a sync does not wait for the sync's batch (one
+    stream runs one inference at a time: bench.embed_memory, phase "during")."""
     openvino = import_openvino()
     core = openvino.Core()
     # `precision` empty: bfloat16 where the CPU has it (bench.embed_runtimes also runs it in f32).
@@ -122,22 +134,22 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
         "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "f32")
     config: dict[str, object] = {
         "INFERENCE_PRECISION_HINT": precision,
-        # THROUGHPUT: as many streams as the plugin finds cores for; LATENCY: one request at a
-        # time, all its threads on it.
-        "PERFORMANCE_HINT": "LATENCY" if threads else "THROUGHPUT",
         # Pinned threads would fight the other `sift serve` workers and Weaviate for cores.
         "ENABLE_CPU_PINNING": False,
     }
-    if threads:
-        config["INFERENCE_NUM_THREADS"] = threads
+    if threads:  # two streams of `threads` threads each (see above)
+        config.update({"NUM_STREAMS": 2, "INFERENCE_NUM_THREADS": 2 * threads})
+    else:  # as many streams as the plugin finds cores for
+        config["PERFORMANCE_HINT"] = "THROUGHPUT"
     with _compiled_cache(graph_file) as cache:
         compiled = core.compile_model(str(graph_file), "CPU", {**config, **cache})
-    streams = 1 if threads else int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+    requests = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+    streams = 1 if threads else requests
     # A request object is not safe to share across threads: each inference borrows one.
     idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    for _ in range(streams):
+    for _ in range(requests):
         idle.put(compiled.create_infer_request())
-    if streams > 1:
+    if requests > 1:
         # The bindings set up their numpy support on first use, and two threads arriving there
         # at once wait for each other forever (seen in a sync): the first inference runs alone.
         ones, first = np.ones((1, 8), dtype=np.int64), idle.get()
@@ -153,7 +165,7 @@ def _openvino(graph_file: Path, threads: int, precision: str = "") -> Runtime:
             idle.put(request)
 
     total = int(compiled.get_property("INFERENCE_NUM_THREADS"))
-    return Runtime(infer, precision, max(1, total // streams), streams)
+    return Runtime(infer, precision, max(1, total // requests), streams)
 
 
 def import_openvino() -> Any:

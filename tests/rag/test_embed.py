@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import threading
@@ -169,3 +170,62 @@ async def test_on_every_core_each_core_embeds_a_batch_of_its_own_to_the_same_vec
     assert most == model.runtime.streams
     one_at_a_time = await LocalEmbedder(threads=1, batch_size=4).embed_documents(texts)
     assert min(dot(a, b) for a, b in zip(vectors, one_at_a_time, strict=True)) > 1 - 1e-5
+
+
+@pytest.mark.parametrize("backend", ["openvino", "onnx"])
+async def test_a_question_asked_during_a_sync_is_embedded_beside_the_sync_batch(
+        backend: str) -> None:
+    """As `sift serve` runs it (one thread): a question that arrives while a documents call is
+    running is embedded while that call's batch still runs, not after the batch or the call."""
+    embedder = LocalEmbedder(threads=1, backend=backend)
+    model = embedder._load()
+    infer, document_running = model.runtime.infer, threading.Event()
+    spans: dict[str, list[tuple[float, float]]] = {"document": [], "question": []}
+
+    def timed(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        kind = "question" if ids.shape[0] == 1 else "document"
+        started = time.perf_counter()
+        if kind == "document":
+            document_running.set()
+        try:
+            return infer(ids, mask)
+        finally:
+            spans[kind].append((started, time.perf_counter()))
+
+    model.runtime = replace(model.runtime, infer=timed)
+    long_texts = [f"{i} " + "credentials rotate " * 150 for i in range(16)]  # 2 batches of 8
+    documents = asyncio.create_task(embedder.embed_documents(long_texts))
+    assert await asyncio.to_thread(document_running.wait, 30)
+    question = await embedder.embed_query("How do I rotate the staging database credentials?")
+    assert len(await documents) == 16 and len(question) == LOCAL_MODEL_DIMENSION
+    ((asked, answered),) = spans["question"]
+    assert len(spans["document"]) == 2
+    assert any(start < asked and answered < end for start, end in spans["document"])
+
+
+async def test_a_cancelled_documents_call_skips_the_batches_it_has_not_started() -> None:
+    """A sync stopped by shutdown: the worker finishes the batch in hand, skips the rest of
+    the call, and is free for the next one."""
+    embedder = LocalEmbedder(threads=1, batch_size=4)
+    model = embedder._load()
+    infer, running, release = model.runtime.infer, threading.Event(), threading.Event()
+    batches = 0
+
+    def held(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        nonlocal batches
+        batches += 1
+        running.set()
+        release.wait(30)
+        return infer(ids, mask)
+
+    model.runtime = replace(model.runtime, infer=held)
+    call = asyncio.create_task(embedder.embed_documents(TEXTS))  # 9 batches of 4
+    assert await asyncio.to_thread(running.wait, 30)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    release.set()
+    after = await embedder.embed_documents(TEXTS[:4])  # one batch
+    assert batches == 2
+    assert min(dot(a, b) for a, b in zip(
+        after, await LocalEmbedder(threads=1).embed_documents(TEXTS[:4]), strict=True)) > 1 - 1e-5
