@@ -28,7 +28,7 @@ import yaml
 
 from bench.machine import probe, processor
 from bot.app import App
-from bot.settings import Settings, WeaviateSettings
+from bot.settings import Settings, SyncSettings, WeaviateSettings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import BACKENDS, LocalEmbedder
@@ -161,7 +161,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, help="only the first N pages (quick trials)")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="the pages (jsonl)")
-    parser.add_argument("--embed-batch", type=int, default=256, help="chunks per embed call")
+    parser.add_argument("--embed-batch", type=int, default=SyncSettings().embed_batch,
+                        help="chunks per embed call (SIFT_SYNC__EMBED_BATCH, default %(default)s)")
     parser.add_argument("--model-batch", type=int, default=32, help="the model's batch size")
     parser.add_argument("--backend", default="openvino", choices=BACKENDS)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
