@@ -5,11 +5,12 @@ Run:  .venv/bin/python -m bench.embed_equivalence [--chunks 600] [--rounds 2] [-
 Needs torch and sentence-transformers, which Sift itself no longer installs (`uv pip install
 sentence-transformers` into a scratch environment). Chunks a seeded sample of the AWS pages
 of ../shared/eval/aws-docs as the sync job does (title / section / text), embeds them with
-sentence-transformers on torch (the reference), with Sift's fp32 graph (`onnx`) and its int8
-graph (`onnx-int8`), and with the ONNX export sentence-transformers makes (what Sift ran
-before it built its own graph). Reports each one's cosine to the reference (min, 0.1st
-percentile, mean) and texts/s; the timed passes alternate between the runners, so that a
-busy machine slows them alike, and the ratios are what to compare.
+sentence-transformers on torch (the reference), with Sift's fp32 graph (`onnx`), on OpenVINO
+(`openvino`) and its int8 graph (`openvino-int8`), and with the ONNX export
+sentence-transformers makes (what Sift ran before it built its own graph). Reports each one's
+cosine to the reference (min, 0.1st percentile, mean) and texts/s; the timed passes
+alternate between the runners, so that a busy machine slows them alike, and the ratios are
+what to compare.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def runners(scratch: Path) -> dict[str, Runner]:
     exported.max_seq_length = 256
     fp32 = LocalEmbedder(batch_size=BATCH, backend="onnx", cache_dir=scratch)
     default = LocalEmbedder(batch_size=BATCH, cache_dir=scratch)  # OpenVINO, bf16 if it can
-    int8 = LocalEmbedder(batch_size=BATCH, backend="onnx-int8", cache_dir=scratch)
+    int8 = LocalEmbedder(batch_size=BATCH, backend="openvino-int8", cache_dir=scratch)
 
     def of_st(model: SentenceTransformer) -> Runner:
         return lambda texts: np.asarray(model.encode(texts, batch_size=BATCH,
@@ -71,7 +72,7 @@ def runners(scratch: Path) -> dict[str, Runner]:
             "sift graph fp32 (onnx)": lambda texts: np.asarray(fp32.encode_now(texts)),
             "sift graph on OpenVINO (openvino)": lambda texts: np.asarray(
                 default.encode_now(texts)),
-            "sift graph int8 (onnx-int8)": lambda texts: np.asarray(int8.encode_now(texts))}
+            "sift graph int8 (openvino-int8)": lambda texts: np.asarray(int8.encode_now(texts))}
 
 
 def measure(texts: list[str], named: dict[str, Runner], rounds: int) -> dict[str, dict]:

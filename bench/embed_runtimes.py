@@ -18,13 +18,17 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from bench.embed_equivalence import CORPUS, sample_chunks
-from bench.embed_int8 import BATCH, Runner, measure
 from rag.embed import _graph_dir, _model_path, _runner
 from rag.onnx_minilm import OnnxMiniLM
 
+BATCH = 32
+Runner = Callable[[list[str]], np.ndarray]
 QUESTION = "How do I rotate the access keys of an IAM user without downtime?"
 
 
@@ -39,6 +43,31 @@ def models(scratch: Path, threads: int) -> dict[str, OnnxMiniLM]:
                                                precision="f32"),
             "openvino-int8": _runner(scratch, _model_path(), 256, graph="openvino-int8",
                                      threads=threads, runtime="openvino")}
+
+
+def measure(texts: list[str], named: dict[str, Runner], rounds: int) -> dict[str, dict]:
+    for run in named.values():
+        run(texts[:BATCH])  # load, build, warm up
+    wall, cpu = dict.fromkeys(named, 0.0), dict.fromkeys(named, 0.0)
+    vectors: dict[str, np.ndarray] = {}
+    for _ in range(rounds):
+        for name, run in named.items():
+            started, cpu_started = time.perf_counter(), time.process_time()
+            vectors[name] = run(texts)
+            wall[name] += time.perf_counter() - started
+            cpu[name] += time.process_time() - cpu_started
+    reference, base = vectors["fp32 (onnx)"], "fp32 (onnx)"
+    result = {}
+    for name in named:
+        cosines = (vectors[name] * reference).sum(axis=1)  # all unit length
+        result[name] = {"cosine_min": round(float(cosines.min()), 5),
+                        "cosine_p1": round(float(np.percentile(cosines, 1)), 5),
+                        "cosine_mean": round(float(cosines.mean()), 5),
+                        "texts_per_s": round(len(texts) * rounds / wall[name], 1),
+                        "speed_vs_fp32": round(wall[base] / wall[name], 2),
+                        "cpu_s": round(cpu[name], 1),
+                        "cpu_vs_fp32": round(cpu[base] / cpu[name], 2)}
+    return result
 
 
 def encoder(model: OnnxMiniLM) -> Runner:

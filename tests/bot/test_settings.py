@@ -55,6 +55,26 @@ def test_bad_nested_env_value_names_the_variable(monkeypatch: pytest.MonkeyPatch
     assert "environment variable SIFT_WEAVIATE__HTTP_PORT" in caught.value.user_message
 
 
+def test_a_retired_backend_names_what_to_set_instead(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installation configured for the int8 backend that was dropped is told what to use
+    and that its index must be rebuilt, in one sentence, from the environment or the file."""
+    monkeypatch.setenv("SIFT_EMBEDDING__BACKEND", "onnx-int8")
+    with pytest.raises(ConfigError) as from_env:
+        build_settings()
+    monkeypatch.delenv("SIFT_EMBEDDING__BACKEND")
+    path = write_toml(tmp_path / "sift.toml", '[embedding]\nbackend = "onnx-int8"\n')
+    with pytest.raises(ConfigError) as from_file:
+        build_settings(path)
+    for caught in (from_env, from_file):
+        message = caught.value.user_message
+        one_sentence(message)
+        assert "onnx-int8 was retired" in message
+        assert "openvino-int8" in message and "sift sync --rebuild" in message
+    assert "environment variable SIFT_EMBEDDING__BACKEND" in from_env.value.user_message
+    assert f"'embedding.backend' in {path}" in from_file.value.user_message
+
+
 def test_bad_toml_value_names_the_file_and_key(tmp_path: Path) -> None:
     path = write_toml(tmp_path / "sift.toml", "[weaviate]\nhttp_port = 70000\n")
     with pytest.raises(ConfigError) as caught:

@@ -59,19 +59,6 @@ async def test_float32_vectors_match_the_reference_to_rounding() -> None:
         assert max(abs(x - y) for x, y in zip(ours, row["vector"], strict=True)) < 1e-4
 
 
-async def test_the_int8_graph_stays_close_to_the_reference(tmp_path: Path) -> None:
-    int8 = LocalEmbedder(backend="onnx-int8", cache_dir=tmp_path)
-    vectors = await int8.embed_documents([row["text"] for row in ROWS])
-    similarities = [cosine(ours, row["vector"]) for ours, row in zip(vectors, ROWS, strict=True)]
-    # Per-token scales: ONNX Runtime's per-tensor dynamic quantisation gave 0.971 / 0.993 here.
-    assert min(similarities) > 0.985
-    assert sum(similarities) / len(similarities) > 0.998
-    assert max(similarities) < 0.99999  # quantised weights: near the reference, not equal
-    # Its own vector space, and not the one of the older int8 graphs either (v1: per-tensor
-    # scales; v2: per-token scales in elementwise nodes, rounded slightly differently).
-    assert int8.name == "local:all-MiniLM-L6-v2-int8-v3"
-
-
 BUILD_WITH_TORCH_BLOCKED = """
 import importlib.abc, json, sys
 from pathlib import Path
@@ -87,7 +74,7 @@ from rag.embed import LocalEmbedder
 texts = json.loads(sys.argv[2])
 print(json.dumps({{backend: LocalEmbedder(backend=backend, cache_dir=Path(sys.argv[1]))
                    .encode_now(texts)
-                   for backend in ("openvino", "onnx", "onnx-int8", "openvino-int8")}}))
+                   for backend in ("openvino", "onnx", "openvino-int8")}}))
 """
 
 
@@ -96,14 +83,11 @@ def test_the_graphs_build_and_run_where_torch_cannot_be_imported(tmp_path: Path)
     code = BUILD_WITH_TORCH_BLOCKED.format(heavy=repr(set(HEAVY)))
     out = json.loads(run_python(code, str(tmp_path), json.dumps([row["text"] for row in rows])))
     assert len(list(tmp_path.glob("*/onnx/model.onnx"))) == 1  # built from nothing here
-    assert len(list(tmp_path.glob("*/onnx-int8/model.onnx"))) == 1
     assert len(list(tmp_path.glob("*/openvino-int8/model.xml"))) == 1
-    for default, fp32, int8, static, row in zip(
-            out["openvino"], out["onnx"], out["onnx-int8"], out["openvino-int8"], rows,
-            strict=True):
+    for default, fp32, static, row in zip(
+            out["openvino"], out["onnx"], out["openvino-int8"], rows, strict=True):
         assert cosine(default, row["vector"]) > 0.9999, row["text"][:60]
         assert cosine(fp32, row["vector"]) > 0.9999, row["text"][:60]
-        assert 0.985 < cosine(int8, row["vector"]) < 0.99999, row["text"][:60]
         assert 0.98 < cosine(static, row["vector"]) < 0.99999, row["text"][:60]
 
 
