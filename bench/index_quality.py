@@ -8,10 +8,12 @@ backend in a throwaway Weaviate. Each backend's chunks are embedded once and kep
 work directory, so every other build, and later runs of this script, cost only the Weaviate
 import. Reports nDCG@10 per build and mode (bm25, vector, hybrid, graded with the heuristic
 grader), and per backend each mode's mean and range over the imported builds with the gap to
-the first backend's. Then the first backend again with seeded random noise on each question's
-vector (`--jitter-builds`, cosine `--jitter-cosine` to the true one): on 40 questions one
-question's rank can flip for a change that small, and the range these builds span is what
-the figures can resolve.
+the first backend's. Then the first backend again with seeded random noise on each
+question's vector (`--jitter-builds`, cosine `--jitter-cosine` to the true one): on 40
+questions one question's rank can flip for a change that small, and the range these builds
+span is what the figures can resolve. Last, each backend's gap to the first question by
+question, with a 95% bootstrap interval over the questions (how far forty questions can pin
+a gap down) and how many questions moved up and down.
 
 Why builds are compared only when imported alike: Weaviate's BM25 ranking depends on how the
 chunks were written, not only on what was written. Identical chunks written as fast as an
@@ -114,6 +116,7 @@ class Build:
     seconds: float
     embedded: int  # texts sent to the model: written at embedding speed when not 0
     ndcg: dict[str, float] = field(default_factory=dict)
+    per_question: dict[str, dict[str, float]] = field(default_factory=dict)  # mode -> id -> nDCG
 
 
 def settings(workdir: Path, server: ManagedWeaviate, backend: str) -> Settings:
@@ -164,8 +167,10 @@ async def build_once(app: BenchApp, dataset: EvalSet, kept: KeptVectors, label: 
         await app.aclose()
     if kept.embedded > before:
         kept.save()
+    rows = [row for row in report.results.rows if row.relevant]
     build = Build(label, number, report.index.build_seconds or 0.0, kept.embedded - before,
-                  {mode: report.results.modes[mode].ndcg for mode in MODES})
+                  {mode: report.results.modes[mode].ndcg for mode in MODES},
+                  {mode: {row.query_id: row.ndcg[mode] for row in rows} for mode in MODES})
     how = f"embedded {build.embedded} texts" if build.embedded else "imported"
     print(f"{label:12s} build {number}: " + "  ".join(
         f"{m} {v:.3f}" for m, v in build.ndcg.items()) +
@@ -183,6 +188,44 @@ def summary(builds: list[Build]) -> dict[str, dict[str, dict[str, float]]]:
                                "max": round(max(b.ndcg[mode] for b in mine), 4)}
                         for mode in MODES}
     return out
+
+
+def paired(builds: list[Build], resamples: int = 10_000, seed: int = 18
+           ) -> dict[str, dict[str, dict[str, float]]]:
+    """Per backend after the first and mode, question by question against the first backend
+    (each question's nDCG@10 averaged over a backend's imported builds): the mean gap in points,
+    a 95% bootstrap interval of it over the questions, and how many questions moved up or down.
+    The interval is what the question set can resolve: a bound tighter than it is not shown."""
+    imported = [b for b in builds if not b.embedded and "~" not in b.backend]
+    backends = list(dict.fromkeys(b.backend for b in imported))
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+
+    def per_question(backend: str, mode: str) -> dict[str, float]:
+        mine = [b.per_question[mode] for b in imported if b.backend == backend]
+        return {q: mean(p[q] for p in mine) for q in mine[0]}
+
+    for backend in backends[1:]:
+        out[backend] = {}
+        for mode in MODES:
+            first, other = per_question(backends[0], mode), per_question(backend, mode)
+            gaps = 100 * np.array([other[q] - first[q] for q in sorted(first)])
+            means = gaps[rng.integers(0, len(gaps), (resamples, len(gaps)))].mean(axis=1)
+            low, high = np.percentile(means, [2.5, 97.5])
+            out[backend][mode] = {"gap": round(float(gaps.mean()), 2),
+                                  "low": round(float(low), 2), "high": round(float(high), 2),
+                                  "up": int((gaps > 1e-6).sum()),
+                                  "down": int((gaps < -1e-6).sum()), "questions": len(gaps)}
+    return out
+
+
+def print_paired(table: dict[str, dict[str, dict[str, float]]], first: str) -> None:
+    print(f"\nQuestion by question against {first} (nDCG@10 points; 95% bootstrap interval; "
+          "questions up / down)")
+    for backend, modes in table.items():
+        print(f"{backend:12s} " + "  ".join(
+            f"{mode} {g['gap']:+.1f} [{g['low']:+.1f}, {g['high']:+.1f}] "
+            f"{g['up']}/{g['down']}" for mode, g in modes.items()))
 
 
 def print_summary(table: dict[str, dict[str, dict[str, float]]]) -> None:
@@ -232,9 +275,11 @@ def main() -> None:
         server.stop()
     table = summary(builds)
     print_summary(table)
+    gaps = paired(builds)
+    print_paired(gaps, args.backends.split(",")[0])
     if args.json:
         args.json.write_text(json.dumps({"builds": [vars(b) for b in builds],
-                                         "summary": table}, indent=2))
+                                         "summary": table, "paired": gaps}, indent=2))
 
 
 if __name__ == "__main__":

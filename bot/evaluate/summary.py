@@ -63,7 +63,8 @@ class AnswerSummary:
 
 @dataclass(frozen=True)
 class QueryRow:
-    """One question in the JSON: the rank of its first relevant document in each mode."""
+    """One question in the JSON: the rank of its first relevant document and its nDCG@10 in
+    each mode (per question, so that two runs can be compared question by question)."""
 
     query_id: str
     text: str
@@ -72,6 +73,7 @@ class QueryRow:
     status: str = ""
     accuracy: int | None = None
     faithfulness: float | None = None
+    ndcg: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,9 @@ def _row(result: QueryResult) -> QueryRow:
                     {mode: first_hit(m.ranking, result.query.relevant)
                      for mode, m in result.modes.items()},
                     a.status.value if a else "", j.accuracy if j else None,
-                    j.faithfulness if j else None)
+                    j.faithfulness if j else None,
+                    {mode: ndcg_at_k(m.ranking, result.query.relevant, CUTOFF)
+                     for mode, m in result.modes.items()})
 
 
 def summarise(results: Sequence[QueryResult], modes: Sequence[str], ks: Sequence[int],

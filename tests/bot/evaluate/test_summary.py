@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from bot.evaluate.dataset import EvalQuery
 from bot.evaluate.runner import ModeResult, QueryResult, graded_result, ranked
 from bot.evaluate.summary import first_hit, summarise
@@ -49,3 +51,7 @@ def test_summary_means_over_questions_with_relevant_documents() -> None:
     assert summary.answers is None and summary.stages == []
     assert [first_hit(r.modes["hybrid"].ranking, r.query.relevant) for r in results] == [
         1, 2, None]
+    # Each question's own nDCG@10: the first document found at rank 1, the second at rank 2
+    # (1 / log2(3)); their mean is the mode's figure.
+    assert [row.ndcg["hybrid"] for row in summary.rows[:2]] == [1.0, 1 / math.log2(3)]
+    assert hybrid.ndcg == (1.0 + 1 / math.log2(3)) / 2
