@@ -83,12 +83,13 @@ def test_the_graphs_build_and_run_where_torch_cannot_be_imported(tmp_path: Path)
     code = BUILD_WITH_TORCH_BLOCKED.format(heavy=repr(set(HEAVY)))
     out = json.loads(run_python(code, str(tmp_path), json.dumps([row["text"] for row in rows])))
     assert len(list(tmp_path.glob("*/onnx/model.onnx"))) == 1  # built from nothing here
-    assert len(list(tmp_path.glob("*/openvino-int8/model.xml"))) == 1
+    assert len(list(tmp_path.glob("*/openvino-int8-v*/model.xml"))) == 1
     for default, fp32, static, row in zip(
             out["openvino"], out["onnx"], out["openvino-int8"], rows, strict=True):
         assert cosine(default, row["vector"]) > 0.9999, row["text"][:60]
         assert cosine(fp32, row["vector"]) > 0.9999, row["text"][:60]
-        assert 0.98 < cosine(static, row["vector"]) < 0.99999, row["text"][:60]
+        # (0.95: the empty text, two special tokens, is int8's worst case at 0.968)
+        assert 0.95 < cosine(static, row["vector"]) < 0.99999, row["text"][:60]
 
 
 def test_a_question_loads_neither_torch_nor_the_graph_builder(embedder: LocalEmbedder) -> None:
