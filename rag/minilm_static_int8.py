@@ -105,7 +105,7 @@ def _quantise_matmul(matmul: Any, low: np.ndarray, high: np.ndarray, *,
     # The feed-forward output's input (GELU's) keeps one or two channels 2-3x the others after
     # smoothing; in the shared range they would cost every other channel a bit. They meet
     # their weights in a small float product beside the int8 one instead (1 - cosine to
-    # float32 on the AWS pages 0.0018 -> 0.0011, for about 3% more time), and are zeroed
+    # float32 on the AWS pages 0.0018 -> 0.0011, for 2-3% more time), and are zeroed
     # out of it, so clipping them there changes nothing.
     smoothed_spread = np.maximum(np.abs(low), np.abs(high))
     eighth_widest = np.sort(smoothed_spread)[-min(8, len(factor))]
