@@ -19,7 +19,7 @@ from rag.logcontext import (
 )
 from rag.messages import with_reference
 from rag.ports import Embedder
-from rag.types import Chunk
+from rag.types import Chunk, Vector
 from sync.chunk import ChunkingConfig
 from sync.connectors.base import (
     Checkpoint,
@@ -84,6 +84,7 @@ class SyncJob:
             try:
                 await self._sync(run, since)
             except BaseException as exc:  # cancelled runs are recorded as failed too
+                await run.writes.abandon(exc)
                 await self._abort(run, run_id, exc)
                 raise
             if run_id is not None:
@@ -108,6 +109,7 @@ class SyncJob:
             else:
                 await self._take(run, item)
         await self._flush(run)
+        await run.writes.finish()
         if run.full or self.connector.cheap_ids or run.listed_all:  # else: the next full pass
             await self._prune(run)
         self._warn_groups(run)
@@ -138,9 +140,14 @@ class SyncJob:
         try:
             run = RunState(full=False, dry_run=False)
             run.known = await self._state(self.state.documents, self.source)
-            async for item in self.timers.iterate("read", targeted.fetch(doc_ids)):
-                await self._take(run, item)
-            await self._flush(run)
+            try:
+                async for item in self.timers.iterate("read", targeted.fetch(doc_ids)):
+                    await self._take(run, item)
+                await self._flush(run)
+                await run.writes.finish()
+            except BaseException as exc:
+                await run.writes.abandon(exc)
+                raise
             self._warn_groups(run)
             return self._summary(run, time.perf_counter() - started)
         except Exception as exc:
@@ -239,23 +246,27 @@ class SyncJob:
         chunks = [c for item in batch for c in item.chunks]
         size = self.config.embed_batch
         for start in range(0, len(chunks), size):  # bounded memory, even for one huge document
-            await self._embed_and_upsert(run, chunks[start:start + size])
+            part = chunks[start:start + size]
+            with self.timers.phase("embed"):  # while the part before this one is written
+                vectors = await self.embedder.embed_documents([text_to_embed(c) for c in part])
+            run.embedded += len(part)
+            done = start + len(part)
+            await run.writes.start(self._write(run, part, vectors,
+                                               batch if done == len(chunks) else []))
             if len(chunks) > size:
-                done = min(start + size, len(chunks))
                 log.info("sync %s: %s: %d/%d chunks embedded", self.source,
                          chunks[done - 1].doc_id, done, len(chunks))
             # Stop between batches; documents not committed yet are redone by the next run.
             self.stop.check(self.source)
-        for item in batch:
-            await self._commit(run, item)
 
-    async def _embed_and_upsert(self, run: RunState, chunks: list[Chunk]) -> None:
-        with self.timers.phase("embed"):
-            vectors = await self.embedder.embed_documents([text_to_embed(c) for c in chunks])
-        run.embedded += len(chunks)
+    async def _write(self, run: RunState, chunks: list[Chunk], vectors: list[Vector],
+                     documents: list[Pending]) -> None:
+        """Upsert chunks; then, once a batch's last part is in, record its documents."""
         with self.timers.phase("write"):
             await self.index.upsert(chunks, vectors)
         self.progress.chunks(len(chunks))
+        for item in documents:
+            await self._commit(run, item)
 
     async def _commit(self, run: RunState, item: Pending) -> None:
         doc = item.doc

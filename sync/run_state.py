@@ -9,6 +9,7 @@ from rag.types import Chunk
 from sync.connectors.base import SourceDocument
 from sync.ports import DocumentState
 from sync.report import Tally
+from sync.write_behind import WriteBehind
 
 
 @dataclass
@@ -36,6 +37,7 @@ class RunState:
     unknown_groups: dict[str, list[str]] = field(default_factory=dict)  # group -> doc ids
     cursor: str | None = None  # the platform's change cursor, stored if the run succeeds
     listed_all: bool = False  # the connector listed every current document this run
+    writes: WriteBehind = field(default_factory=WriteBehind)  # the batch being written
 
     @property
     def pending_chunks(self) -> int:
