@@ -7,8 +7,9 @@ Writes the 2,757 pages of ../shared/eval/aws-docs/corpus.jsonl as Markdown files
 front matter) under the work directory (never into the repository), starts a throwaway
 Weaviate, and syncs them into a fresh collection with the production chunking settings and
 a SQLite state database. Reports documents/s and chunks/s of the first run, its time split
-(read / chunk / embed / Weaviate writes / state DB / other), peak RSS, and the wall time of
-a second run with nothing changed, incremental and full, with the ratios to the first run.
+(read / chunk / embed / Weaviate writes / state DB / other, as shares of the wall time; a
+batch's writes overlap the next one's embedding), peak RSS, and the wall time of a second
+run with nothing changed, incremental and full, with the ratios to the first run.
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ def print_report(result: dict) -> None:
           f"{machine['matmul_ms']:.1f} ms (bench.machine: the same work in CPU time, lower on a "
           f"faster machine), steal {100 * machine['steal_share']:.1f}%")
     print(f"processor       {machine['processor']}")
-    print("time split      " + "  ".join(f"{k} {v:.1%}" for k, v in split.items()))
+    print("time split      " + "  ".join(f"{k} {v:.1%}" for k, v in split.items())
+          + "  (shares of the wall time; a batch's writes overlap the next one's embedding)")
     print(f"not embedding   {1 - split['embed']:.1%} (target < 25%)")
     print(f"peak RSS        {result['peak_rss_mb']:.0f} MB "
           f"({result['rss_after_model_load_mb']:.0f} MB after loading and warming the model)")

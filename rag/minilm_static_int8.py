@@ -32,8 +32,9 @@ def quantise(graph_file: Path, tokenizer_file: Path) -> Any:
     (bench.sync_aws).
 
     Each MatMul's input gets one fixed range, measured on the calibration texts in float32, so
-    a text's vector never depends on the rest of its batch, and every installation computes
-    the same graph, so the same vectors. A few hidden channels of BERT carry values 10-50x the
+    a text's vector depends on the rest of its batch only through rounding at the width the
+    batch is padded to (`token_batches`), and every installation computes the same graph, so
+    the same vectors. A few hidden channels of BERT carry values 10-50x the
     others for every token; one range for all of them would leave the rest a few levels. So
     first each input channel is divided by a factor and the weight row it meets multiplied by
     it (SmoothQuant: the product is unchanged), which evens the channels out at the cost of a

@@ -232,9 +232,11 @@ def token_batches(token_counts: Sequence[int], batch_size: int, *, limit: int = 
 
     Texts batched with others of the same token count pad least. Sorting by characters instead
     left 24% padding on the AWS pages' chunks (46% of the attention work, which grows with the
-    square of the length); by tokens it is 6%. Padding never changes a vector, only the cost.
-    The texts left over after the full batches go in batches of powers of two (13: 8, 4, 1),
-    so that batches come in a few shapes only.
+    square of the length); by tokens it is 6%. Padding changes a vector only by rounding: the
+    same AWS chunks padded to other widths (multiples of 8) came out at cosine 0.99999 or more
+    in bfloat16, and 0.9996 or more in int8, where rounding sometimes tips a value into the next
+    level (mean 0.99999). The texts left over after the full batches go in batches of powers
+    of two (13: 8, 4, 1), so that batches come in a few shapes only.
     """
     order = sorted(range(len(token_counts)), key=lambda i: -token_counts[i])
     batches: list[list[int]] = []
