@@ -2,6 +2,7 @@
 
 Run:  .venv/bin/python -m bench.sync_aws [--limit N] [--embed-batch 256] [--model-batch 32]
                                           [--backend openvino] [--workdir /tmp/sift-bench-sync]
+                                          [--model-alone]
 
 Writes the 2,757 pages of ../shared/eval/aws-docs/corpus.jsonl as Markdown files (title in
 front matter) under the work directory (never into the repository), starts a throwaway
@@ -10,6 +11,10 @@ a SQLite state database. Reports documents/s and chunks/s of the first run, its 
 (read / chunk / embed / Weaviate writes / state DB / other, as shares of the wall time; a
 batch's writes overlap the next one's embedding), peak RSS, and the wall time of a second
 run with nothing changed, incremental and full, with the ratios to the first run.
+
+`--model-alone` then embeds the same chunk texts again, in calls of the same size, with nothing
+else running: the model's own time for this corpus on this machine, the floor under any sync
+of it, reported beside the first run's wall time from the same process.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ from rag.embed import BACKENDS, LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
+from sync.connectors.base import SourceDocument
 from sync.connectors.folder import FolderConnector
 from sync.job import JobConfig, SyncJob
+from sync.prepare import content_hash, text_to_embed, to_chunks
 from sync.report import SyncSummary
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
@@ -102,12 +109,39 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         await index.close()
         db.dispose()
     result = report(first, first_s, rss_first, incremental, incremental_s, full, full_s, config)
+    if args.model_alone:
+        texts = await chunk_texts(FolderConnector(folder), config)
+        with probe() as alone_speed:
+            wall, cpu = await asyncio.to_thread(embed_alone, embedder, texts, config.embed_batch)
+        result["model_alone"] = {"chunks": len(texts), "wall_s": round(wall, 1),
+                                 "cpu_s": round(cpu, 1),
+                                 "share_of_first_run": round(wall / first_s, 3),
+                                 "loop_ms": round(alone_speed.loop_ms, 1)}
     result["rss_after_model_load_mb"] = round(rss_model, 0)
     result["machine_during_first_run"] = {"processor": processor(),
                                           "loop_ms": round(speed.loop_ms, 1),
                                           "matmul_ms": round(speed.matmul_ms, 1),
                                           "steal_share": round(speed.steal_share, 3)}
     return result
+
+
+async def chunk_texts(connector: FolderConnector, config: JobConfig) -> list[str]:
+    """What the sync embedded: each document's chunks, as the job prepares them."""
+    texts: list[str] = []
+    async for fetched in connector.documents(None):
+        if isinstance(fetched, SourceDocument):
+            chunks = to_chunks("aws", fetched, content_hash(fetched, config.chunking),
+                               config.chunking)
+            texts.extend(text_to_embed(chunk) for chunk in chunks)
+    return texts
+
+
+def embed_alone(embedder: LocalEmbedder, texts: list[str], call: int) -> tuple[float, float]:
+    """Wall and CPU seconds of this process to embed `texts` in calls of `call`."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for start in range(0, len(texts), call):
+        embedder.encode_now(texts[start:start + call])
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def report(first: SyncSummary, first_s: float, rss: float, incremental: SyncSummary,
@@ -157,6 +191,12 @@ def print_report(result: dict) -> None:
           f"[{result['second_run_full_unchanged']} read] "
           f"({result['ratio_full']}x faster); chunks written: "
           f"{result['second_run_chunks_written']}")
+    if "model_alone" in result:
+        alone = result["model_alone"]
+        print(f"model alone     {alone['wall_s']:.1f} s for the same {alone['chunks']} chunk "
+              f"texts, nothing else running ({alone['share_of_first_run']:.0%} of the first "
+              f"run; {alone['cpu_s']:.0f} CPU s; probe loop {alone['loop_ms']:.1f} ms): no "
+              f"sync of this corpus on this machine and model is quicker")
 
 
 def main() -> None:
@@ -169,6 +209,9 @@ def main() -> None:
     parser.add_argument("--backend", default="openvino", choices=BACKENDS)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--model-alone", action="store_true",
+                        help="then embed the same chunk texts with nothing else running: the "
+                        "model's own time, the floor under the sync's")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / "sift.db").unlink(missing_ok=True)
