@@ -44,7 +44,7 @@ from storage.sync_state import SyncStateRepository
 from sync.connectors.base import SourceDocument
 from sync.connectors.folder import FolderConnector
 from sync.job import JobConfig, SyncJob
-from sync.prepare import content_hash, text_to_embed, to_chunks
+from sync.prepare import text_to_embed, to_chunks
 from sync.report import SyncSummary
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
@@ -130,8 +130,8 @@ async def chunk_texts(connector: FolderConnector, config: JobConfig) -> list[str
     texts: list[str] = []
     async for fetched in connector.documents(None):
         if isinstance(fetched, SourceDocument):
-            chunks = to_chunks("aws", fetched, content_hash(fetched, config.chunking),
-                               config.chunking)
+            # The content hash only labels chunks; it is not part of what gets embedded.
+            chunks = to_chunks("aws", fetched, "", config.chunking)
             texts.extend(text_to_embed(chunk) for chunk in chunks)
     return texts
 
