@@ -61,6 +61,14 @@ def busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu(pid: int | str) -> tuple[str, float]:
+    """(command name, user + system CPU seconds so far) of one process, from fields 2, 14 and
+    15 of /proc/<pid>/stat; OSError once it has exited."""
+    head, tail = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+    fields = tail.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def steal_seconds() -> float:
     """Time the hypervisor ran someone else while this machine's cores had work, so far."""
     return machine_ticks()[7] / os.sysconf("SC_CLK_TCK")

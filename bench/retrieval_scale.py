@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import re
 import statistics
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.machine import process_cpu
 from bot.settings import WeaviateSettings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, free_ports
@@ -164,11 +164,6 @@ async def measure(index: WeaviateIndex, embedder: LocalEmbedder, asked: list[str
             "query_embedding_only": percentiles(embed), "readiness_check_only": percentiles(ready)}
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def settled(server: ManagedWeaviate, timeout_s: float, window_s: float = 5.0) -> float:
     """Seconds until Weaviate used under 5% of a core over `window_s` (its work after the
     import is done), or `timeout_s`."""
@@ -177,9 +172,9 @@ async def settled(server: ManagedWeaviate, timeout_s: float, window_s: float = 5
     if pid is None:
         return 0.0
     while time.perf_counter() - started < timeout_s:
-        before = _cpu_s(pid)
+        before = process_cpu(pid)[1]
         await asyncio.sleep(window_s)
-        if (_cpu_s(pid) - before) / window_s < 0.05:
+        if (process_cpu(pid)[1] - before) / window_s < 0.05:
             break
     return time.perf_counter() - started
 

@@ -38,7 +38,14 @@ import aiohttp
 import psycopg
 
 from bench.cli_timing import ENTRY, ROOT, environment, sift
-from bench.machine import Speed, busy_seconds, probe, processor, steal_seconds
+from bench.machine import (
+    Speed,
+    busy_seconds,
+    probe,
+    process_cpu,
+    processor,
+    steal_seconds,
+)
 from bot.weaviate.process import free_port
 from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency, Recorded
 from tests.fakes.slack_payloads import (
@@ -198,14 +205,6 @@ def rss_mb(pid: int) -> dict[str, float]:
                 if key in totals:
                     totals[key] += int(line.split()[1]) / 1024
     return totals
-
-
-def process_cpu(pid: int | str) -> tuple[str, float]:
-    """(command name, user + system CPU seconds so far) of one process, from fields 2, 14 and
-    15 of /proc/<pid>/stat; OSError once it has exited."""
-    head, tail = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
-    fields = tail.split()
-    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -9,8 +9,9 @@ front matter) under the work directory (never into the repository), starts a thr
 Weaviate, and syncs them into a fresh collection with the production chunking settings and
 a SQLite state database. Reports documents/s and chunks/s of the first run, its time split
 (read / chunk / embed / Weaviate writes / state DB / other, as shares of the wall time; a
-batch's writes overlap the next one's embedding), peak RSS, and the wall time of a second
-run with nothing changed, incremental and full, with the ratios to the first run.
+batch's writes overlap the next one's embedding), the CPU seconds this process and Weaviate
+used in it, peak RSS, and the wall time of a second run with nothing changed, incremental and
+full, with the ratios to the first run.
 
 `--model-alone` then embeds the same chunk texts again, in calls of the same size, with nothing
 else running: the model's own time for this corpus on this machine, the floor under any sync
@@ -32,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from bench.machine import probe, processor
+from bench.machine import probe, process_cpu, processor
 from bot.app import App
 from bot.settings import Settings, SyncSettings, WeaviateSettings
 from bot.weaviate.install import find_binary
@@ -98,9 +99,14 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
     def job() -> SyncJob:
         return SyncJob("aws", FolderConnector(folder), index, embedder, state, config)
 
+    weaviate_pid = server.status().pid
+    if weaviate_pid is None:
+        raise SystemExit("the bench's Weaviate has no process id: it did not start")
     try:
         with probe() as speed:
+            before = time.process_time(), process_cpu(weaviate_pid)[1]
             first, first_s = await timed(job())
+            used = time.process_time() - before[0], process_cpu(weaviate_pid)[1] - before[1]
         rss_first = peak_rss_mb()
         incremental, incremental_s = await timed(job())
         full, full_s = await timed(job(), full=True)
@@ -109,6 +115,7 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         await index.close()
         db.dispose()
     result = report(first, first_s, rss_first, incremental, incremental_s, full, full_s, config)
+    result["first_run_cpu_s"] = {"sync": round(used[0], 1), "weaviate": round(used[1], 1)}
     if args.model_alone:
         texts = await chunk_texts(FolderConnector(folder), config)
         with probe() as alone_speed:
@@ -183,6 +190,9 @@ def print_report(result: dict) -> None:
     print("time split      " + "  ".join(f"{k} {v:.1%}" for k, v in split.items())
           + "  (shares of the wall time; a batch's writes overlap the next one's embedding)")
     print(f"not embedding   {1 - split['embed']:.1%} (target < 25%)")
+    used = result["first_run_cpu_s"]
+    print(f"CPU, first run  sync {used['sync']:.0f} s, Weaviate {used['weaviate']:.0f} s "
+          f"({used['weaviate'] / result['first_run_s']:.2f} of a core over the run)")
     print(f"peak RSS        {result['peak_rss_mb']:.0f} MB "
           f"({result['rss_after_model_load_mb']:.0f} MB after loading and warming the model)")
     print(f"second run      incremental {result['second_run_incremental_s']:.2f} s "
