@@ -104,9 +104,10 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         raise SystemExit("the bench's Weaviate has no process id: it did not start")
     try:
         with probe() as speed:
-            before = time.process_time(), process_cpu(weaviate_pid)[1]
+            sync_cpu, weaviate_cpu = time.process_time(), process_cpu(weaviate_pid)[1]
             first, first_s = await timed(job())
-            used = time.process_time() - before[0], process_cpu(weaviate_pid)[1] - before[1]
+            sync_cpu = time.process_time() - sync_cpu
+            weaviate_cpu = process_cpu(weaviate_pid)[1] - weaviate_cpu
         rss_first = peak_rss_mb()
         incremental, incremental_s = await timed(job())
         full, full_s = await timed(job(), full=True)
@@ -115,7 +116,8 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, folder: Path)
         await index.close()
         db.dispose()
     result = report(first, first_s, rss_first, incremental, incremental_s, full, full_s, config)
-    result["first_run_cpu_s"] = {"sync": round(used[0], 1), "weaviate": round(used[1], 1)}
+    result["first_run_cpu_s"] = {"sync": round(sync_cpu, 1),
+                                  "weaviate": round(weaviate_cpu, 1)}
     if args.model_alone:
         texts = await chunk_texts(FolderConnector(folder), config)
         with probe() as alone_speed:
