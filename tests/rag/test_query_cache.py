@@ -63,3 +63,36 @@ async def test_a_models_float32_vector_comes_back_exactly() -> None:
     await cache.embed_query("q")
     # The cache packs as float32, so what comes back is what a float32 model returned.
     assert await cache.embed_query("q") == model_output and cache.hits == 1
+
+
+async def test_questions_embedded_at_once_take_one_row() -> None:
+    """Two askers of one new question both reach the model; the cache keeps one row for it, so
+    no row is lost and every other question keeps its own vector."""
+    import asyncio
+
+    class SlowEmbedder(CountingEmbedder):
+        async def embed_query(self, text: str) -> Vector:
+            await asyncio.sleep(0)
+            return await super().embed_query(text)
+
+    inner = SlowEmbedder()
+    cache = QueryVectorCache(inner, size=3)
+    await asyncio.gather(cache.embed_query("same"), cache.embed_query("same"))
+    for text in ("a", "bb", "same", "ccc"):
+        await cache.embed_query(text)
+    # "a" was the oldest when "ccc" came: three rows, three vectors, none shared.
+    assert inner.queries == ["same", "same", "a", "bb", "ccc"]
+    assert [await cache.embed_query(t) for t in ("bb", "same", "ccc")] == [
+        [2.0, 0.0], [4.0, 0.0], [3.0, 0.0]]
+    assert inner.queries[-1] == "ccc" and cache.hits == 4
+
+
+async def test_memory_is_one_block_however_many_questions() -> None:
+    inner = CountingEmbedder()
+    cache = QueryVectorCache(inner, size=4)
+    await cache.embed_query("first")
+    block = cache._block
+    for i in range(50):
+        await cache.embed_query(f"question {i}")
+    assert cache._block is block and block is not None and block.shape == (4, 2)
+    assert await cache.embed_query("question 49") == [11.0, 0.0] and cache.hits == 1
