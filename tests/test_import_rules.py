@@ -21,7 +21,7 @@ VENDOR_ADAPTERS = {"weaviate": {"rag/index.py", "rag/index_schema.py"},
 def imports(path: Path) -> set[str]:
     """Top-level names of every absolute import in one module."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -85,7 +85,7 @@ class WebChat:
         # One token per browser, kept across page loads: two open tabs both keep working.
         kept = request.cookies.get(CSRF_COOKIE, "")
         token = kept if _TOKEN.fullmatch(kept) else secrets.token_hex(32)
-        body = (STATIC / "chat.html").read_text().replace("{{csrf}}", token)
+        body = (STATIC / "chat.html").read_text(encoding="utf-8").replace("{{csrf}}", token)
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
         for name, value in ((USER_COOKIE, user), (CSRF_COOKIE, token)):
             response.set_cookie(name, value, httponly=True, samesite="Strict",

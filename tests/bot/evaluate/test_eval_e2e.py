@@ -47,8 +47,8 @@ def sift_eval(dataset: Path, out: Path, *extra: str) -> dict[str, Any]:
     code = main(["eval", str(dataset), "--json", str(results), "--report", str(report), *extra])
     assert code == 0
     assert report.with_suffix(".png").stat().st_size > 1000
-    data: dict[str, Any] = json.loads(results.read_text())
-    data["markdown"] = report.read_text()
+    data: dict[str, Any] = json.loads(results.read_text(encoding="utf-8"))
+    data["markdown"] = report.read_text(encoding="utf-8")
     return data
 
 

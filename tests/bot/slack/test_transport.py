@@ -78,7 +78,7 @@ MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "slack-manifest.yaml
 
 
 def test_the_committed_manifest_is_the_generated_default() -> None:
-    assert MANIFEST.read_text() == to_yaml(manifest(Features()))
+    assert MANIFEST.read_text(encoding="utf-8") == to_yaml(manifest(Features()))
 
 
 @pytest.mark.parametrize(("features", "scopes", "events"), [
