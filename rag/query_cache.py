@@ -57,9 +57,8 @@ class QueryVectorCache:
             self._rows.move_to_end(key)
             return
         if self._block is None:
-            # Written through now, so its pages are the process's from the start.
-            self._block = np.zeros((self._size, len(vector)), dtype=np.float32)
-            self._block.fill(0.0)
+            # Filled now (np.full writes every page), so its memory is the process's from the start.
+            self._block = np.full((self._size, len(vector)), 0.0, dtype=np.float32)
         # A free row while the cache fills; then the least recently used question's.
         row = (len(self._rows) if len(self._rows) < self._size
                else self._rows.popitem(last=False)[1])

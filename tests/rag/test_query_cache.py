@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import numpy as np
@@ -68,7 +69,6 @@ async def test_a_models_float32_vector_comes_back_exactly() -> None:
 async def test_questions_embedded_at_once_take_one_row() -> None:
     """Two askers of one new question both reach the model; the cache keeps one row for it, so
     no row is lost and every other question keeps its own vector."""
-    import asyncio
 
     class SlowEmbedder(CountingEmbedder):
         async def embed_query(self, text: str) -> Vector:
