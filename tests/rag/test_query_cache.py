@@ -94,5 +94,20 @@ async def test_memory_is_one_block_however_many_questions() -> None:
     block = cache._block
     for i in range(50):
         await cache.embed_query(f"question {i}")
-    assert cache._block is block and block is not None and block.shape == (4, 2)
+    assert cache._block is block and block is not None and len(block) == 4 * 2
     assert await cache.embed_query("question 49") == [11.0, 0.0] and cache.hits == 1
+
+
+async def test_a_vector_of_another_length_is_not_kept() -> None:
+    class ChangingEmbedder(CountingEmbedder):
+        async def embed_query(self, text: str) -> Vector:
+            self.queries.append(text)
+            return [1.0] * len(text)
+
+    inner = ChangingEmbedder()
+    cache = QueryVectorCache(inner, size=4)
+    await cache.embed_query("ab")
+    assert await cache.embed_query("abc") == [1.0, 1.0, 1.0]
+    assert await cache.embed_query("ab") == [1.0, 1.0] and cache.hits == 1
+    assert await cache.embed_query("abc") == [1.0, 1.0, 1.0] and inner.queries == [
+        "ab", "abc", "abc"]
