@@ -405,17 +405,30 @@ def postgres() -> Iterator[tuple[str, str]]:
         cluster.stop()
 
 
-def wait_ready(base: str, process: subprocess.Popen[bytes], workers: int,
+def start_serve(options: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
+    """`sift serve` with these options, and the file its log goes to: a file, not a pipe
+    nobody reads (which would fill and stall it), for `wait_ready` to quote if it exits."""
+    errors = Path(tempfile.mkdtemp(prefix="sift-bench-serve-")) / "stderr.log"
+    with errors.open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", *options], cwd=ROOT,
+                                   env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    return process, errors
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], workers: int, errors: Path,
                timeout_s: float = 300) -> None:
     """Until `workers` distinct processes have said 200 on /readyz (each request is a new
-    connection, which the kernel gives to any of them)."""
+    connection, which the kernel gives to any of them). If it exits first, its last words
+    (`errors`, where its stderr went) say why."""
     import urllib.error
     import urllib.request
     ready: set[int] = set()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"sift serve exited with {process.returncode}")
+            said = errors.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            raise SystemExit(f"sift serve exited with {process.returncode}"
+                             + "".join(f"\n  {line}" for line in said[-15:]))
         try:
             with urllib.request.urlopen(base + "/readyz", timeout=2) as response:
                 if response.status == 200:
@@ -443,12 +456,11 @@ async def load(args: argparse.Namespace, env: dict[str, str], database_url: str,
                  "SIFT_SLACK_API_URL": slack.api_url, "SIFT_SYNC__SYNC_ON_START": "false",
                  "SIFT_CHAT__QUOTA_PER_MINUTE": "100000",
                  **dict(item.split("=", 1) for item in args.serve_env)}
-    process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", "--workers",
-                                str(args.workers)], cwd=ROOT, env=serve_env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process, errors = start_serve(["--workers", str(args.workers)], serve_env)
     run, stop = Run(), asyncio.Event()
     try:
-        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process, args.workers)
+        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process, args.workers,
+                                errors)
         database = database_url.rsplit("/", 1)[1]
         await asyncio.to_thread(reset_statements, admin_url)
         sampler = asyncio.create_task(sample(process.pid, admin_url, database, run, stop,

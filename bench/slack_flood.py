@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -25,8 +23,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.cli_timing import ENTRY, ROOT, environment, sift
-from bench.serve_load import cpu_seconds, postgres, rss_mb, wait_ready
+from bench.cli_timing import ROOT, environment, sift
+from bench.serve_load import cpu_seconds, postgres, rss_mb, start_serve, wait_ready
 from bot.weaviate.process import free_port
 from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET, event_request, message, sign
 from tests.fakes.slack_server import FakeSlack
@@ -80,10 +78,9 @@ async def flood(args: argparse.Namespace, env: dict[str, str]) -> None:
                  "SIFT_SLACK_API_URL": slack.api_url, "SIFT_SYNC__SYNC_ON_START": "false"}
     if args.max_in_flight is not None:
         serve_env["SIFT_CHAT__MAX_IN_FLIGHT"] = str(args.max_in_flight)
-    process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve"], cwd=ROOT, env=serve_env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process, errors = start_serve([], serve_env)
     try:
-        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process, 1)
+        await asyncio.to_thread(wait_ready, f"http://127.0.0.1:{port}", process, 1, errors)
         counts, numbers = Counts(), itertools.count(1)
         deadline = time.monotonic() + args.seconds
         url = f"http://127.0.0.1:{port}/slack/events"
