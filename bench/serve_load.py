@@ -673,6 +673,10 @@ def report(args: argparse.Namespace, run: Run, fake: FakeAnthropic, elapsed: flo
                   f"least squares, {robust_slope_per_minute(half):+.2f} MB/min Theil-Sen "
                   f"({len(half)} samples, {min(mb for _, mb in half):.1f}-"
                   f"{max(mb for _, mb in half):.1f} MB)")
+    # Medians by window show whether growth levels off (an allocator settling after warm-up)
+    # or keeps climbing (a leak), which one trend over the second half cannot tell apart.
+    print("RSS MB median by window: " + ", ".join(
+        f"{label} {statistics.median(v):.1f}" for label, v in by_window(run.rss_mb, window_s)))
     print("RSS MB over time: " + ", ".join(f"{t:.0f}s {mb:.1f}" for t, mb in run.rss_mb))
     conns = [n for _, n in run.connections]
     print(f"database connections: median {statistics.median(conns):.0f}, max {max(conns)}")
