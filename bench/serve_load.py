@@ -407,8 +407,9 @@ def postgres() -> Iterator[tuple[str, str]]:
 
 def start_serve(options: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
     """`sift serve` with these options, and the file its log goes to: a file, not a pipe
-    nobody reads (which would fill and stall it), for `wait_ready` to quote if it exits."""
-    errors = Path(tempfile.mkdtemp(prefix="sift-bench-serve-")) / "stderr.log"
+    nobody reads (which would fill and stall it), for `wait_ready` to quote if it exits. It
+    sits in the run's data directory, so it goes when the run's scratch space does."""
+    errors = Path(env["SIFT_DATA_DIR"]) / "serve-stderr.log"
     with errors.open("wb") as stderr:
         process = subprocess.Popen([sys.executable, "-c", ENTRY, "serve", *options], cwd=ROOT,
                                    env=env, stdout=subprocess.DEVNULL, stderr=stderr)
