@@ -32,7 +32,7 @@ GRAPH_VERSION = 4  # bump when rag/minilm_graph.py changes the graph
 # The int8 graph's vector space; bump when rag/minilm_static_int8.py changes its vectors, so
 # that an index built with the older graph is refused (re-sync) instead of mixing vectors.
 # (An onnx-int8 index, `-int8-v1` to `-v3`, is refused the same way.)
-STATIC_INT8_VERSION = 2
+STATIC_INT8_VERSION = 3
 VECTOR_SPACES = {"openvino-int8": f"-static-int8-v{STATIC_INT8_VERSION}"}
 
 

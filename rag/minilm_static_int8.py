@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rag.onnx_minilm import import_openvino, padded_inputs, token_batches
+from rag.onnx_minilm import import_openvino, inputs_of_width
 
 # The sample knowledge base's words in windows of 160 (one per line), frozen here: the ranges,
 # so the vectors, depend on these texts, and an edit to the sample must not move them.
@@ -17,9 +17,12 @@ CALIBRATION = Path(__file__).with_name("int8_calibration.txt")
 # Chosen by the cosine to the float32 vectors on the sample's texts (0.7: 0.9964, 0.8: 0.9976,
 # 0.9: 0.9906 mean); the AWS pages agree (0.9969, 0.9981, 0.9936).
 ALPHA = 0.8
-# Calibration texts are cut where the default embedder cuts them, whatever a setting says, so
-# that every installation measures the same ranges.
+# Calibration texts are cut where the default embedder cuts them, whatever a setting says, and
+# run in batches of one fixed shape, in file order, so that every installation measures the
+# same ranges whatever the embedder's batching and padding become (the last bits of a float
+# product depend on the shape it runs in).
 CALIBRATION_LENGTH = 256
+CALIBRATION_ROWS = 8
 # A channel still this many times wider than the eighth widest after smoothing goes around the
 # int8 product (see `_quantise_matmul`). On the calibration texts that is 4 channels, all in the
 # second feed-forward product of layers 0-2 (2.0-2.7x); the next widest is 1.73x.
@@ -63,8 +66,9 @@ def _calibration_batches(tokenizer_file: Path) -> Iterator[tuple[np.ndarray, np.
     tokenizer.no_padding()
     texts = CALIBRATION.read_text(encoding="utf-8").splitlines()
     encodings = tokenizer.encode_batch(texts)
-    for batch in token_batches([len(e.ids) for e in encodings], 32, limit=CALIBRATION_LENGTH):
-        yield padded_inputs([encodings[i].ids for i in batch], CALIBRATION_LENGTH)
+    for start in range(0, len(encodings), CALIBRATION_ROWS):
+        batch = encodings[start:start + CALIBRATION_ROWS]
+        yield inputs_of_width([e.ids for e in batch], CALIBRATION_LENGTH)
 
 
 def _input_ranges(core: Any, model: Any, names: list[str],

@@ -84,7 +84,11 @@ class Abandoned(Exception):
 
 def padded_inputs(token_ids: list[list[int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
     """A batch's input_ids and attention_mask, padded to `padded_width`."""
-    width = padded_width(max(len(ids) for ids in token_ids), limit)
+    return inputs_of_width(token_ids, padded_width(max(len(ids) for ids in token_ids), limit))
+
+
+def inputs_of_width(token_ids: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """input_ids and attention_mask, each text's tokens followed by padding up to `width`."""
     ids = np.zeros((len(token_ids), width), dtype=np.int64)
     mask = np.zeros_like(ids)
     for row, tokens in enumerate(token_ids):
