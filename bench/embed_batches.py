@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bot.app import App
 from bot.settings import Settings
-from rag.embed import BACKENDS, LocalEmbedder
+from rag.embed import BACKENDS, DEFAULT_BACKEND, LocalEmbedder
 from sync.chunk import chunk_markdown, embedding_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
@@ -51,7 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--backend", default="openvino", choices=BACKENDS)
+    parser.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKENDS)
     args = parser.parse_args()
     items = texts(args.pages)
     embedder = LocalEmbedder(backend=args.backend)

@@ -38,7 +38,7 @@ from bot.app import App
 from bot.settings import Settings, SyncSettings, WeaviateSettings
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, free_ports
-from rag.embed import BACKENDS, LocalEmbedder
+from rag.embed import BACKENDS, DEFAULT_BACKEND, LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
@@ -218,7 +218,7 @@ def main() -> None:
     parser.add_argument("--embed-batch", type=int, default=SyncSettings().embed_batch,
                         help="chunks per embed call (SIFT_SYNC__EMBED_BATCH, default %(default)s)")
     parser.add_argument("--model-batch", type=int, default=32, help="the model's batch size")
-    parser.add_argument("--backend", default="openvino", choices=BACKENDS)
+    parser.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKENDS)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-sync"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--model-alone", action="store_true",

@@ -71,8 +71,9 @@ RETIRED_BACKENDS = {
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
-    # How the local model runs (README, Configuration).
-    backend: Literal["openvino", "onnx", "openvino-int8"] = "openvino"
+    # How the local model runs (README, Configuration): int8 by default, 1.4x quicker to index
+    # than the float graph in bfloat16, for nDCG@10 within a point.
+    backend: Literal["openvino", "onnx", "openvino-int8"] = "openvino-int8"
     local_model: str = "all-MiniLM-L6-v2"
     voyage_model: str = "voyage-3.5"
     voyage_api_key: SecretStr | None = None
@@ -274,8 +275,10 @@ class SyncSettings(_Section):
     overlap_tokens: int | None = Field(None, ge=0, le=2000)  # unset: target / 8
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     # Chunks per embedding call. The embedder sorts each call's texts by length before batching
-    # them, so a wide call pads less: 256 pads 5% of the tokens where 64 padded 18%.
-    embed_batch: int = Field(256, ge=1, le=4096)
+    # them, so a wide call pads less: 1,024 pads 6.8% of the AWS chunks' tokens, 256 8.2%, 64
+    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (README). A stop and
+    # the progress come between calls: about ten seconds apart on a 2-core machine.
+    embed_batch: int = Field(1024, ge=1, le=4096)
     max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)

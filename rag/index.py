@@ -22,6 +22,7 @@ from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.exceptions import WeaviateBaseError
 
 from rag import index_schema as schema
+from rag.embed import LOCAL_NAME, local_backend_for
 from rag.errors import ConfigError, RetrievalError
 from rag.ports import Diversity
 from rag.types import Chunk, SearchFilters, SearchHit, Vector
@@ -197,13 +198,18 @@ class WeaviateIndex:
                                  self.config.query_timeout_s)
         stored = schema.read_description(config.description)
         if (stored.get("embedder"), stored.get("dimension")) != (self.embedder, self.dimension):
+            # An index built by another backend of the local model (the default was `openvino`
+            # before it became `openvino-int8`) can be kept by naming that backend.
+            keep = (local_backend_for(str(stored.get("embedder")))
+                    if self.embedder.startswith(LOCAL_NAME) else None)
             raise ConfigError(
                 f"Collection {name} holds vectors from {stored.get('embedder')} "
                 f"({stored.get('dimension')} dims), not {self.embedder} ({self.dimension}).",
                 user_message=f"The index '{name}' was built with a different embedder "
                 f"({stored.get('embedder')}, {stored.get('dimension')} dims) than the one "
                 f"configured ({self.embedder}, {self.dimension} dims): re-sync with "
-                "`sift sync --rebuild`.",
+                "`sift sync --rebuild`" + (f", or set SIFT_EMBEDDING__BACKEND={keep} to keep "
+                                           "answering from it." if keep else "."),
             )
         factor = config.replication_config.factor
         if factor != self.config.replication_factor:  # fixed at creation; say so, keep going

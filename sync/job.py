@@ -46,7 +46,7 @@ MAX_ERRORS_KEPT = 100
 @dataclass(frozen=True)
 class JobConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
-    embed_batch: int = 256  # chunks per embedding call, gathered across documents
+    embed_batch: int = 1024  # chunks per embedding call, gathered across documents
     # Documents changed shortly before the checkpoint are read again: clocks of the platform
     # and of this machine disagree a little, and re-reading an unchanged one costs a hash.
     checkpoint_overlap_s: float = 300.0

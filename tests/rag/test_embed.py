@@ -38,16 +38,17 @@ def max_gap(a: Vector, b: Vector) -> float:
 async def test_vectors_have_384_dimensions_and_unit_norm(embedder: LocalEmbedder) -> None:
     vectors = await embedder.embed_documents(TEXTS[:5])
     assert embedder.dimension == LOCAL_MODEL_DIMENSION == 384
-    assert embedder.name == "local:all-MiniLM-L6-v2"
+    assert embedder.name == "local:all-MiniLM-L6-v2-static-int8-v3"  # the int8 default
     assert [len(v) for v in vectors] == [384] * 5
     for vector in vectors:
         assert math.sqrt(dot(vector, vector)) == pytest.approx(1.0, abs=1e-5)
 
 
 async def test_a_batch_equals_the_texts_one_by_one(embedder: LocalEmbedder) -> None:
-    """Padding never reaches a vector. The default runtime multiplies in bfloat16 where the
-    CPU can, and its kernels round differently for another batch shape: within 1e-5 of
-    cosine, not bit for bit (a float32 runtime is held to 1e-5 per component below)."""
+    """Padding never reaches a vector. The default graph multiplies in int8 and the rest in
+    bfloat16 where the CPU can, and its kernels round differently for another batch shape:
+    within 1e-5 of cosine, not bit for bit (a float32 runtime is held to 1e-5 per component
+    below)."""
     batch = await embedder.embed_documents(TEXTS)
     single = [await embedder.embed_query(text) for text in TEXTS]
     assert len(batch) == len(TEXTS)

