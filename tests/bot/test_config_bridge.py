@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from bot.app import App
 from bot.settings import (
+    EmbeddingSettings,
     GradingSettings,
     LLMSettings,
     RetrievalSettings,
@@ -19,6 +20,7 @@ from bot.settings import (
     to_config,
 )
 from rag.config import GradingConfig, ModelConfig, RetrievalConfig, SelectionConfig
+from rag.embed import DEFAULT_BACKEND, LocalEmbedder, local_name
 from sync.job import JobConfig
 
 PAIRS = [(RetrievalSettings, RetrievalConfig), (GradingSettings, GradingConfig),
@@ -47,3 +49,9 @@ def test_unset_sync_settings_give_the_jobs_own_limits(tmp_path: Path) -> None:
     made = App(Settings(data_dir=tmp_path)).sync_config
     assert made.max_file_bytes == JobConfig().max_file_bytes == 50 * 2**20
     assert made.embed_batch == JobConfig().embed_batch
+
+
+def test_unset_embedding_settings_give_the_embedders_own_default() -> None:
+    """A `sift` run and a LocalEmbedder made in code embed into the same vector space."""
+    assert EmbeddingSettings().backend == DEFAULT_BACKEND == "openvino-int8"
+    assert LocalEmbedder().name == local_name(EmbeddingSettings().backend)
