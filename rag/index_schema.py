@@ -37,14 +37,21 @@ def _stored_prop(name: str, data_type: DataType) -> Property:
                     index_filterable=False)
 
 
+def _prose_prop(name: str) -> Property:
+    # Searched by BM25, never filtered on: without a filterable index of every word, Weaviate
+    # used 9% less CPU to import the AWS pages' 29,645 chunks (scratch import, 4 alternating).
+    return Property(name=name, data_type=DataType.TEXT, tokenization=_WORD,
+                    index_searchable=True, index_filterable=False)
+
+
 PROPERTIES = [
     _id_prop("chunk_id"),
     _id_prop("doc_id"),
     _id_prop("source"),
-    Property(name="title", data_type=DataType.TEXT, tokenization=_WORD),
+    _prose_prop("title"),
     _stored_prop("url", DataType.TEXT),
-    Property(name="section", data_type=DataType.TEXT, tokenization=_WORD),
-    Property(name="text", data_type=DataType.TEXT, tokenization=_WORD),
+    _prose_prop("section"),
+    _prose_prop("text"),
     Property(name="tags", data_type=DataType.TEXT_ARRAY, tokenization=_LOWER),
     Property(name="authors", data_type=DataType.TEXT_ARRAY, tokenization=_FIELD,
              index_searchable=False),

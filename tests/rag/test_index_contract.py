@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+import httpx
 import pytest
 
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
@@ -169,6 +170,21 @@ async def test_an_index_of_the_former_default_backend_is_refused_with_the_settin
     assert caught.value.user_message.endswith(
         "re-sync with `sift sync --rebuild`, or set SIFT_EMBEDDING__BACKEND=openvino to keep "
         "answering from it.")
+
+
+async def test_prose_is_searchable_but_only_ids_and_labels_are_filterable(
+        weaviate_index: WeaviateIndex) -> None:
+    c = weaviate_index.config
+    async with httpx.AsyncClient() as http:
+        reply = await http.get(f"{c.http_url}/v1/schema/{c.collection}",
+                               headers={"Authorization": f"Bearer {c.api_key}"})
+    reply.raise_for_status()
+    stored = {p["name"]: p for p in reply.json()["properties"]}
+    for prose in ("title", "section", "text"):
+        assert stored[prose]["indexSearchable"] is True
+        assert stored[prose]["indexFilterable"] is False  # a word index nobody filters on
+    for label in ("access", "source", "doc_type", "tags", "doc_id", "content_hash"):
+        assert stored[label]["indexFilterable"] is True  # what search filters and deletes use
 
 
 async def test_rejected_objects_raise(weaviate_index: WeaviateIndex) -> None:
