@@ -21,6 +21,10 @@ import goes, or trickled in at embedding speed over minutes (other segments on d
 differently, and the difference stays (on this set, BM25 nDCG@10 0.545 to 0.592 for one
 corpus). A build that embeds writes at embedding speed, so it is listed but left out of the
 comparison; imported builds write alike whatever the backend, so their gap is the vectors'.
+
+A backend may name a chunk overlap too, `openvino-int8@overlap=0` (SIFT_SYNC__OVERLAP_TOKENS;
+unset, the sync's default): `--backends openvino-int8,openvino-int8@overlap=0` compares
+chunkings on one model, whose vectors of the chunks both share are embedded once.
 """
 
 from __future__ import annotations
@@ -119,13 +123,26 @@ class Build:
     per_question: dict[str, dict[str, float]] = field(default_factory=dict)  # mode -> id -> nDCG
 
 
-def settings(workdir: Path, server: ManagedWeaviate, backend: str) -> Settings:
+def variant(label: str) -> tuple[str, int | None]:
+    """`backend` or `backend@overlap=N`: the embedding backend, and the chunk overlap if named."""
+    backend, _, option = label.partition("@")
+    if not option:
+        return backend, None
+    name, _, value = option.partition("=")
+    if name != "overlap" or not value.isdigit():
+        raise SystemExit(f"{label!r}: a backend takes only @overlap=N (N a whole number)")
+    return backend, int(value)
+
+
+def settings(workdir: Path, server: ManagedWeaviate, label: str) -> Settings:
+    backend, overlap = variant(label)
     return Settings(
         data_dir=workdir / "data", database_url=f"sqlite:///{workdir / 'sift.db'}",
         weaviate_url=server.url, weaviate_api_key=SecretStr(server.api_key),
         weaviate=WeaviateSettings(grpc_url=f"127.0.0.1:{server.ports.grpc}",
                                   insert_timeout_s=300),
-        embedding=EmbeddingSettings(backend=backend), sync=SyncSettings(sync_on_start=False),
+        embedding=EmbeddingSettings(backend=backend),
+        sync=SyncSettings(sync_on_start=False, overlap_tokens=overlap),
         anthropic_api_key=None)
 
 
@@ -142,8 +159,8 @@ async def one_backend(workdir: Path, server: ManagedWeaviate, backend: str,
     base = settings(workdir, server, backend)
     e = base.embedding
     kept = KeptVectors(LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length,
-                                     backend=backend, threads=e.threads),
-                       workdir / f"vectors-{backend}.npz")
+                                     backend=e.backend, threads=e.threads),
+                       workdir / f"vectors-{e.backend}.npz")  # shared by its chunkings
     dataset = load(dataset_dir)
     # A build that had to embed wrote at embedding speed: listed, then planned again.
     plan = [backend] * builds + [f"{backend}~q"] * jitter[0]
@@ -245,7 +262,8 @@ def main() -> None:
     parser.add_argument("--builds", type=int, default=3,
                         help="imported builds per backend (plus one that embeds, if needed)")
     parser.add_argument("--backends", default="openvino,openvino-int8",
-                        help="comma-separated; the first is the reference")
+                        help="comma-separated; the first is the reference; BACKEND@overlap=N "
+                        "also sets the chunk overlap")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-quality"),
                         help="throwaway Weaviate data and the kept vectors (reused next run)")
     parser.add_argument("--jitter-builds", type=int, default=4,
