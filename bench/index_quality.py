@@ -25,6 +25,9 @@ comparison; imported builds write alike whatever the backend, so their gap is th
 A backend may name a chunk overlap too, `openvino-int8@overlap=0` (SIFT_SYNC__OVERLAP_TOKENS;
 unset, the sync's default): `--backends openvino-int8,openvino-int8@overlap=0` compares
 chunkings on one model, whose vectors of the chunks both share are embedded once.
+`--against F` compares with an earlier run's `--json F` instead (its builds become the
+reference, shown as was:BACKEND): a change to the code, such as what the model reads of a
+chunk, measured before and after.
 """
 
 from __future__ import annotations
@@ -195,6 +198,13 @@ async def build_once(app: BenchApp, dataset: EvalSet, kept: KeptVectors, label: 
     return build
 
 
+def earlier_builds(path: Path) -> list[Build]:
+    """The builds an earlier run wrote with --json, labelled was:BACKEND (noisy ones left out)."""
+    rows = json.loads(path.read_text())["builds"]
+    return [Build(**{**row, "backend": f"was:{row['backend']}"}) for row in rows
+            if "~" not in row["backend"]]
+
+
 def summary(builds: list[Build]) -> dict[str, dict[str, dict[str, float]]]:
     """Per backend and mode: mean, lowest and highest nDCG@10 over the imported builds."""
     out: dict[str, dict[str, dict[str, float]]] = {}
@@ -275,6 +285,8 @@ def main() -> None:
                         "what bfloat16 products change)")
     parser.add_argument("--dataset", type=Path, default=DATASET, help="a BEIR-style directory")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--against", type=Path,
+                        help="an earlier run's --json file: its builds are the reference")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -283,7 +295,7 @@ def main() -> None:
         raise SystemExit("no Weaviate binary: run `sift weaviate install` first")
     server = ManagedWeaviate(binary, args.workdir / "weaviate", free_ports())
     server.start(timeout_s=120)
-    builds: list[Build] = []
+    builds = earlier_builds(args.against) if args.against else []
     try:
         for n, backend in enumerate(args.backends.split(",")):
             jitter = (args.jitter_builds if n == 0 else 0, args.jitter_cosine)
@@ -294,7 +306,7 @@ def main() -> None:
     table = summary(builds)
     print_summary(table)
     gaps = paired(builds)
-    print_paired(gaps, args.backends.split(",")[0])
+    print_paired(gaps, builds[0].backend)
     if args.json:
         args.json.write_text(json.dumps({"builds": [vars(b) for b in builds],
                                          "summary": table, "paired": gaps}, indent=2))
