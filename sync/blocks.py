@@ -12,7 +12,7 @@ from dataclasses import dataclass
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]")
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -73,7 +73,7 @@ def _raw_blocks(lines: list[str]) -> Iterator[tuple[str, str, int]]:
             yield "heading", para[0], level
             para, i = [], i + 1
             continue
-        fence, atx = _FENCE.match(line), _ATX.match(line)
+        fence, atx = FENCE.match(line), _ATX.match(line)
         table = not fence and not atx and _is_table_start(lines, i)
         if para and (fence or atx or table or not line.strip()):
             yield "text", "\n".join(para), 0

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sync.blocks import TOKEN, Block, count_tokens, parse_blocks
+from sync.plain import plain_text
 
-# Bump when the chunking algorithm changes: it is part of every document's content hash,
-# so the next sync re-chunks everything instead of mixing old and new chunk layouts.
-CHUNKER_VERSION = 1
+# Bump when the chunks or what the model reads of them change: it is part of every document's
+# content hash, so the next sync re-chunks and re-embeds everything instead of mixing old and
+# new. (2: the model reads the chunk's plain text, `embedding_text`.)
+CHUNKER_VERSION = 2
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s")
@@ -61,9 +63,12 @@ class _Draft:
 
 
 def embedding_text(title: str, section: str, text: str) -> str:
-    """What the embedder sees: title and section make a chunk meaningful on its own."""
+    """What the embedder sees: title and section make a chunk meaningful on its own, and the
+    text's words without Markdown's syntax (`plain_text`): a fifth fewer word pieces on the AWS
+    pages, so a sync that much quicker. The stored text, which keyword search and the
+    answer read, keeps its Markdown."""
     head = f"{title}\n{section}" if section else title
-    return f"{head}\n\n{text}"
+    return f"{head}\n\n{plain_text(text)}"
 
 
 def chunk_markdown(body: str, config: ChunkingConfig | None = None,
