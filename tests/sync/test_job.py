@@ -17,6 +17,7 @@ from rag.errors import SyncError
 from rag.index import WeaviateIndex
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
+from sync.chunk import CHUNKER_VERSION
 from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
 from sync.job import SyncJob
 from sync.ports import SyncState
@@ -168,6 +169,19 @@ async def test_failure_during_an_update_then_rerun_equals_clean_run(backend: Bac
     backend.index.fail_on_upsert = 0
     await job(kb, backend.index, backend.embedder, backend.state).run()
     assert await snapshot(backend.index) == await clean_run(backend, kb)
+
+
+async def test_a_new_chunker_version_is_embedded_again_by_the_next_full_pass(
+        kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(kb)
+    index, state, embedder = MemoryIndex(), MemorySyncState(), HashEmbedder()
+    first = await job(kb, index, embedder, state).run()
+    monkeypatch.setattr("sync.chunk.CHUNKER_VERSION", CHUNKER_VERSION + 1)  # an upgrade
+    quiet = await job(kb, index, embedder, state).run()  # nothing changed at the source
+    full = await job(kb, index, embedder, state).run(full=True)
+    assert quiet.chunks_embedded == 0
+    assert (full.counts.updated, full.counts.unchanged) == (6, 0)
+    assert full.chunks_embedded == first.chunks_embedded > 6
 
 
 async def test_dry_run_reports_without_writing(kb: Path) -> None:
