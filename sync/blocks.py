@@ -17,7 +17,7 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _TAGS = re.compile(r"<[^>]+>|\{#[^}]*\}")
-_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|])")
+ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # CommonMark: any ASCII punctuation may be escaped
 
 
 def count_tokens(text: str) -> int:
@@ -36,7 +36,7 @@ class Block:
 
 def heading_label(raw: str) -> str:
     """Heading text for a section path: no anchors, tags, escapes or emphasis marks."""
-    text = _ESCAPE.sub(r"\1", _TAGS.sub("", raw))
+    text = ESCAPE.sub(r"\1", _TAGS.sub("", raw))
     return re.sub(r"[*_`]+", "", text).strip()
 
 

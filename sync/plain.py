@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sync.blocks import FENCE
+from sync.blocks import ESCAPE, FENCE
 
 # A link or image keeps its words and drops its address, which costs many word pieces and
 # says nothing a sentence vector uses: on the AWS pages links were 12% of what was embedded.
@@ -13,7 +13,6 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _HEADING_MARK = re.compile(r"^ {0,3}#{1,6}[ \t]+")
 # Emphasis: runs of * anywhere, runs of _ only at a word's edge (snake_case stays whole).
 _EMPHASIS = re.compile(r"\*+|(?<!\w)_+|_+(?!\w)")
-_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # CommonMark: any ASCII punctuation
 
 
 def plain_text(markdown: str) -> str:
@@ -44,5 +43,5 @@ def _plain_line(line: str) -> str:
 
 
 def _prose(text: str) -> str:
-    text = _LINK.sub(r"\1", _ESCAPE.sub(r"\1", text))
+    text = _LINK.sub(r"\1", ESCAPE.sub(r"\1", text))
     return _EMPHASIS.sub("", text)
