@@ -155,7 +155,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
-        if app.settings.teams.enabled:
+        if app.settings.teams_enabled:
             teams = app.teams(flow)
             teams.mount(web_app)
             stack.push_async_callback(teams.close)  # after the site stops: drain answers

@@ -193,7 +193,10 @@ class SlackSettings(_Section):
 class TeamsSettings(_Section):
     """The Teams adapter; its credentials are the flat SIFT_TEAMS_APP_ID/PASSWORD/TENANT_ID."""
 
-    enabled: bool = True  # mount POST /api/messages in `sift serve`
+    # Mount POST /api/messages in `sift serve`. Unset: on when SIFT_TEAMS_APP_ID is, so a
+    # fresh server takes no unauthenticated Teams traffic; true without an app id is
+    # anonymous local testing (loopback only).
+    enabled: bool | None = None
     streaming: bool = True  # personal chats: Teams' streaming protocol, the answer as written
     stream_interval_s: float = Field(1.0, ge=0)  # at most one streaming update per this
     citation_entities: bool = True  # False: a numbered source list instead of citation pop-ups
@@ -492,6 +495,11 @@ class Settings(BaseSettings):
     @property
     def resolved_sources(self) -> list[SourceSettings]:
         return self.sources or [sample_source()]
+
+    @property
+    def teams_enabled(self) -> bool:
+        on = self.teams.enabled
+        return bool(self.teams_app_id) if on is None else on
 
     @property
     def llm_configured(self) -> bool:

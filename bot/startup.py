@@ -24,8 +24,11 @@ def _slack(settings: Settings, base: str) -> str:
 
 
 def _teams(settings: Settings, base: str) -> str:
-    if not settings.teams.enabled:
+    if settings.teams.enabled is False:
         return "Teams: off (SIFT_TEAMS__ENABLED is false)"
+    if not settings.teams_enabled:
+        return ("Teams: off (SIFT_TEAMS_APP_ID is not set; to try Teams locally without an "
+                "app, set SIFT_TEAMS__ENABLED=true and listen on 127.0.0.1)")
     if settings.teams_app_id:
         return f"Teams: on at {base}/api/messages (app {settings.teams_app_id})"
     return (f"Teams: on at {base}/api/messages for local testing only (anonymous: "
