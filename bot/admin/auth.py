@@ -53,6 +53,9 @@ class Session:
     role: str
     csrf: str
     email: str = ""  # who, when the sign-in named them (OIDC); "" for a shared password
+    # Names this sign-in, not the browser: the web chat keeps one conversation per sign-in,
+    # so the next person on the same browser (or the same one after signing out) starts anew.
+    conversation: str = ""
 
 
 class Sessions:
@@ -69,7 +72,7 @@ class Sessions:
         token = secrets.token_urlsafe(32)
         await asyncio.to_thread(self.store.put, _key(token), {"role": role, "email": email},
                                 self.idle_s)
-        return token, Session(role, _csrf(token), email)
+        return token, Session(role, _csrf(token), email, _conversation(token))
 
     async def get(self, token: str | None) -> Session | None:
         """The live session for a cookie value, its idle timer renewed; None if unknown or
@@ -79,7 +82,8 @@ class Sessions:
         found = await asyncio.to_thread(self.store.get, _key(token), renew_s=self.idle_s)
         if found is None:
             return None
-        return Session(str(found["role"]), _csrf(token), str(found.get("email", "")))
+        return Session(str(found["role"]), _csrf(token), str(found.get("email", "")),
+                       _conversation(token))
 
     async def close(self, token: str | None) -> None:
         if token:
@@ -92,6 +96,11 @@ def _key(token: str) -> str:
 
 def _csrf(token: str) -> str:
     return hmac.new(token.encode(), b"console csrf", hashlib.sha256).hexdigest()
+
+
+def _conversation(token: str) -> str:
+    """Derived like the CSRF token, so the database's conversation keys open no session."""
+    return hmac.new(token.encode(), b"web chat conversation", hashlib.sha256).hexdigest()[:32]
 
 
 class LoginLimiter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import secrets
@@ -18,8 +19,10 @@ from aiohttp import web
 from bot.admin.auth import ADMIN, Credentials, LoginLimiter, Session, Sessions
 from bot.admin.oidc import Provider
 from bot.settings import AdminSettings, Settings
+from bot.webchat.app import Reader, conversation_key, visitor_of
 from rag.ports import Embedder
 from storage.db import Database
+from storage.history import HistoryRepository
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -202,7 +205,15 @@ async def login(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    await request.app[KEY].sessions.close(request.cookies.get(COOKIE))
+    """Sign out: the session ends, and with it the web chat's conversation of this sign-in."""
+    console = request.app[KEY]
+    session = await session_of(console, request)
+    visitor = visitor_of(request)
+    if session is not None and visitor:
+        await asyncio.to_thread(HistoryRepository(console.db).forget,
+                                conversation_key(visitor, Reader(session.email,
+                                                                 session.conversation)))
+    await console.sessions.close(request.cookies.get(COOKIE))
     response = web.HTTPSeeOther(f"{PREFIX}/login")
     response.del_cookie(COOKIE, path="/")
     raise response

@@ -38,9 +38,23 @@ SIGN_IN_FIRST = "Sign in first: open this site's start page and sign in, then as
 
 @dataclass(frozen=True)
 class Reader:
-    """A signed-in person; `email` when their sign-in named one (their documents follow it)."""
+    """A signed-in person; `email` when their sign-in named one (their documents follow it),
+    `sign_in` naming that sign-in (the conversation is theirs alone, and ends with it)."""
 
     email: str = ""
+    sign_in: str = ""
+
+
+def visitor_of(request: web.Request) -> str:
+    """The browser's chat id from its cookie; "" when it has none (or a malformed one)."""
+    user = request.cookies.get(USER_COOKIE, "")
+    return user if user.startswith("web-") and len(user) == 36 else ""
+
+
+def conversation_key(visitor: str, reader: Reader) -> str:
+    """One conversation per browser and sign-in: history never passes from one person to the
+    next on a shared browser, whose chat cookie outlives every sign-in."""
+    return f"web:{visitor}:{reader.sign_in}" if reader.sign_in else f"web:{visitor}"
 
 
 @dataclass(frozen=True)
@@ -67,9 +81,6 @@ class WebChat:
         app.router.add_post("/chat/vote", self.vote)
         app.router.add_static("/chat/static/", STATIC, append_version=True)
 
-    def _visitor(self, request: web.Request) -> str:
-        user = request.cookies.get(USER_COOKIE, "")
-        return user if user.startswith("web-") and len(user) == 36 else ""
 
     async def _reader(self, request: web.Request) -> Reader | None:
         """Who asks: Reader() when the chat is open to all (loopback), None when refused."""
@@ -78,7 +89,7 @@ class WebChat:
     async def page(self, request: web.Request) -> web.Response:
         if await self._reader(request) is None:
             raise web.HTTPSeeOther(self._gate.login_url if self._gate else "/")
-        user = self._visitor(request) or f"web-{secrets.token_hex(16)}"
+        user = visitor_of(request) or f"web-{secrets.token_hex(16)}"
         # Double submit: requests must echo the token this browser's cookie holds, which
         # another site can neither read nor set. No server-side secret, so any replica can
         # check a page that another replica served.
@@ -99,7 +110,7 @@ class WebChat:
         if reader is None:
             log.info("web chat: refused a %s without a sign-in", request.path)
             raise web.HTTPUnauthorized(text=SIGN_IN_FIRST)
-        user = self._visitor(request)
+        user = visitor_of(request)
         try:
             data = await request.json()
         except (ValueError, UnicodeDecodeError):
@@ -126,7 +137,7 @@ class WebChat:
 
         message = ChatMessage(Platform.WEB, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
                               CHANNEL, "", user, text.strip()[: self._max_chars + 1],
-                              conversation=f"web:{user}", email=reader.email)
+                              conversation=conversation_key(user, reader), email=reader.email)
         await self._flow.on_message(message, WebSurface(send))
         await send("done", {})
         await response.write_eof()
