@@ -33,8 +33,15 @@ def _day(value: str, field: str, errors: dict[str, str]) -> datetime | None:
         return None
 
 
+# The database's integers are 64-bit: a longer number in a link is a bad link, not a 500.
+_MAX_DIGITS = 18
+
+
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    """A non-negative number written in ASCII digits; None for anything else."""
+    if not value or not value.isascii() or not value.isdigit() or len(value) > _MAX_DIGITS:
+        return None
+    return int(value)
 
 
 def question_filter(query: dict[str, str], errors: dict[str, str]) -> QuestionFilter:
