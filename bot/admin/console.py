@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ from bot.admin.oidc import Provider
 from bot.settings import AdminSettings, Settings
 from bot.webchat.app import Reader, conversation_key, visitor_of
 from rag.ports import Embedder
+from rag.safe_compare import same_secret
 from storage.db import Database
 from storage.history import HistoryRepository
 
@@ -127,7 +127,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     request[SESSION] = session
     if request.method == "POST":
         form = await request.post()
-        if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
+        if not same_secret(str(form.get("csrf", "")), session.csrf):
             log.warning("console: refused a %s to %s without a valid CSRF token",
                         request.method, request.path)
             return render(request, "message.html", 403, title="Refused", message=STALE_FORM)
@@ -190,7 +190,7 @@ async def login(request: web.Request) -> web.StreamResponse:
                            f"minute{'s' if minutes > 1 else ''}.", 429)
     form = await request.post()
     expected = request.cookies.get(LOGIN_COOKIE, "")
-    if not expected or not hmac.compare_digest(str(form.get("csrf", "")), expected):
+    if not expected or not same_secret(str(form.get("csrf", "")), expected):
         return login_page(request, STALE_FORM, 403)
     role = console.credentials.role_for(str(form.get("password", "")))
     if role is None:
