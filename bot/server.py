@@ -175,7 +175,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         syncs = app.sync_scheduler(app.sync_runner(index), first_pass=not worker)
         # --- Push: POST /sync/hooks/<source> (each platform's signature checked) ------------
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
-        PushRoutes(app.push_endpoints(), pushes).mount(web_app)
+        PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim).mount(web_app)
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
