@@ -15,7 +15,15 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from aiohttp import web
 
-from bot.admin.auth import ADMIN, Credentials, LoginLimiter, Session, Sessions
+from bot.admin.auth import (
+    ADMIN,
+    DEVICE_DAYS,
+    Credentials,
+    LoginLimiter,
+    Session,
+    Sessions,
+    Wait,
+)
 from bot.admin.oidc import Provider
 from bot.proxy import client_of
 from bot.settings import AdminSettings, Settings
@@ -28,6 +36,7 @@ from storage.history import HistoryRepository
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
 COOKIE, LOGIN_COOKIE = "sift_admin", "sift_admin_login"
+DEVICE_COOKIE = "sift_admin_device"  # a browser that signed in before (bot/admin/auth.py)
 PREFIX = "/admin"
 OPEN_PATHS = ("/admin/login", "/admin/static/", "/admin/oidc/")
 HEADERS = {
@@ -190,25 +199,40 @@ def login_page(request: web.Request, error: str, status: int) -> web.Response:
 async def login(request: web.Request) -> web.StreamResponse:
     console = request.app[KEY]
     address = client_of(request).address  # the person's, not their proxy's (bot/proxy.py)
-    wait = await console.limiter.wait_s(address)
-    if wait > 0:
-        minutes = max(1, round(wait / 60))
-        return login_page(request, f"Too many sign-in attempts: try again in {minutes} "
-                           f"minute{'s' if minutes > 1 else ''}.", 429)
+    wait = await console.limiter.wait(address, request.cookies.get(DEVICE_COOKIE))
+    if wait.seconds > 0:
+        log.warning("console: sign-in from %s refused for %.0fs: %s", address, wait.seconds,
+                    "password sign-ins are backing off after many failures from many "
+                    "addresses" if wait.everyone else "too many failures from this address")
+        return login_page(request, _wait_sentence(wait), 429)
     form = await request.post()
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not same_secret(str(form.get("csrf", "")), expected):
         return login_page(request, STALE_FORM, 403)
     role = console.credentials.role_for(str(form.get("password", "")))
     if role is None:
-        await console.limiter.failed(address)
-        log.info("console: failed sign-in from %s", address)
+        everyone = await console.limiter.failed(address)
+        log.info("console: failed sign-in from %s (%d failures from all addresses in the "
+                 "window)", address, everyone)
         return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
     await open_session(request, response, role)
+    # This browser has signed in: strangers' failures elsewhere will not hold it back.
+    _set_cookie(request, response, DEVICE_COOKIE, await console.limiter.remember_device(),
+                DEVICE_DAYS * 86400, path=PREFIX + "/login")
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)
     raise response
+
+
+def _wait_sentence(wait: Wait) -> str:
+    if wait.everyone:
+        seconds = max(1, round(wait.seconds))
+        return (f"Many sign-ins have failed lately, so sign-ins are slowed down: try again in "
+                f"{seconds} second{'s' if seconds > 1 else ''}.")
+    minutes = max(1, round(wait.seconds / 60))
+    return (f"Too many sign-in attempts: try again in {minutes} "
+            f"minute{'s' if minutes > 1 else ''}.")
 
 
 async def logout(request: web.Request) -> web.StreamResponse:

@@ -213,8 +213,8 @@ async def test_the_log_names_the_real_client(site: SiteFactory,
         await sign_in(web_site, "guess", source=ATTACKER,
                       headers={"X-Forwarded-For": "198.51.100.66"})
     failures = [r.getMessage() for r in caplog.records if "failed sign-in" in r.getMessage()]
-    assert failures == ["console: failed sign-in from 203.0.113.7",
-                        f"console: failed sign-in from {ATTACKER}"]
+    assert [f.split(" (")[0] for f in failures] == [
+        "console: failed sign-in from 203.0.113.7", f"console: failed sign-in from {ATTACKER}"]
 
 
 @pytest.mark.parametrize(("source", "headers", "secure"), [
