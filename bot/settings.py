@@ -189,6 +189,9 @@ class SlackSettings(_Section):
     slash_command: bool = True  # /sift
     app_home: bool = True  # the Home tab
     assistant: bool = False  # the AI-app split view; needs the assistant:write scope
+    # Answers in Slack's `markdown` block, made for AI apps (headings, lists, quotes and code
+    # as Slack renders Markdown); answers with tables keep mrkdwn. Unset: with `assistant`.
+    markdown_block: bool | None = None
     private_channels: bool = False  # message.groups + groups:history
     directory: bool = False  # users:read.email + usergroups:read (permissions)
     # The assistant panel's suggested prompts (at most four are shown).

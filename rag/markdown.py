@@ -36,10 +36,17 @@ def _citation(state: StateInline, silent: bool) -> bool:
     return True
 
 
+class _Parser(MarkdownIt):
+    def validateLink(self, url: str) -> bool:
+        # Every link is parsed as a link, whatever its scheme: each renderer decides what may
+        # be linked (http(s) only) and shows the rest as its label, not `[label](javascript:…)`.
+        return True
+
+
 @lru_cache(maxsize=1)
 def parser() -> MarkdownIt:
     """Built once: the rules are the same for documents, answers and excerpts."""
-    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = _Parser("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.inline.ruler.before("link", CITATION, _citation)
     return md
 

@@ -189,6 +189,8 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
                            ask_why_on_downvote=s.ask_why_on_downvote,
                            assistant_status=s.assistant_status,
                            history_turns=settings.chat.history_turns,
+                           markdown_block=s.assistant if s.markdown_block is None
+                           else s.markdown_block,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
     background = Background("Slack", limit=settings.chat.max_in_flight)
