@@ -185,7 +185,6 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
     s = settings.slack
     client = web_client(token, settings.slack_api_url, retries=s.api_retries, interval=interval)
     options = SlackOptions(streaming=s.streaming,
-                           follow_ups_without_mention=s.follow_ups_without_mention,
                            ask_why_on_downvote=s.ask_why_on_downvote,
                            assistant_status=s.assistant_status,
                            history_turns=settings.chat.history_turns,

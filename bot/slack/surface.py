@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class SlackOptions:
     streaming: bool = False
-    follow_ups_without_mention: bool = True
     ask_why_on_downvote: bool = True
     assistant_status: bool = False  # set_status in DM threads instead of the 👀 reaction
     history_turns: int = 10
