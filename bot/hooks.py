@@ -13,7 +13,7 @@ from aiohttp import web
 from bot.proxy import client_of
 from rag.logcontext import new_correlation_id
 from rag.messages import with_reference
-from sync.push import PushReceiver, PushRejected, PushReply, PushRequest
+from sync.push import MalformedBody, PushReceiver, PushRejected, PushReply, PushRequest
 from sync.push_queue import PushSyncs
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,10 @@ class PushRoutes:
         reference = new_correlation_id()
         try:
             reply = endpoint.receiver.receive(push)
+        except MalformedBody as exc:
+            log.warning("push to %s refused [%s] from %s: %s", name, reference,
+                        request.remote, exc)
+            return _text(400, with_reference("The body is not JSON.", reference))
         except PushRejected as exc:  # the reason (never the secret) for the operator only
             log.warning("push to %s refused [%s] from %s: %s", name, reference,
                         client_of(request).address, exc)
