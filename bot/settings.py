@@ -62,7 +62,7 @@ class WeaviateSettings(_Section):
     insert_timeout_s: float = Field(120.0, gt=0)
     # A Weaviate cluster: copies of each chunk, and how many copies must answer a read or
     # acknowledge a write. One node: 1 and QUORUM (of one). Three nodes: 3, QUORUM, QUORUM
-    # (README, "Several replicas"). The factor is fixed when the collection is created.
+    # (docs/deployment.md, "Several replicas"). The factor is fixed when the collection is created.
     replication_factor: int = Field(1, ge=1, le=15)
     read_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
     write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
@@ -78,7 +78,7 @@ RETIRED_BACKENDS = {
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
-    # How the local model runs (README, Configuration): int8 by default, 1.4x quicker to index
+    # How the local model runs (docs/configuration.md): int8 by default, 1.4x quicker to index
     # than the float graph in bfloat16, for nDCG@10 within a point.
     backend: Literal["openvino", "onnx", "openvino-int8"] = "openvino-int8"
     local_model: str = "all-MiniLM-L6-v2"
@@ -90,7 +90,7 @@ class EmbeddingSettings(_Section):
     max_seq_length: int = Field(256, ge=16, le=8192)
     # Threads the local model uses per process; 0: one per core, except in `sift serve`, where
     # 0 means 1 (a question's embedding is one short text, and threads of several processes
-    # waiting on each other for a busy core slowed answers: see README, "Configuration").
+    # waiting on each other for a busy core slowed answers: see docs/configuration.md).
     threads: int = Field(0, ge=0, le=256)
 
     @field_validator("backend", mode="before")
@@ -289,7 +289,7 @@ class SyncSettings(_Section):
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     # Chunks per embedding call. The embedder sorts each call's texts by length before batching
     # them, so a wide call pads less: 1,024 pads 6.8% of the AWS chunks' tokens, 256 8.2%, 64
-    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (README). A stop and
+    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (bench/README.md). A stop and
     # the progress come between calls: about ten seconds apart on a 2-core machine.
     embed_batch: int = Field(1024, ge=1, le=4096)
     max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
@@ -299,13 +299,13 @@ class SyncSettings(_Section):
 
 
 class OutputSettings(_Section):
-    """What an answer may link to; every other link is shown as inert text (README, Security)."""
+    """What an answer may link to; every other link is shown as inert text (docs/security.md)."""
 
     allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
 
 
 class ChannelSettings(_Section):
-    """One [[channels]] table: how Sift behaves in one conversation (see README "Channels")."""
+    """One [[channels]] table: how Sift behaves in one conversation (see docs/channels.md)."""
 
     platform: Literal["slack", "teams"]
     channel: str = Field(min_length=1)
@@ -613,7 +613,7 @@ def _unknown_key(loc: tuple[Any, ...], key: str, data: dict[str, Any],
         return f"Unknown setting {env} in the environment{settings_check.nearest(env, names)}"
     where = f" in {toml_path}" if toml_path and _in_toml(data, loc) else ""
     hint = settings_check.nearest(str(loc[-1]), valid).replace("mean ", "mean '", 1)
-    hint = hint[:-1] + "'?" if hint else "; check its spelling against the README."
+    hint = hint[:-1] + "'?" if hint else "; check its spelling against docs/configuration.md."
     return f"Unknown setting '{key}'{where}{hint}"
 
 

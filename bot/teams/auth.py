@@ -36,7 +36,7 @@ def check_exposure(settings: Settings) -> None:
     sentence = (
         f"SIFT_HOST is {settings.host!r}, which is reachable from other machines, but "
         "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set, so anyone could post to "
-        "/api/messages: set them (see the README's Teams section), listen on 127.0.0.1, or "
+        "/api/messages: set them (see docs/teams.md), listen on 127.0.0.1, or "
         "set SIFT_TEAMS__ENABLED=false."
     )
     raise ConfigError(sentence, user_message=sentence)
