@@ -7,13 +7,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
 EXTRAS ?= local,eval,dev,voyage
 
-.PHONY: install app weaviate system-packages run test lint typecheck bench clean help
+.PHONY: install app weaviate system-packages run test test-quick lint typecheck bench clean help
 
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
 	@echo "make test     install what is missing, then run the full test suite"
 	@echo "make install  only the install step (.venv, packages, the Weaviate binary, and the"
 	@echo "              system packages the tests use: PostgreSQL, chromium, chromium-driver)"
+	@echo "make test-quick  the tests that need no Weaviate, PostgreSQL or Chromium"
 	@echo "make lint     ruff + mypy"
 
 $(BIN)/uv:
@@ -76,6 +77,11 @@ TEST_WORKERS ?= $(shell echo $$(( $(CORES) * 2 < 8 ? $(CORES) * 2 : 8 )))
 
 test: install
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The quick lane, for a local loop: every test that needs no Weaviate, PostgreSQL or Chromium
+# (tests/parallel.py marks the others `services`). `make test` still runs everything.
+test-quick: $(STAMP)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not services"
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot rag sync storage tests bench
