@@ -289,8 +289,8 @@ class SyncSettings(_Section):
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     # Chunks per embedding call. The embedder sorts each call's texts by length before batching
     # them, so a wide call pads less: 1,024 pads 6.8% of the AWS chunks' tokens, 256 8.2%, 64
-    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (bench/README.md). A stop and
-    # the progress come between calls: about ten seconds apart on a 2-core machine.
+    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (bench/README.md). A
+    # stop and the progress come between calls: about ten seconds apart on a 2-core machine.
     embed_batch: int = Field(1024, ge=1, le=4096)
     max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)

@@ -4,6 +4,7 @@ other pages resolves, every `sift <command>` they show exists, and README stays 
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def anchors(page: Path) -> set[str]:
     repeated one numbered."""
     found: set[str] = set()
     tokens = parse(page.read_text(encoding="utf-8"))
-    for opening, inline in zip(tokens, tokens[1:], strict=False):
+    for opening, inline in itertools.pairwise(tokens):
         if opening.type != "heading_open":
             continue
         words = "".join(c.content for c in inline.children or []

@@ -24,8 +24,8 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
     lines = surface_lines(Settings(port=4000), {})
     assert lines == [
         "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
-        "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
-        "SIFT_TEAMS_APP_ID is not set)",
+        "Teams: off (SIFT_TEAMS_APP_ID is not set; to try Teams locally without an app, set "
+        "SIFT_TEAMS__ENABLED=true and listen on 127.0.0.1)",
         "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Web chat: open http://127.0.0.1:4000/ in a browser",
         "Source sample: never synced; a first sync starts now",
@@ -49,6 +49,12 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
                          "Source kb: never synced; a first sync starts now",
                          "Source help: never synced; a first sync starts now; push "
                          "notifications at http://127.0.0.1:4000/sync/hooks/help"]
+
+
+def test_teams_turned_on_without_an_app_is_anonymous_local_testing() -> None:
+    lines = surface_lines(Settings(port=4000, teams={"enabled": True}), {})
+    assert lines[1] == ("Teams: on at http://127.0.0.1:4000/api/messages for local testing "
+                        "only (anonymous: SIFT_TEAMS_APP_ID is not set)")
 
 
 def test_slack_over_http_and_teams_switched_off() -> None:
