@@ -22,8 +22,10 @@ from bot.chat.policy import (
     policy_settings,
     validate,
 )
+from bot import llm_setup
 from bot.chat.service import ChatLimits, ChatService, ChatStores
 from bot.hooks import PushEndpoint
+from bot.llm_setup import Endpoint
 from bot.permissions.directory import GroupDirectory
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
 from bot.weaviate.install import find_binary
@@ -45,7 +47,6 @@ from rag.grade import Grader, LLMGrader
 from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
-from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
@@ -83,6 +84,8 @@ if TYPE_CHECKING:
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
     from bot.webchat.app import Gate, WebChat
+    from rag.llm import AnthropicLLM
+    from rag.llm_openai import OpenAILLM
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
@@ -371,14 +374,18 @@ class App:
         return build_resolver(self.settings)
 
     @cached_property
-    def llm(self) -> AnthropicLLM | None:
-        """Claude, when an API key is configured; without one Sift runs in fast mode."""
-        s = self.settings
-        if s.anthropic_api_key is None:
+    def llm_endpoint(self) -> Endpoint | None:
+        """The model service the settings name (checked: ConfigError naming the setting), or
+        None: no LLM configured, and Sift runs in fast mode."""
+        return llm_setup.resolve(self.settings)
+
+    @cached_property
+    def llm(self) -> AnthropicLLM | OpenAILLM | None:
+        """The LLM port's adapter for SIFT_LLM__PROVIDER (docs/llm-providers.md)."""
+        endpoint = self.llm_endpoint
+        if endpoint is None:
             return None
-        llm = AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
-                           base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
-                           timeout_s=s.llm.timeout_s)
+        llm = llm_setup.build(self.settings, endpoint)
         quiet_http_stack(llm.http_client_class)
         return llm
 
