@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 # input is the reply, or the schema in the prompt (JSON mode where the API has one).
 StructuredOutput = Literal["json_schema", "tool", "json_mode"]
 REPLY_TOOL = "reply"
+# The anthropic_version each cloud's Claude documents as the one value its body must carry.
+PLATFORM_VERSIONS = {"bedrock": "bedrock-2023-05-31", "vertex": "vertex-2023-10-16"}
 
 
 def classify(exc: Exception) -> LLMError:
@@ -43,6 +45,9 @@ def classify(exc: Exception) -> LLMError:
         kind = kind or headers.get("x-amzn-errortype", "").split(":")[0]
         return llm_errors.from_failure(llm_errors.Failure(
             exc.status_code, kind, message or str(exc), code, llm_errors.hinted_wait(headers)))
+    if type(exc).__module__.startswith(("google.auth", "botocore")):  # no token, no keys
+        return LLMError(f"the cloud's credentials failed: {type(exc).__name__}: {exc}",
+                        kind="auth", retryable=False, reason="authentication")
     return LLMError(f"{type(exc).__name__}: {exc}", kind="unexpected", retryable=False)
 
 
@@ -111,6 +116,9 @@ class AnthropicLLM:
         self._post = MessagesPost(self._client) if direct else None
         self._structured = structured
         self.provider = provider
+        version = PLATFORM_VERSIONS.get(provider)
+        self._extra: dict[str, Any] = {"extra_body": {"anthropic_version": version}} \
+            if version else {}
         self.retries = RetryLoop(provider, max_retries=max_retries, timeout_s=timeout_s,
                                  classify=classify, on_outcome=on_outcome)
 
@@ -158,8 +166,8 @@ class AnthropicLLM:
             # calls per answer.
             if self._post is not None:
                 return from_json(await self._post(body, remaining))
-            raw = await self._client.messages.with_raw_response.create(**body,
-                                                                       timeout=remaining)
+            raw = await self._client.messages.with_raw_response.create(
+                **body, **self._extra, timeout=remaining)
             return from_json(await raw.json())
 
         return await self.retries.run(request, once)
@@ -173,7 +181,8 @@ class AnthropicLLM:
         async def once(remaining: float) -> LLMResponse:
             nonlocal emitted
             async with asyncio.timeout(remaining):  # the SDK's timeout is per read
-                async with self._client.messages.stream(**body, timeout=remaining) as events:
+                async with self._client.messages.stream(**body, **self._extra,
+                                                        timeout=remaining) as events:
                     async for text in events.text_stream:
                         emitted = True
                         await on_text(text)

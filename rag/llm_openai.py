@@ -34,7 +34,8 @@ def classify(exc: Exception) -> LLMError:
             llm_errors.hinted_wait(exc.response.headers)))
     if isinstance(exc, openai.APIError):  # an error event inside a stream (HTTP 200)
         kind, code, message = llm_errors.error_fields(exc.body)
-        return llm_errors.from_failure(llm_errors.Failure(200, kind or code, message, code))
+        status = int(code) if code.isdigit() else 200  # vLLM and others put the status here
+        return llm_errors.from_failure(llm_errors.Failure(status, kind, message, code))
     return LLMError(f"{type(exc).__name__}: {exc}", kind="unexpected", retryable=False)
 
 
