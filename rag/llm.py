@@ -168,7 +168,12 @@ class AnthropicLLM:
                 return from_json(await self._post(body, remaining))
             raw = await self._client.messages.with_raw_response.create(
                 **body, **self._extra, timeout=remaining)
-            return from_json(await raw.json())
+            try:
+                reply = await raw.json()
+            except ValueError as exc:  # a gateway's sign-in page, say
+                text = (await raw.read())[:80]
+                raise llm_errors.malformed(f"the reply was not JSON: {text!r}") from exc
+            return from_json(reply)
 
         return await self.retries.run(request, once)
 

@@ -123,7 +123,7 @@ class FakeBedrock(FakeAnthropic):
 
     def failure_response(self, name: str, headers: dict[str, str]) -> web.Response:
         status, code, message = BEDROCK_FAILURES[name]
-        return self._error(status, code, message, headers)
+        return self._error(status, code, message, {})  # Bedrock sends no Retry-After
 
     def message_response(self, message: dict[str, Any]) -> web.Response:
         usage = message["usage"]

@@ -109,8 +109,8 @@ class FakeVertex(FakeAnthropic):
                                             "status": code}}, status=status, headers=headers)
 
     def failure_response(self, name: str, headers: dict[str, str]) -> web.Response:
-        if name in VERTEX_FAILURES:
-            return self._google_error(*VERTEX_FAILURES[name], headers)
+        if name in VERTEX_FAILURES:  # Google's errors carry no Retry-After
+            return self._google_error(*VERTEX_FAILURES[name], {})
         status, kind, message = ANTHROPIC_FAILURES[name]  # the model's own answer, relayed
         return web.json_response(error(kind, message), status=status, headers=headers)
 
