@@ -116,7 +116,8 @@ def configure_logging(level: str) -> None:
     # Client libraries log every request at INFO; keep the log about Sift. The Anthropic
     # SDK's HTTP stack is quieted by what it is when the client is built (quiet_http_stack).
     # httpx: Weaviate's client makes a REST call or three per command.
-    for noisy in ("urllib3", "httpx", "apscheduler", "alembic"):
+    # botocore and google-auth: the clouds' credential chains say where they found keys.
+    for noisy in ("urllib3", "httpx", "apscheduler", "alembic", "botocore", "google.auth"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
     logging.getLogger("microsoft_agents").setLevel(logging.ERROR)

@@ -147,6 +147,27 @@ def build(settings: Settings, endpoint: Endpoint, on_outcome: OutcomeSink | None
     return AnthropicLLM(client=client, provider=endpoint.provider, **common)
 
 
+async def verify_models(settings: Settings, llm: Any) -> None:
+    """An OpenAI-compatible server lists what it serves: a model it does not is named now,
+    not at the first question. A refused key is named too; a server not up yet is left to
+    the circuit breaker and `sift llm check`."""
+    from rag.errors import LLMError
+
+    try:
+        served = await llm.models()
+    except LLMError as exc:
+        if exc.kind == "auth":
+            raise _fail(f"The server at SIFT_LLM__BASE_URL refused SIFT_LLM__API_KEY ({exc}).") \
+                from exc
+        return
+    for name, model in (("FAST_MODEL", settings.llm.fast_model),
+                        ("ANSWER_MODEL", settings.llm.answer_model)):
+        if model not in served:
+            shown = ", ".join(served[:8]) or "nothing"
+            raise _fail(f"SIFT_LLM__{name} '{model}' is not served at SIFT_LLM__BASE_URL "
+                        f"({settings.llm.base_url}); it serves: {shown}.")
+
+
 def startup_line(settings: Settings, endpoint: Endpoint | None) -> str:
     """`sift serve`'s line for the model service."""
     if endpoint is None:

@@ -93,6 +93,13 @@ class OpenAILLM:
     async def close(self) -> None:
         await self._client.close()
 
+    async def models(self) -> list[str]:
+        """The ids the server serves (GET /models: OpenAI, vLLM, Ollama, llama.cpp's server)."""
+        try:
+            return [m.id async for m in self._client.models.list()]
+        except Exception as exc:  # mapped like any call's failure
+            raise classify(exc) from exc
+
     @property
     def http_client_class(self) -> type:
         import openai

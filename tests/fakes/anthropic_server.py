@@ -23,7 +23,8 @@ _DOC = re.compile(r"<document(?: id=\"(?P<id>[^\"]+)\")?[^>]*>\n(?P<body>.*?)</d
 _QUESTION = re.compile(r"Question: (?P<q>.*?)\n\n<document", re.S)
 _KINDS = (("relevance grader (batch)", "grade_batch"), ("relevance grader", "grade"),
           ("answer writer", "answer"), ("question analyst", "understand"),
-          ("faithfulness judge", "judge_faithfulness"), ("accuracy judge", "judge_accuracy"))
+          ("faithfulness judge", "judge_faithfulness"), ("accuracy judge", "judge_accuracy"),
+          ("connection check", "check"))
 _DELTA = re.compile(r"\S*\s*")  # streamed a word at a time, as models roughly do
 _SENTENCE_LINE = re.compile(r"^(\d+)\. ", re.M)
 _JUDGED = re.compile(r"Question: (?P<q>.*?)\n\nReference answer:\n(?P<ref>.*?)\n\n"
@@ -299,6 +300,8 @@ class FakeAnthropic(LocalServer):
                 "search_phrases": [message], "reply": ""})
         if kind.startswith("judge_"):
             return self._judge(kind, content)
+        if kind == "check":  # `sift llm check`: a model that follows the instruction
+            return json.dumps({"ok": True})
         return "ok"
 
     def _judge(self, kind: str, content: str) -> str:
