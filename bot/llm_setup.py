@@ -3,7 +3,7 @@ then built as the one adapter behind rag's LLM port."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import re
 from dataclasses import dataclass
@@ -44,10 +44,11 @@ def _fail(sentence: str) -> ConfigError:
 
 def _need_extra(provider: str) -> None:
     module, extra = EXTRAS[provider]
-    if importlib.util.find_spec(module.split(".")[0]) is None or \
-            importlib.util.find_spec(module) is None:
+    try:
+        importlib.import_module(module)
+    except ImportError:
         raise _fail(f"SIFT_LLM__PROVIDER={provider} needs the '{extra}' extra, which is not "
-                    f"installed: pip install 'sift[{extra}]'.")
+                    f"installed: pip install 'sift[{extra}]'.") from None
 
 
 def _bedrock(llm: LLMSettings) -> Endpoint:
