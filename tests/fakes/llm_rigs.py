@@ -45,14 +45,19 @@ class Rig:
     def llm(self, **options: Any) -> Any:
         """The adapter bot/llm_setup.py builds for these settings (its environment must be
         set: the clouds' credential chains read it)."""
-        from bot import llm_setup
-        from bot.settings import Settings
+        return adapter(self.env, **options)
 
-        llm = {"max_retries": 2, "timeout_s": 10.0, **options}
-        settings = Settings(**_nested(self.env), llm={**_llm_section(self.env), **llm})
-        endpoint = llm_setup.resolve(settings)
-        assert endpoint is not None
-        return llm_setup.build(settings, endpoint)
+
+def adapter(env: dict[str, str], **options: Any) -> Any:
+    """The LLM adapter `env`'s settings name, built as bot/llm_setup.py builds it."""
+    from bot import llm_setup
+    from bot.settings import Settings
+
+    llm = {"max_retries": 2, "timeout_s": 10.0, **options}
+    settings = Settings(**_nested(env), llm={**_llm_section(env), **llm})
+    endpoint = llm_setup.resolve(settings)
+    assert endpoint is not None
+    return llm_setup.build(settings, endpoint)
 
 
 def _llm_section(env: dict[str, str]) -> dict[str, str]:
