@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot import llm_setup
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -22,7 +23,6 @@ from bot.chat.policy import (
     policy_settings,
     validate,
 )
-from bot import llm_setup
 from bot.chat.service import ChatLimits, ChatService, ChatStores
 from bot.hooks import PushEndpoint
 from bot.llm_setup import Endpoint

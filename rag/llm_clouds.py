@@ -23,9 +23,10 @@ def vertex_client(*, project: str, region: str, base_url: str, timeout_s: float)
     """AsyncAnthropicVertex: a bearer token from google-auth's application-default
     credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's login, the metadata server),
     refreshed by the SDK as it expires."""
-    from anthropic import AsyncAnthropicVertex, DefaultAioHttpClient
+    from anthropic import NOT_GIVEN, AsyncAnthropicVertex, DefaultAioHttpClient
 
-    named = {"project_id": project} if project else {}  # else the SDK's env and ADC's project
-    return AsyncAnthropicVertex(
-        region=region, base_url=base_url or None, **named, max_retries=0, timeout=timeout_s, http_client=DefaultAioHttpClient(timeout=timeout_s),
+    return AsyncAnthropicVertex(  # no project: the SDK's env, then the credentials' project
+        region=region, project_id=project or NOT_GIVEN, base_url=base_url or None,
+        max_retries=0, timeout=timeout_s,
+        http_client=DefaultAioHttpClient(timeout=timeout_s),
         open_telemetry=None if tracing_configured() else False)

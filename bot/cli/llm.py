@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 CHECK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}},
                 "required": ["ok"], "additionalProperties": False}
-CHECK_SYSTEM = "# Role: connection check\nReply with the JSON object {\"ok\": true} and nothing else."
+CHECK_SYSTEM = ("# Role: connection check\n"
+                'Reply with the JSON object {"ok": true} and nothing else.')
 
 
 def register(sub: argparse._SubParsersAction) -> None:
