@@ -31,6 +31,8 @@ _TOO_LONG = re.compile(r"prompt is too long|input is too long|too many input tok
 # A refused identity rather than a missing permission, on clouds that answer both with 403.
 _BAD_IDENTITY = re.compile(r"unrecognizedclient|invalidsignature|expiredtoken|"
                            r"security token|signature we calculated|unauthenticated", re.I)
+# A key some APIs echo back, masked or not, in the error text that reaches the log.
+_KEY = re.compile(r"\b(sk|xai|gsk)-[A-Za-z0-9_*.-]{4,}")
 _BAD_MODEL = re.compile(r"model identifier is invalid|model.{0,40}(not found|does not exist)|"
                         r"unknown model|no such model", re.I)
 
@@ -87,7 +89,8 @@ def from_failure(f: Failure) -> LLMError:
     if status == 200:
         status = STREAM_STATUS.get(f.error_type.lower(), 500)
     kind, reason = _kind(f, status)
-    detail = f"HTTP {status} {f.error_type}: {f.message or 'no message'}".replace("  ", " ")
+    said = _KEY.sub(r"\1-…", f.message or "no message")
+    detail = f"HTTP {status} {f.error_type}: {said}".replace("  ", " ")
     return LLMError(detail, kind=kind, retryable=kind in RETRYABLE_KINDS, reason=reason,
                     retry_after_s=f.retry_after_s if kind in RETRYABLE_KINDS else None)
 

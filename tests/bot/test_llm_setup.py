@@ -124,3 +124,11 @@ def test_sift_serve_stops_at_start_up_with_the_sentence(
     err = capsys.readouterr().err
     assert err.startswith("sift: SIFT_LLM__AWS_REGION 'us-middle-9' is not an AWS region")
     assert not (no_cloud / "data" / "sift.db").exists()  # stopped before the database
+
+
+def test_the_start_up_line_names_provider_place_and_models() -> None:
+    settings = Settings(llm={**BEDROCK, "aws_region": "eu-central-1"})
+    line = llm_setup.startup_line(settings, llm_setup.Endpoint("bedrock", region="eu-central-1"))
+    assert line == ("LLM: bedrock (eu-central-1); fast model us.anthropic.claude-haiku-5-5-v1:0 "
+                    "(understanding, grading), answer model anthropic.claude-sonnet-5-5-v1:0")
+    assert llm_setup.startup_line(Settings(), None).startswith("LLM: off, fast mode")

@@ -113,6 +113,7 @@ async def test_every_failure_is_named_alike(rig: Rig, failure: str) -> None:
         await llm.close()
     kind, reason = EXPECTED[failure]
     assert (caught.value.kind, caught.value.reason) == (kind, reason), str(caught.value)
+    assert "sk-wrong" not in str(caught.value)  # a key echoed by the API stays out of logs
     retried = failure in ("rate_limit", "overloaded", "server")
     assert caught.value.retryable is retried
     assert len(rig.fake.requests) == (3 if retried else 1)
