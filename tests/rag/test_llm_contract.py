@@ -187,3 +187,19 @@ async def test_a_refused_identity_opens_the_circuit(rig: Rig) -> None:
         await llm.close()
     assert caught.value.kind == "circuit_open" and len(rig.fake.requests) == 1
     assert not circuit.allows_calls()
+
+
+async def test_prompt_caching_where_the_platform_has_it(rig: Rig) -> None:
+    llm = rig.llm()
+    try:
+        first = await llm.complete(grade_request(rig, cache_system=True))
+        second = await llm.complete(grade_request(rig, cache_system=True))
+    finally:
+        await llm.close()
+    if rig.provider == "openai":  # caching is the server's own affair: nothing to mark
+        assert "cache_control" not in json.dumps(rig.fake.raw)
+        assert second.usage.cache_write_tokens == 0
+        return
+    assert rig.fake.requests[0].body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert first.usage.cache_write_tokens > 0
+    assert second.usage.cache_read_tokens == first.usage.cache_write_tokens
