@@ -32,9 +32,10 @@ class Endpoint:
     provider: str
     region: str = ""
     project: str = ""
+    url: str = ""  # an OpenAI-compatible server's address
 
     def describe(self) -> str:
-        where = ", ".join(p for p in (self.project, self.region) if p)
+        where = ", ".join(p for p in (self.project, self.region, self.url) if p)
         return f"{self.provider} ({where})" if where else self.provider
 
 
@@ -94,11 +95,12 @@ def _vertex(llm: LLMSettings) -> Endpoint:
         raise _fail("No Google credentials for SIFT_LLM__PROVIDER=vertex: run `gcloud auth "
                     "application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "
                     "service account key file.") from exc
-    project = llm.vertex_project or os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID", "") or found
+    project = llm.vertex_project or os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID", "") or \
+        str(found or "")
     if not project:
         raise _fail("SIFT_LLM__VERTEX_PROJECT is not set and the Google credentials name no "
                     "project: set it to the project where Claude is enabled in Model Garden.")
-    return Endpoint("vertex", region=region, project=project or "")
+    return Endpoint("vertex", region=region, project=project)
 
 
 def _openai(llm: LLMSettings) -> Endpoint:
@@ -108,7 +110,7 @@ def _openai(llm: LLMSettings) -> Endpoint:
     if not llm.base_url and llm.api_key is None:
         raise _fail("SIFT_LLM__PROVIDER=openai needs SIFT_LLM__BASE_URL (your server, e.g. "
                     "http://localhost:8000/v1 for vLLM) or, for OpenAI itself, SIFT_LLM__API_KEY.")
-    return Endpoint("openai", region=llm.base_url or "api.openai.com")
+    return Endpoint("openai", url=llm.base_url or "api.openai.com")
 
 
 def resolve(settings: Settings) -> Endpoint | None:
