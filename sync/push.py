@@ -7,8 +7,10 @@ import hashlib
 import hmac
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
+
+from rag.safe_compare import as_bytes
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,14 @@ class PushReply:
     content_type: str = "text/plain"
     doc_ids: tuple[str, ...] = ()
     resync: bool = False
+    # A signature that covers a timestamp: the same one twice within `replay_ttl_s` is a
+    # replay (the platform signs each notification anew), refused before anything syncs.
+    replay_key: str = ""
+    replay_ttl_s: float = 0.0
+
+    def once(self, signature: str, tolerance_s: float) -> PushReply:
+        """This reply, good once: a signed time may be `tolerance_s` away either way."""
+        return replace(self, replay_key=signature.strip(), replay_ttl_s=2 * tolerance_s)
 
 
 class PushRejected(Exception):
@@ -78,14 +88,14 @@ def check_hex(expected: bytes, given: str, what: str) -> None:
     digest = given.strip().removeprefix("sha256=")
     if not digest:
         raise PushRejected(f"no {what} header")
-    if not hmac.compare_digest(expected.hex(), digest.lower()):
+    if not hmac.compare_digest(expected.hex().encode(), as_bytes(digest.lower())):
         raise PushRejected(f"the {what} does not match the body")
 
 
 def check_base64(expected: bytes, given: str, what: str) -> None:
     if not given.strip():
         raise PushRejected(f"no {what} header")
-    if not hmac.compare_digest(base64.b64encode(expected).decode(), given.strip()):
+    if not hmac.compare_digest(base64.b64encode(expected), as_bytes(given.strip())):
         raise PushRejected(f"the {what} does not match the body")
 
 

@@ -98,8 +98,9 @@ class SlackAdapter:
     """The running Slack side of `sift serve`: HTTP route or Socket Mode, plus drain."""
 
     def __init__(self, bolt: AsyncApp, handlers: SlackHandlers, background: Background,
-                 app_token: str = "") -> None:
+                 app_token: str = "", signing_secret: str = "") -> None:
         self.bolt = bolt
+        self._signing_secret = signing_secret
         self.handlers = handlers
         self.background = background
         self._app_token = app_token
@@ -111,7 +112,7 @@ class SlackAdapter:
 
     def mount(self, web_app: web.Application) -> None:
         self._share_connections()
-        add_slack_routes(web_app, self.bolt)
+        add_slack_routes(web_app, self.bolt, self._signing_secret)
 
     def _share_connections(self) -> None:
         """One aiohttp session for every Web API call, bolt's per-request clients included
@@ -194,4 +195,5 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
     handlers = SlackHandlers(flow, SlackOutbound(client), options, background,
                              sources=[src.name for src in settings.resolved_sources],
                              prompts=s.suggested_prompts)
-    return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token)
+    return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token,
+                        secret)

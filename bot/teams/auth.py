@@ -26,7 +26,7 @@ def is_loopback(host: str) -> bool:
 def check_exposure(settings: Settings) -> None:
     """Run before anything starts: `sift serve` refuses an unauthenticated Teams endpoint
     reachable from other machines, and credentials it could not use."""
-    if not settings.teams.enabled:
+    if not settings.teams_enabled:
         return
     if settings.teams_app_id:  # every request then needs a valid JWT
         _secret_configuration(settings)

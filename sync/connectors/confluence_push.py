@@ -48,7 +48,8 @@ class ConfluenceReceiver:
         content = _content_id(event, name)
         if content is None:
             return PushReply(202, "Ignored: not a page or blog post change.")
-        return PushReply(202, "Queued.", doc_ids=(content,))
+        return PushReply(202, "Queued.", doc_ids=(content,)).once(request.header(SIGNATURE),
+                                                                  self._tolerance_s)
 
 
 def _content_id(event: dict[str, Any], name: str) -> str | None:

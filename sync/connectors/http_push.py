@@ -55,9 +55,11 @@ class SignedWebhookReceiver:
             return PushReply(400, "The body is not JSON.")
         ids = payload.get("ids") if isinstance(payload, dict) else None
         if ids is None or ids == []:
-            return PushReply(202, "Queued: an incremental sync.", resync=True)
-        if not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
+            reply = PushReply(202, "Queued: an incremental sync.", resync=True)
+        elif not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
             return PushReply(400, 'The body\'s "ids" must be a list of strings.')
-        if len(ids) > MAX_IDS or not self._by_id:
-            return PushReply(202, "Queued: an incremental sync.", resync=True)
-        return PushReply(202, "Queued.", doc_ids=tuple(dict.fromkeys(str(i) for i in ids)))
+        elif len(ids) > MAX_IDS or not self._by_id:
+            reply = PushReply(202, "Queued: an incremental sync.", resync=True)
+        else:
+            reply = PushReply(202, "Queued.", doc_ids=tuple(dict.fromkeys(str(i) for i in ids)))
+        return reply.once(request.header(SIGNATURE), self._tolerance_s)

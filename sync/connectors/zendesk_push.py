@@ -56,7 +56,8 @@ class ZendeskReceiver:
         article = str(detail.get("id") or "") if isinstance(detail, dict) else ""
         if not article.isdigit():
             return PushReply(400, "The article event has no detail.id.")
-        return PushReply(202, "Queued.", doc_ids=(article,))
+        return PushReply(202, "Queued.", doc_ids=(article,)).once(request.header(SIGNATURE),
+                                                                  self._tolerance_s)
 
 
 def _epoch(stamp: str) -> float:
