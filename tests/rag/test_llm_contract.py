@@ -203,3 +203,33 @@ async def test_prompt_caching_where_the_platform_has_it(rig: Rig) -> None:
     assert rig.fake.requests[0].body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert first.usage.cache_write_tokens > 0
     assert second.usage.cache_read_tokens == first.usage.cache_write_tokens
+
+
+async def test_azure_openai_goes_to_the_deployment_with_its_api_key(tmp_path: Path) -> None:
+    """AsyncAzureOpenAI: /openai/deployments/<model>/chat/completions?api-version=…, the key in
+    the api-key header (not a bearer token)."""
+    from rag.llm_openai import OpenAILLM
+    from tests.fakes.openai_server import FakeOpenAI
+
+    fake = FakeOpenAI(api_key="azure-key")
+    await fake.start()
+    llm = OpenAILLM(base_url=fake.url, api_key="azure-key", azure_api_version="2024-10-21",
+                    max_retries=0)
+    try:
+        response = await llm.complete(LLMRequest(
+            model="gpt-4o-mini-deploy", system="# Role: relevance grader\nJudge.",
+            messages=(("user", "Question: q\n\n<document>\nx\n</document>"),), max_tokens=50,
+            json_schema=GRADE_SCHEMA))
+        wrong = OpenAILLM(base_url=fake.url, api_key="not-it", azure_api_version="2024-10-21",
+                          max_retries=0)
+        with pytest.raises(LLMError) as caught:
+            await wrong.complete(grade_request(Rig("openai", fake)))
+        await wrong.close()
+    finally:
+        await llm.close()
+        await fake.stop()
+    assert set(json.loads(response.text)) == {"score", "reason"}
+    assert response.model == "gpt-4o-mini-deploy"
+    (sent,) = fake.requests
+    assert sent.headers["api-key"] == "azure-key" and "Authorization" not in sent.headers
+    assert (caught.value.kind, caught.value.reason) == ("auth", "authentication")
