@@ -14,7 +14,7 @@ COPY storage ./storage
 COPY examples ./examples
 # Editable: the sample knowledge base in /app/examples stays where the code expects it. uv
 # reads pyproject.toml's exclude-dependencies, which keeps sentence-transformers (torch) out.
-RUN uv pip install --python /opt/venv/bin/python -e ".[local]"
+RUN uv pip install --python /opt/venv/bin/python -e ".[local,bedrock,vertex,openai]"
 # Build the embedding model's graphs once (the ONNX graph, then the int8 one the default runs,
 # about 10 s), at build time instead of at first start.
 RUN /opt/venv/bin/python -c "from rag.embed import LocalEmbedder; LocalEmbedder().encode_now(['warm-up'])"

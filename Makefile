@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
-EXTRAS ?= local,eval,dev,voyage
+EXTRAS ?= local,eval,dev,voyage,bedrock,vertex,openai
 
 .PHONY: install app weaviate system-packages run test test-quick lint typecheck bench clean help
 

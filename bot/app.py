@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot import llm_setup
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -24,6 +25,7 @@ from bot.chat.policy import (
 )
 from bot.chat.service import ChatLimits, ChatService, ChatStores
 from bot.hooks import PushEndpoint
+from bot.llm_setup import Endpoint
 from bot.permissions.directory import GroupDirectory
 from bot.proxy import TrustedProxies
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
@@ -47,7 +49,6 @@ from rag.grade import Grader, LLMGrader
 from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
-from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
@@ -85,6 +86,8 @@ if TYPE_CHECKING:
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
     from bot.webchat.app import Gate, WebChat
+    from rag.llm import AnthropicLLM
+    from rag.llm_openai import OpenAILLM
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
@@ -115,7 +118,8 @@ def configure_logging(level: str) -> None:
     # Client libraries log every request at INFO; keep the log about Sift. The Anthropic
     # SDK's HTTP stack is quieted by what it is when the client is built (quiet_http_stack).
     # httpx: Weaviate's client makes a REST call or three per command.
-    for noisy in ("urllib3", "httpx", "apscheduler", "alembic"):
+    # botocore and google-auth: the clouds' credential chains say where they found keys.
+    for noisy in ("urllib3", "httpx", "apscheduler", "alembic", "botocore", "google.auth"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
     logging.getLogger("microsoft_agents").setLevel(logging.ERROR)
@@ -378,14 +382,18 @@ class App:
         return build_resolver(self.settings)
 
     @cached_property
-    def llm(self) -> AnthropicLLM | None:
-        """Claude, when an API key is configured; without one Sift runs in fast mode."""
-        s = self.settings
-        if s.anthropic_api_key is None:
+    def llm_endpoint(self) -> Endpoint | None:
+        """The model service the settings name (checked: ConfigError naming the setting), or
+        None: no LLM configured, and Sift runs in fast mode."""
+        return llm_setup.resolve(self.settings)
+
+    @cached_property
+    def llm(self) -> AnthropicLLM | OpenAILLM | None:
+        """The LLM port's adapter for SIFT_LLM__PROVIDER (docs/llm-providers.md)."""
+        endpoint = self.llm_endpoint
+        if endpoint is None:
             return None
-        llm = AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
-                           base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
-                           timeout_s=s.llm.timeout_s)
+        llm = llm_setup.build(self.settings, endpoint)
         quiet_http_stack(llm.http_client_class)
         return llm
 

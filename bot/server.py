@@ -14,6 +14,7 @@ from pathlib import Path
 from bot.admin import routes as admin_console
 from bot.app import App
 from bot.hooks import PushRoutes
+from bot.llm_setup import verify_models
 from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.weaviate.supervisor import WeaviateSupervisor
@@ -131,6 +132,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     heap at every start is a cost with nothing to gain."""
     stop = stop or _stop_event()
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
+    if app.llm_endpoint is not None and app.llm_endpoint.provider == "openai":  # checked now
+        await verify_models(app.settings, app.llm)
     more = _check_workers(app, worker)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(app.aclose)

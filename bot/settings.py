@@ -101,7 +101,18 @@ class EmbeddingSettings(_Section):
         return value
 
 
+LLMProvider = Literal["anthropic", "bedrock", "vertex", "openai"]
+
+
 class LLMSettings(_Section):
+    """The model service (docs/llm-providers.md has a section per provider)."""
+
+    # anthropic: the Messages API (SIFT_ANTHROPIC_API_KEY); bedrock: Claude on Amazon Bedrock;
+    # vertex: Claude on Google Vertex AI; openai: any OpenAI-compatible Chat Completions API
+    # (vLLM, Ollama, llama.cpp's server, LM Studio, TGI, OpenAI, Azure OpenAI).
+    provider: LLMProvider = "anthropic"
+    # Model ids as the provider names them: Bedrock model or inference-profile ids, Vertex
+    # `model@version`, or whatever the OpenAI-compatible server serves.
     fast_model: str = "claude-haiku-5-5"
     answer_model: str = "claude-sonnet-5-5"
     timeout_s: float = Field(30.0, gt=0)
@@ -111,6 +122,17 @@ class LLMSettings(_Section):
     cache_min_tokens: int = Field(1024, ge=0)
     # After an authentication or spend-limit error: answer from excerpts this long, then probe.
     circuit_cooldown_s: float = Field(300.0, gt=0)
+    # How grades and understanding get JSON: json_schema (structured outputs), tool (a forced
+    # tool call), json_mode (the schema in the prompt; OpenAI's JSON mode where it exists).
+    structured_output: Literal["json_schema", "tool", "json_mode"] = "json_schema"
+    # The endpoint: required for openai (e.g. http://localhost:8000/v1 for vLLM); for bedrock
+    # and vertex it replaces the region's public endpoint (a VPC endpoint or a proxy).
+    base_url: str = ""
+    api_key: SecretStr | None = None  # openai: the server's key (local servers may need none)
+    azure_api_version: str = ""  # openai on Azure OpenAI: e.g. 2024-10-21; base_url = endpoint
+    aws_region: str = ""  # bedrock; unset: AWS_REGION / the profile's region
+    vertex_project: str = ""  # vertex; unset: the credentials' project
+    vertex_region: str = ""  # vertex: e.g. us-east5, europe-west1 or global
 
 
 class RetrievalSettings(_Section):
@@ -547,6 +569,8 @@ class Settings(BaseSettings):
 
     @property
     def llm_configured(self) -> bool:
+        if self.llm.provider != "anthropic":  # named on purpose: its credentials are checked
+            return True
         return self.anthropic_api_key is not None or bool(self.anthropic_base_url)
 
 

@@ -135,6 +135,7 @@ class Pipeline:
         answer = await self._police(answer)
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
         return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models,
+                       llm_provider=self._config.models.provider if run.models else "",
                        ab_arm=arm)
 
     async def _stages(self, question: Question, mode: Mode, run: _Run,

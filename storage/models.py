@@ -80,6 +80,8 @@ class Interaction(Base):
     timings_ms: Mapped[Json] = mapped_column(default=dict)  # stage -> milliseconds
     usage: Mapped[Json] = mapped_column(default=dict)  # stage -> token counts
     models: Mapped[Json] = mapped_column(default=dict)  # stage -> model id
+    # The model service of those models (anthropic, bedrock, vertex, openai); "" without one.
+    llm_provider: Mapped[str] = mapped_column(String(16), default="", server_default="")
 
 
 class DailyOutcome(Base):
