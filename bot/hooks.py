@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.proxy import client_of
 from rag.logcontext import new_correlation_id
 from rag.messages import with_reference
 from sync.push import PushReceiver, PushRejected, PushRequest
@@ -54,7 +55,7 @@ class PushRoutes:
             reply = endpoint.receiver.receive(push)
         except PushRejected as exc:  # the reason (never the secret) for the operator only
             log.warning("push to %s refused [%s] from %s: %s", name, reference,
-                        request.remote, exc)
+                        client_of(request).address, exc)
             return _text(401, with_reference("This notification could not be verified.",
                                              reference))
         except Exception:

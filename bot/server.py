@@ -146,7 +146,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if supervisor is not None:
             checks["weaviate_process"] = supervisor.health
         readiness = Readiness()
-        web_app = build_web_app(checks, readiness=readiness)
+        web_app = build_web_app(checks, readiness=readiness, proxies=app.trusted_proxies)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                 priors=app.document_priors, syncs=app.sync_state)
         service = app.chat_service(pipeline)

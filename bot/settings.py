@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -20,7 +22,12 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from bot import settings_check
 from bot.weaviate.install import PINNED_VERSION
@@ -366,7 +373,9 @@ class AdminSettings(_Section):
 
     password: SecretStr | None = None  # role "admin"
     viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
-    secure_cookie: bool = False  # True behind TLS: the session cookie is sent over HTTPS only
+    # Cookies are Secure whenever the request came over HTTPS (directly, or through a proxy
+    # in SIFT_TRUSTED_PROXIES); True marks them Secure always, whatever the request says.
+    secure_cookie: bool = False
     session_minutes: float = Field(480.0, gt=0)  # idle time before signing in again
     login_attempts: int = Field(5, ge=1)  # failed sign-ins per address per window
     login_window_s: float = Field(300.0, gt=0)
@@ -428,6 +437,13 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(3978, ge=0, le=65535)
+    # Behind a reverse proxy (docs/operating.md): the proxies' addresses or CIDR ranges, whose
+    # X-Forwarded-For/-Proto/-Host say who the client is; from anyone else they are ignored.
+    # In the environment: comma-separated (SIFT_TRUSTED_PROXIES=10.0.0.0/8,192.168.1.5).
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # The address browsers reach Sift at (https://sift.example.com): the OIDC redirect and
+    # the links Sift prints; "" derives it from each request.
+    public_url: str = ""
     # Processes serving SIFT_PORT: one uses one core for Sift's own work (see bot/workers.py).
     workers: int = Field(1, ge=1, le=64)
 
@@ -447,6 +463,31 @@ class Settings(BaseSettings):
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
     output: OutputSettings = Field(default_factory=OutputSettings)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part for part in re.split(r"[,\s]+", value) if part]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        settings_check.parse_networks(value)  # ValueError names the entry at fault
+        return [entry.strip() for entry in value]
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/") \
+                or parts.query:
+            raise ValueError("it must be the site's address alone, such as "
+                             "https://sift.example.com")
+        return value.rstrip("/")
 
     @field_validator("sources")
     @classmethod

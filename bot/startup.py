@@ -73,7 +73,7 @@ def _push(source: SourceSettings, base: str) -> str:
 def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None], *,
                   admin: bool = False) -> list[str]:
     """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
-    base = f"http://{settings.host}:{settings.port}"
+    base = settings.public_url or f"http://{settings.host}:{settings.port}"
     lines = [_slack(settings, base), _teams(settings, base),
              _admin(admin, base), _web_chat(settings, base, admin)]
     lines += [_source(settings, s.name, last_syncs.get(s.name)) + _push(s, base)

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.admin.auth import ADMIN, Credentials, LoginLimiter, Session, Sessions
 from bot.admin.oidc import Provider
+from bot.proxy import client_of
 from bot.settings import AdminSettings, Settings
 from rag.ports import Embedder
 from storage.db import Database
@@ -142,18 +143,24 @@ def require_admin(request: web.Request) -> None:
         raise web.HTTPForbidden(text="Only an admin may do this; you are signed in as a viewer.")
 
 
-def _set_cookie(response: web.StreamResponse, console: Console, name: str, value: str,
+def secure_cookies(request: web.Request) -> bool:
+    """Cookies go over HTTPS only when the request came over HTTPS (or the setting says
+    always), so that a session opened through TLS is never sent in the clear."""
+    return request.app[KEY].admin.secure_cookie or client_of(request).secure
+
+
+def _set_cookie(request: web.Request, response: web.StreamResponse, name: str, value: str,
                 max_age: int | None, path: str = PREFIX) -> None:
     response.set_cookie(name, value, path=path, httponly=True, samesite="Strict",
-                        secure=console.admin.secure_cookie, max_age=max_age)
+                        secure=secure_cookies(request), max_age=max_age)
 
 
-async def open_session(console: Console, response: web.StreamResponse, role: str,
-                 email: str = "") -> None:
+async def open_session(request: web.Request, response: web.StreamResponse, role: str,
+                       email: str = "") -> None:
     """Sign in: the session cookie covers the whole site, since the web chat at / accepts
     the console's sign-in (SameSite=Strict: no other site's page can send it)."""
-    token, _ = await console.sessions.open(role, email)
-    _set_cookie(response, console, COOKIE, token, None, path="/")
+    token, _ = await request.app[KEY].sessions.open(role, email)
+    _set_cookie(request, response, COOKIE, token, None, path="/")
 
 
 async def session_of(console: Console, request: web.Request) -> Session | None:
@@ -173,13 +180,13 @@ def login_page(request: web.Request, error: str, status: int) -> web.Response:
                       next=safe_next(request.query.get("next")),
                       passwords=bool(console.credentials.hashes),
                       sso=console.provider is not None)
-    _set_cookie(response, console, LOGIN_COOKIE, token, 600)
+    _set_cookie(request, response, LOGIN_COOKIE, token, 600)
     return response
 
 
 async def login(request: web.Request) -> web.StreamResponse:
     console = request.app[KEY]
-    address = request.remote or "?"
+    address = client_of(request).address  # the person's, not their proxy's (bot/proxy.py)
     wait = await console.limiter.wait_s(address)
     if wait > 0:
         minutes = max(1, round(wait / 60))
@@ -196,7 +203,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
-    await open_session(console, response, role)
+    await open_session(request, response, role)
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)
     raise response
 

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
+from bot.proxy import client_of
 from bot.webchat.surface import WebSurface
 from rag import messages
 from rag.types import Platform
@@ -89,7 +90,7 @@ class WebChat:
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
         for name, value in ((USER_COOKIE, user), (CSRF_COOKIE, token)):
             response.set_cookie(name, value, httponly=True, samesite="Strict",
-                                max_age=30 * 24 * 3600)
+                                secure=client_of(request).secure, max_age=30 * 24 * 3600)
         return response
 
     async def _checked(self, request: web.Request) -> tuple[str, Reader, dict[str, Any]]:
