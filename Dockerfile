@@ -36,6 +36,8 @@ RUN mkdir -p /data && chown sift:sift /data
 USER sift
 VOLUME ["/data"]
 EXPOSE 3978
+# Liveness: /livez asks nothing of Weaviate or the database, so a dependency's blip does not
+# restart the container; load balancers route on /readyz (docs/operating.md, "Probes").
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-    CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:3978/healthz', timeout=4); sys.exit(0)" || exit 1
+    CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:3978/livez', timeout=4); sys.exit(0)" || exit 1
 CMD ["sift", "serve"]

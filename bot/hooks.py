@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.metrics.registry import Metrics
 from bot.proxy import client_of
 from rag.logcontext import new_correlation_id
 from rag.messages import with_reference
@@ -32,9 +33,15 @@ class PushRoutes:
     """Thin: parse the call, ask the source's receiver, queue what it names, answer it.
     The receiver's verdict is the only gate; a refused call changes nothing at all."""
 
-    def __init__(self, endpoints: Mapping[str, PushEndpoint], syncs: PushSyncs) -> None:
+    def __init__(self, endpoints: Mapping[str, PushEndpoint], syncs: PushSyncs,
+                 metrics: Metrics | None = None) -> None:
         self.endpoints = endpoints
         self.syncs = syncs
+        self.metrics = metrics
+
+    def _count(self, source: str, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.push_hooks.labels(source, outcome).inc()
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post(ROUTE, self.handle)
@@ -56,12 +63,15 @@ class PushRoutes:
         except PushRejected as exc:  # the reason (never the secret) for the operator only
             log.warning("push to %s refused [%s] from %s: %s", name, reference,
                         client_of(request).address, exc)
+            self._count(name, "refused")
             return _text(401, with_reference("This notification could not be verified.",
                                              reference))
         except Exception:
             log.exception("push to %s failed [%s]", name, reference)
+            self._count(name, "failed")
             return _text(500, with_reference("This notification could not be handled.",
                                              reference))
+        self._count(name, "accepted" if reply.status < 300 else "refused")
         if reply.status < 300 and (reply.doc_ids or reply.resync):
             self.syncs.submit(name, reply.doc_ids, reply.resync)
             log.info("push to %s: queued %d named document(s)%s", name, len(reply.doc_ids),
