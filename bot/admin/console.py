@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from bot.admin.oidc import Provider
 from bot.proxy import client_of
 from bot.settings import AdminSettings, Settings
 from rag.ports import Embedder
+from storage.audit import AuditLog
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class Console:
     sessions: Sessions
     limiter: LoginLimiter
     templates: jinja2.Environment
+    audit: AuditLog
     provider: Provider | None = None  # single sign-on, when SIFT_ADMIN__OIDC__ISSUER is set
 
     @property
@@ -137,6 +140,18 @@ def sees_restricted(request: web.Request) -> bool:
     return bool(request[SESSION].role == ADMIN)
 
 
+async def audit(request: web.Request, action: str, target: str = "", *, actor: str = "",
+                before: Mapping[str, Any] | None = None,
+                after: Mapping[str, Any] | None = None) -> None:
+    """Record an admin action in the audit log: by the signed-in person (their email, else
+    their role), from the real client's address. A failed write fails the request: an
+    action that leaves no trace must not look done."""
+    session: Session | None = request.get(SESSION)
+    who = actor or (session.email or session.role if session is not None else "?")
+    await asyncio.to_thread(request.app[KEY].audit.record, who, action, target,
+                            address=client_of(request).address, before=before, after=after)
+
+
 def require_admin(request: web.Request) -> None:
     session: Session = request[SESSION]
     if session.role != ADMIN:
@@ -200,8 +215,10 @@ async def login(request: web.Request) -> web.StreamResponse:
     if role is None:
         await console.limiter.failed(address)
         log.info("console: failed sign-in from %s", address)
+        await audit(request, "sign_in_failed", "password", actor="?")
         return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
+    await audit(request, "sign_in", "password", actor=role, after={"role": role})
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
     await open_session(request, response, role)
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -39,6 +40,16 @@ def duration(text: str) -> timedelta:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def cli_actor() -> str:
+    """Who the audit log names for a change made from the command line."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name for this uid (some containers)
+        return f"cli:uid {os.getuid()}"
 
 
 @contextmanager
