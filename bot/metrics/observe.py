@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 
-from opentelemetry import trace
-
 from bot.chat.service import Answering, FeedbackStore
 from bot.metrics.registry import STAGES, Metrics
 from bot.prices import Prices, price_of
 from rag.errors import LLMError
 from rag.ports import LLM, LLMRequest, LLMResponse, TextSink
+from rag.spans import span
 from rag.types import Answer, GradeSource, Question
 from sync.report import SyncSummary
 
@@ -27,19 +26,20 @@ class MeteredAnswers:
         self._question_text = question_text
 
     async def answer(self, question: Question, preview: TextSink | None = None) -> Answer:
-        tracer = trace.get_tracer("sift")
-        with tracer.start_as_current_span("sift.answer") as span:
-            span.set_attribute("sift.platform", question.context.platform.value)
-            if self._question_text:
-                span.set_attribute("sift.question", question.text)
+        with span("sift.answer") as traced:
+            if traced is not None:
+                traced.set_attribute("sift.platform", question.context.platform.value)
+                if self._question_text:
+                    traced.set_attribute("sift.question", question.text)
             self._m.in_flight.inc()
             try:
                 answer = await self._inner.answer(question, preview)
             finally:
                 self._m.in_flight.dec()
-            span.set_attributes({"sift.mode": answer.mode.value,
-                                 "sift.outcome": answer.status.value,
-                                 "sift.correlation_id": answer.question.correlation_id})
+            if traced is not None:
+                traced.set_attributes({"sift.mode": answer.mode.value,
+                                       "sift.outcome": answer.status.value,
+                                       "sift.correlation_id": answer.question.correlation_id})
         self.count(answer)
         return answer
 
