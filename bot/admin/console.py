@@ -144,12 +144,18 @@ async def audit(request: web.Request, action: str, target: str = "", *, actor: s
                 before: Mapping[str, Any] | None = None,
                 after: Mapping[str, Any] | None = None) -> None:
     """Record an admin action in the audit log: by the signed-in person (their email, else
-    their role), from the real client's address. A failed write fails the request: an
-    action that leaves no trace must not look done."""
+    their role), from the real client's address. Called once the action is done, so a
+    failed write does not undo it or turn its page into an error: it is logged, as an
+    error with its cause, for the operator to see that the trail has a gap."""
     session: Session | None = request.get(SESSION)
     who = actor or (session.email or session.role if session is not None else "?")
-    await asyncio.to_thread(request.app[KEY].audit.record, who, action, target,
-                            address=client_of(request).address, before=before, after=after)
+    address = client_of(request).address
+    try:
+        await asyncio.to_thread(request.app[KEY].audit.record, who, action, target,
+                                address=address, before=before, after=after)
+    except Exception:
+        log.exception("audit log: could not record %s on %r by %s from %s", action, target,
+                      who, address)
 
 
 def require_admin(request: web.Request) -> None:

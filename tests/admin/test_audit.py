@@ -124,3 +124,18 @@ def test_the_command_line_records_and_lists(seeded: Database, tmp_path: Path,
     out = capsys.readouterr().out
     assert "document doc-9" in out and "C0CLI0001" not in out
     ChannelPolicyRepository(seeded).remove("slack", "C0CLI0001")
+
+
+async def test_a_failed_audit_write_is_logged_and_the_person_still_gets_the_sentence(
+        console: Console, caplog: pytest.LogCaptureFixture) -> None:
+    from bot.admin.console import KEY
+
+    class Broken(AuditLog):
+        def record(self, *args: object, **kwargs: object) -> AuditEvent:
+            raise RuntimeError("disk I/O error")
+
+    console.app[KEY].audit = Broken(console.db)
+    assert (await console.sign_in("wrong guess")).status == 401  # not a 500
+    failures = [r for r in caplog.records if r.getMessage().startswith("audit log: could not")]
+    assert failures and failures[0].levelname == "ERROR"
+    assert "sign_in_failed" in failures[0].getMessage() and failures[0].exc_info
