@@ -23,13 +23,13 @@ from bot.chat.policy import (
     policy_settings,
     validate,
 )
-from bot.chat.service import ChatLimits, ChatService, ChatStores
+from bot.chat.service import Answering, ChatLimits, ChatService, ChatStores, FeedbackStore
 from bot.hooks import PushEndpoint
 from bot.llm_setup import Endpoint
 from bot.permissions.directory import GroupDirectory
 from bot.proxy import TrustedProxies
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
-from bot.settings_check import parse_networks
+from bot.settings_check import is_loopback, parse_networks
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -52,11 +52,19 @@ from rag.index import IndexConfig, WeaviateIndex
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.pipeline import Pipeline, Stages
-from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex, SyncProgress
+from rag.ports import (
+    LLM,
+    Embedder,
+    GradeCache,
+    InteractionRecorder,
+    SearchIndex,
+    SyncProgress,
+)
 from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.audit import AuditLog
 from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
@@ -82,6 +90,7 @@ from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
+    from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
@@ -106,10 +115,20 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def configure_logging(level: str) -> None:
+def _json_formatter() -> logging.Formatter:
+    """One JSON object per line: time, level, logger, message, correlation id, and the
+    fields a line adds (the access log's method, path, status, duration and client)."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    return JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s %(correlation_id)s",
+                         rename_fields={"asctime": "time", "levelname": "level",
+                                        "name": "logger"}, timestamp=False)
+
+
+def configure_logging(level: str, format: str = "text") -> None:
     handler = _StderrHandler()
     handler.addFilter(CorrelationFilter())
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(_json_formatter() if format == "json" else logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     # Replace only our own handler: others (a test runner's capture) keep working.
     root.handlers[:] = [h for h in root.handlers if not isinstance(h, _StderrHandler)]
@@ -135,7 +154,7 @@ def quiet_http_stack(client_class: type) -> None:
 def load_settings(config: Path | None = None) -> Settings:
     """Load and validate settings once; raises ConfigError with one sentence naming the key."""
     settings = build_settings(config)
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     return settings
 
 
@@ -162,6 +181,9 @@ class App:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # Set by `sift serve` (bot/server.py) before it builds anything: the seams below then
+        # count what passes them. Short-lived commands keep no metrics.
+        self.metrics: Metrics | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -293,6 +315,10 @@ class App:
         return HistoryRepository(self.database, max_age=max_age)
 
     @cached_property
+    def audit(self) -> AuditLog:
+        return AuditLog(self.database)
+
+    @cached_property
     def retention(self) -> Retention:
         return Retention(self.database)
 
@@ -335,9 +361,14 @@ class App:
         """Every configured source (the sample knowledge base when none is) over one index."""
         sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
         shared = self.sync_lease if self.database.dialect == "postgresql" else None
+        observer = None
+        if self.metrics is not None:
+            from bot.metrics.observe import SyncMeter
+
+            observer = SyncMeter(self.metrics)
         return SyncRunner(sources, index, self.embedder, self.sync_state,
                           self.data_dir / "locks", self.sync_config, shared_lock=shared,
-                          stop=stop)
+                          stop=stop, observer=observer)
 
     def sync_lease(self, source: str) -> SyncLease:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
@@ -412,10 +443,16 @@ class App:
 
     @cached_property
     def llm_circuit(self) -> CircuitBreaker | None:
-        """Claude behind the circuit breaker every pipeline of this App shares."""
-        if self.llm is None:
+        """The model behind the circuit breaker every pipeline of this App shares."""
+        if self.llm is None or self.llm_endpoint is None:
             return None
-        return CircuitBreaker(self.llm, self.settings.llm.circuit_cooldown_s)
+        llm: LLM = self.llm
+        if self.metrics is not None:  # inside the breaker: only calls that were made count
+            from bot.metrics.observe import MeteredLLM
+
+            llm = MeteredLLM(llm, self.metrics, self.llm_endpoint.provider,
+                             self.settings.admin.prices)
+        return CircuitBreaker(llm, self.settings.llm.circuit_cooldown_s)
 
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
                  cache: GradeCache | None = None,
@@ -491,14 +528,21 @@ class App:
                             max_message_chars=chat.max_message_chars,
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
-        stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
+        feedback: FeedbackStore = self.feedback
+        answers: Answering = pipeline
+        if self.metrics is not None:
+            from bot.metrics.observe import MeteredAnswers, MeteredFeedback
+
+            answers = MeteredAnswers(pipeline, self.metrics,
+                                     question_text=self.settings.tracing.question_text)
+            feedback = MeteredFeedback(feedback, self.metrics)
+        stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
-        return ChatService(pipeline, stores, limits)
+        return ChatService(answers, stores, limits)
 
     def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:
         """The chat page at /: open on loopback; beyond it only behind `gate` (the admin
         console's sign-in); else None (and why, in the log)."""
-        from bot.teams.auth import is_loopback
         from bot.webchat.app import WebChat
 
         if not self.settings.web_chat.enabled:

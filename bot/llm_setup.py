@@ -49,7 +49,7 @@ def _need_extra(provider: str) -> None:
         importlib.import_module(module)
     except ImportError:
         raise _fail(f"SIFT_LLM__PROVIDER={provider} needs the '{extra}' extra, which is not "
-                    f"installed: pip install 'sift[{extra}]'.") from None
+                    f"installed: uv pip install 'sift-knowledge-bot[{extra}]'.") from None
 
 
 def _bedrock(llm: LLMSettings) -> Endpoint:

@@ -186,6 +186,9 @@ class StorageSettings(_Section):
     # Conversation turns stay text (follow-ups need it); without store_text, only this long.
     history_hours_without_text: float = Field(24.0, gt=0)
     dedupe_ttl_hours: float = Field(24.0, gt=0)
+    # The audit log (admin actions): entries older than this go (`sift serve` daily, and
+    # `sift db purge`); 0 keeps them forever.
+    audit_retention_days: float = Field(365.0, ge=0)
 
 
 class ChatSettings(_Section):
@@ -413,6 +416,20 @@ class AdminSettings(_Section):
     oidc: OidcSettings = Field(default_factory=OidcSettings)
 
 
+class MetricsSettings(_Section):
+    """GET /metrics (docs/operating.md): with a token, Bearer-authenticated from anywhere;
+    without one, loopback clients only."""
+
+    token: SecretStr | None = None
+
+
+class TracingSettings(_Section):
+    """OpenTelemetry traces: on when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ variant) is
+    set, with the standard OTEL_* variables; spans carry no question text unless allowed."""
+
+    question_text: bool = False
+
+
 Config = TypeVar("Config")
 
 
@@ -442,6 +459,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".sift")
     database_url: str = ""
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"  # json: one object per line (docs/operating.md)
+    access_log: bool = True  # `sift serve`: a line per HTTP request (path without its query)
     mode: Literal["accurate", "fast"] | None = None  # None: accurate when an LLM is configured
 
     weaviate_url: str = ""
@@ -532,6 +551,8 @@ class Settings(BaseSettings):
     groups: list[GroupSettings] = Field(default_factory=list)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @field_validator("groups")
     @classmethod

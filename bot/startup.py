@@ -44,7 +44,7 @@ def _admin(on: bool, base: str) -> str:
 
 def _web_chat(settings: Settings, base: str, admin: bool) -> str:
     # Mirrors App.web_chat: beyond loopback, only behind the console's sign-in.
-    from bot.teams.auth import is_loopback
+    from bot.settings_check import is_loopback
 
     if not settings.web_chat.enabled:
         return "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"

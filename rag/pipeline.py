@@ -22,6 +22,7 @@ from rag.ports import InteractionRecorder, SyncProgress, TextSink
 from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
+from rag.spans import stage_span
 from rag.types import (
     Answer,
     AnswerStatus,
@@ -56,6 +57,7 @@ class _Run:
     def lap(self, stage: str, since: float) -> float:
         now = time.perf_counter()
         self.timings[stage] = round((now - since) * 1000, 2)
+        stage_span(stage, since, now)
         return now
 
 

@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "bench" / "README.md",
                 *(ROOT / "docs").rglob("*.md")])
 README_LINES = 400
-_COMMAND = re.compile(r"(?:^|[\s`(])sift ([a-z][a-z-]+)")  # not `/sift …`, Slack's command
+# A command as the pages show one: `sift x`, .venv/bin/sift x, or a line starting with it
+# (not `/sift …`, Slack's command, nor `kubectl -n sift …`, a namespace).
+_COMMAND = re.compile(r"(?:^\s*|`|bin/)sift ([a-z][a-z-]+)", re.M)
 
 
 def anchors(page: Path) -> set[str]:

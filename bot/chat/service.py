@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag import messages
-from rag.pipeline import Pipeline
 from rag.ports import TextSink
 from rag.types import (
     Answer,
@@ -144,8 +143,14 @@ class ChatStores:
     quota: QuotaStore
 
 
+class Answering(Protocol):
+    """The pipeline as chat asks it (bot/metrics wraps it to count answers)."""
+
+    async def answer(self, question: Question, preview: TextSink | None = None) -> Answer: ...
+
+
 class ChatService:
-    def __init__(self, pipeline: Pipeline, stores: ChatStores, limits: ChatLimits) -> None:
+    def __init__(self, pipeline: Answering, stores: ChatStores, limits: ChatLimits) -> None:
         self._pipeline = pipeline
         self._stores = stores
         self._limits = limits

@@ -29,6 +29,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     # because heavy dependencies are imported inside the handlers.
     from bot.cli import (
         ask,
+        audit,
         channels,
         db,
         docs,
@@ -43,7 +44,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
 
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
             db.register, report.register, evaluate.register, slack.register, docs.register,
-            llm.register]
+            llm.register, audit.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"

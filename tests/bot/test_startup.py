@@ -76,3 +76,12 @@ def test_web_chat_beyond_loopback_needs_the_console_sign_in() -> None:
         "Web chat: on at http://0.0.0.0:4000/ for people signed in to the admin console")
     off = surface_lines(Settings(port=4000, web_chat={"enabled": False}), {})
     assert off[3] == "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
+
+
+def test_behind_a_proxy_the_lines_name_the_public_url() -> None:
+    settings = Settings(port=4000, host="0.0.0.0", public_url="https://sift.example.com/",
+                        slack_bot_token=SecretStr("xoxb-1"), teams={"enabled": False})
+    lines = surface_lines(settings, {}, admin=True)
+    assert lines[0] == "Slack: on, HTTP events at https://sift.example.com/slack/events"
+    assert lines[2] == "Admin console: on at https://sift.example.com/admin/"
+    assert not any("0.0.0.0" in line for line in lines)
