@@ -7,6 +7,7 @@ from sync.connectors import (
     folder,
     gdrive,
     http,
+    jira,
     notion,
     sharepoint,
     web,
@@ -17,7 +18,7 @@ from sync.connectors.base import ConnectorSpec
 # Adding a connector: its module declares SPEC beside its code, and it is listed here once.
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
-                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC)}
+                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC)}
 
 
 def known_kinds() -> str:
