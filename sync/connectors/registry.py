@@ -9,6 +9,7 @@ from sync.connectors import (
     http,
     jira,
     notion,
+    servicenow,
     sharepoint,
     web,
     zendesk,
@@ -18,7 +19,8 @@ from sync.connectors.base import ConnectorSpec
 # Adding a connector: its module declares SPEC beside its code, and it is listed here once.
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
-                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC)}
+                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC,
+                       servicenow.SPEC)}
 
 
 def known_kinds() -> str:
