@@ -100,11 +100,12 @@ class JsonClient:
                attempt: int) -> httpx.Response | tuple[float, str]:
         """The response, or (seconds to wait, what went wrong) when worth retrying."""
         status = response.status_code
-        if status in accept:
-            return response
+        # Before `accept`: a caller accepting 403 (not readable) must still wait out a limit.
         hinted_wait = self._throttled(response) if self._throttled is not None else None
         if hinted_wait is not None:
             return min(hinted_wait, self._max_wait_s), f"HTTP {status} (rate limited)"
+        if status in accept:
+            return response
         if status in RETRY_STATUS:
             hinted = retry_after(response.headers.get("retry-after"))
             return self._delay(attempt, hinted), f"HTTP {status}"

@@ -6,6 +6,7 @@ from sync.connectors import (
     confluence,
     folder,
     gdrive,
+    github,
     http,
     jira,
     notion,
@@ -20,7 +21,7 @@ from sync.connectors.base import ConnectorSpec
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
                        zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC,
-                       servicenow.SPEC)}
+                       servicenow.SPEC, github.SPEC)}
 
 
 def known_kinds() -> str:
