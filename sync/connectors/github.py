@@ -240,7 +240,9 @@ class Readers:
                         f"collaborators cannot be listed ({got}; the token needs Administration "
                         "read): visible to nobody",)
         teams, people = got
-        found = [f"github:team:{t}" for t in teams] + [f"github:user:{p}" for p in people]
+        # Lower case, as team slugs are: `[[groups]] github_teams` match whatever the case.
+        found = [f"github:team:{t.lower()}" for t in teams] + [f"github:user:{p}"
+                                                                for p in people]
         if repo.visibility == "internal":  # every member of the enterprise may read it
             found.append(f"github:internal:{repo.full_name.split('/')[0]}")
         if not found:
