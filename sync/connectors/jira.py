@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import httpx
-from jira2markdown import convert as wiki_to_markdown
 from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
@@ -24,7 +23,7 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime
+from sync.connectors.convert import DocumentParseError, as_datetime, html_to_markdown
 from sync.connectors.jira_access import Access, browse_access, configured_access, level_access
 from sync.connectors.jira_adf import adf_to_markdown
 from sync.connectors.jira_api import JiraApi, JqlRefused
@@ -33,6 +32,7 @@ from sync.connectors.retry_knobs import RetryKnobs
 
 KEY = re.compile(r"^[A-Z][A-Z0-9_]*-[0-9]+$")
 PROJECT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+TT = re.compile(r"<(/?)tt>")
 
 
 class JiraSettings(RetryKnobs):
@@ -135,7 +135,9 @@ class JiraConnector:
         fields: dict[str, Any] = given if isinstance(given, dict) else {}
         summary = str(fields.get("summary") or key)
         try:
-            body = self._body(fields, await api.comments(issue))
+            rendered = issue.get("renderedFields")
+            html = rendered.get("description") if isinstance(rendered, dict) else None
+            body = self._body(fields, html, await api.comments(issue))
             updated = as_datetime(fields.get("updated"), "updated")
             created = as_datetime(fields.get("created"), "created")
         except DocumentParseError as exc:
@@ -155,18 +157,20 @@ class JiraConnector:
             subtype=str(_get(fields, "issuetype", "name") or ""), published_at=created,
             updated_at=updated, access=readers, warnings=warnings)
 
-    def _body(self, fields: dict[str, Any], comments: list[Any]) -> str:
-        parts = [self._markup(fields.get("description"), "description")]
+    def _body(self, fields: dict[str, Any], html: Any, comments: list[Any]) -> str:
+        parts = [self._markup(fields.get("description"), html, "description")]
         for comment in comments:
             if not isinstance(comment, dict) or comment.get("visibility"):
                 continue  # a comment shown to one role or group only: not the issue's readers'
             who = str(_get(comment, "author", "displayName") or "someone")
             when = str(comment.get("created") or "")[:10]
-            parts.append(f"## Comment by {who} ({when})\n\n"
-                         + self._markup(comment.get("body"), "a comment"))
+            parts.append(f"## Comment by {who} ({when})\n\n" + self._markup(
+                comment.get("body"), comment.get("renderedBody"), "a comment"))
         return "\n\n".join(p for p in parts if p.strip()) + "\n"
 
-    def _markup(self, value: Any, what: str) -> str:
+    def _markup(self, value: Any, html: Any, what: str) -> str:
+        """Cloud: Atlassian Document Format. Data Center: wiki markup, as the HTML Jira
+        rendered of it (the markup itself, as plain text, where Jira rendered none)."""
         if value is None:
             return ""
         if self.settings.deployment == "cloud":
@@ -176,7 +180,10 @@ class JiraConnector:
                 raise DocumentParseError(f"{what}: {exc}") from exc
         if not isinstance(value, str):
             raise DocumentParseError(f"{what} is not wiki markup text")
-        return str(wiki_to_markdown(value)).strip()
+        if not isinstance(html, str):
+            return value.strip()
+        # Jira renders {{monospace}} as <tt>, which Markdown converters take for plain text.
+        return html_to_markdown(TT.sub(r"<\1code>", html)).body.strip()
 
 
 class ProjectAccess:

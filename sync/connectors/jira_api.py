@@ -34,7 +34,8 @@ class JiraApi:
         size = 1000 if fields == "id" else self.page_size  # ids alone come in larger pages
         token, start = "", 0
         while True:
-            params: dict[str, Any] = {"jql": jql, "fields": fields, "maxResults": size}
+            params: dict[str, Any] = {"jql": jql, "fields": fields, "maxResults": size,
+                                      **self._rendered(fields)}
             if self.cloud:
                 params |= {"nextPageToken": token} if token else {}
                 url = f"{self.root}/search/jql"
@@ -54,6 +55,11 @@ class JiraApi:
                 if not issues or start >= int(body.get("total") or 0):
                     return
 
+    def _rendered(self, fields: str) -> dict[str, str]:
+        """Data Center: Jira's own HTML of the wiki markup beside it (its renderer is the
+        markup's definition; the PyPI converters took seconds per issue)."""
+        return {} if self.cloud or fields == "id" else {"expand": "renderedFields"}
+
     def _checked(self, response: httpx.Response, jql: str) -> dict[str, Any]:
         body = decode_json(response)
         if response.status_code in REFUSED:
@@ -69,19 +75,27 @@ class JiraApi:
 
     async def issue(self, key: str) -> dict[str, Any] | None:
         """One issue with the search's fields; None when it was deleted (or is out of reach)."""
-        response = await self.api.get(f"{self.root}/issue/{key}", {"fields": FIELDS},
-                                      accept=MISSING)
+        response = await self.api.get(f"{self.root}/issue/{key}", {
+            "fields": FIELDS, **self._rendered(FIELDS)}, accept=MISSING)
         found = None if response.status_code in MISSING else decode_json(response)
         return found if isinstance(found, dict) else None
 
     async def comments(self, issue: dict[str, Any]) -> list[Any]:
-        """Every comment of the issue: the search embeds the first page only."""
+        """Every comment of the issue (the search embeds the first page only); on Data Center
+        each with `renderedBody`, its HTML."""
         field = (issue.get("fields") or {}).get("comment")
         have = list(field.get("comments") or ()) if isinstance(field, dict) else []
         total = int(field.get("total") or 0) if isinstance(field, dict) else 0
+        if not self.cloud:
+            rendered = ((issue.get("renderedFields") or {}).get("comment") or {}).get(
+                "comments") or ()
+            html = {str(c.get("id")): c.get("body") for c in rendered if isinstance(c, dict)}
+            have = [{**c, "renderedBody": html.get(str(c.get("id")))} if isinstance(c, dict)
+                    else c for c in have]
         while len(have) < total:
-            response = await self.api.get(f"{self.root}/issue/{issue['key']}/comment",
-                                          {"startAt": len(have), "maxResults": 100})
+            response = await self.api.get(f"{self.root}/issue/{issue['key']}/comment", {
+                "startAt": len(have), "maxResults": 100,
+                **({} if self.cloud else {"expand": "renderedBody"})})
             page = [c for c in decode_json(response).get("comments") or ()]
             if not page:
                 break

@@ -76,6 +76,7 @@ class FakeGitHub(LocalServer):
         self.revoked: set[str] = set()
         self.token_lifetime = 0  # requests an installation token serves before it expires
         self._uses: dict[str, int] = {}
+        self.blobs: dict[str, bytes] = {}  # every version ever committed, by git object id
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         r = self.app.router
         r.add_get("/repos/{owner}/{repo}", self._repo)
@@ -111,6 +112,7 @@ class FakeGitHub(LocalServer):
                 files.pop(path, None)
             else:
                 files[path] = content.encode() if isinstance(content, str) else content
+        self.blobs.update((blob_sha(d), d) for d in files.values())
         sha = hashlib.sha1(f"{full_name}{len(repo.history)}".encode()).hexdigest()
         parent = repo.history[-1].sha if repo.history else ""
         repo.history.append(Commit(sha, when or datetime.now(UTC), files, parent))
@@ -210,15 +212,13 @@ class FakeGitHub(LocalServer):
     async def _blob(self, request: web.Request) -> web.Response:
         if (refused := self._gate(request)) is not None:
             return refused
-        repo = self._find(request)
         wanted = request.match_info["sha"]
-        for commit in reversed(repo.history if repo else []):
-            for data in commit.files.values():
-                if blob_sha(data) == wanted:
-                    return self._json({"sha": wanted, "node_id": "B_" + wanted[:8],
-                                       "size": len(data), "url": "", "encoding": "base64",
-                                       "content": base64.encodebytes(data).decode()})
-        return self._missing()
+        data = self.blobs.get(wanted) if self._find(request) else None
+        if data is None:
+            return self._missing()
+        return self._json({"sha": wanted, "node_id": "B_" + wanted[:8], "size": len(data),
+                           "url": "", "encoding": "base64",
+                           "content": base64.encodebytes(data).decode()})
 
     async def _commits(self, request: web.Request) -> web.Response:
         if (refused := self._gate(request)) is not None:

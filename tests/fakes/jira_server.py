@@ -38,6 +38,7 @@ class FakeComment:
     body: Any  # ADF on Cloud, wiki markup on Data Center
     author: str = "Mia Krystof"
     visibility: dict[str, str] | None = None  # {"type": "role", "value": "Administrators"}
+    rendered: str | None = None  # Data Center: the HTML Jira renders (None: rendered here)
 
 
 @dataclass
@@ -50,11 +51,35 @@ class FakeIssue:
     components: list[str] = field(default_factory=list)
     comments: list[FakeComment] = field(default_factory=list)
     security: str | None = None  # a security level's id
+    rendered: str | None = None  # Data Center: the description's HTML (None: rendered here)
     updated: datetime | None = None  # None: a time in January 2026, one minute per number
 
     @property
     def project(self) -> str:
         return self.key.rpartition("-")[0]
+
+
+def render(markup: Any) -> Any:
+    """Jira's renderer for the few wiki markup forms the tests write: headings, `*` lists,
+    *bold*, {{monospace}}, paragraphs; the HTML has the shapes Jira's renderer gives them."""
+    if not isinstance(markup, str):
+        return None
+    def inline(text: str) -> str:
+        text = re.sub(r"\{\{(.+?)\}\}", r"<tt>\1</tt>", text)
+        return re.sub(r"\*([^*\n]+)\*", r"<b>\1</b>", text)
+
+    html = []
+    for block in markup.split("\n\n"):
+        if heading := re.match(r"h([1-6])\. (.*)", block):
+            level, text = heading.groups()
+            html.append(f'<h{level}><a name="{text.replace(" ", "")}"></a>{inline(text)}'
+                        f'</h{level}>')
+        elif block.startswith("* "):
+            items = "".join(f"\n\t<li>{inline(line[2:])}</li>" for line in block.split("\n"))
+            html.append(f'<ul class="alternate" type="square">{items}\n</ul>')
+        else:
+            html.append(f"<p>{inline(block)}</p>")
+    return "\n\n".join(html)
 
 
 def _stamp(when: datetime) -> str:
@@ -132,7 +157,10 @@ class FakeJira(LocalServer):
             body["visibility"] = {**comment.visibility, "identifier": comment.visibility["value"]}
         return body
 
-    def _json(self, issue: FakeIssue, fields: str) -> dict[str, Any]:
+    def _rendered_comment(self, comment: FakeComment) -> Any:
+        return comment.rendered if comment.rendered is not None else render(comment.body)
+
+    def _json(self, issue: FakeIssue, fields: str, expand: str = "") -> dict[str, Any]:
         assert issue.updated is not None
         number = issue.key.rpartition("-")[2]
         base = {"expand": "renderedFields,names,schema,operations,editmeta,changelog,"
@@ -146,7 +174,15 @@ class FakeJira(LocalServer):
                      f"{issue.security}", "id": issue.security, "name": "Staff only",
                      "description": "Only staff can see this issue."}
                     if issue.security else None)
-        return base | {"fields": {
+        found: dict[str, Any] = {}
+        if not self.cloud and "renderedFields" in expand:
+            found["renderedFields"] = {
+                "description": issue.rendered if issue.rendered is not None else render(
+                    issue.description),
+                "comment": {"comments": [{**c, "body": self._rendered_comment(raw)} for c, raw
+                                         in zip(comments, issue.comments, strict=True)
+                                         ][:self.embedded_comments]}}
+        return base | found | {"fields": {
             "summary": issue.summary, "description": issue.description,
             "status": {"name": issue.status, "id": "10001",
                        "statusCategory": {"key": "done", "name": "Done"}},
@@ -192,7 +228,8 @@ class FakeJira(LocalServer):
             start = int(base64.b64decode(token)) if token else 0
         else:
             start = int(q.get("startAt", "0"))
-        page = [self._json(i, q.get("fields", "")) for i in rows[start:start + size]]
+        page = [self._json(i, q.get("fields", ""), q.get("expand", ""))
+                for i in rows[start:start + size]]
         more = start + size < len(rows)
         if self.cloud:
             body: dict[str, Any] = {"issues": page, "isLast": not more}
@@ -211,7 +248,7 @@ class FakeJira(LocalServer):
             return web.json_response({"errorMessages": [
                 "Issue does not exist or you do not have permission to see it."],
                 "errors": {}}, status=404)
-        return web.json_response(self._json(issue, ""))
+        return web.json_response(self._json(issue, "", request.query.get("expand", "")))
 
     async def _comments(self, request: web.Request) -> web.Response:
         if (refused := self._gate(request)) is not None:
@@ -220,6 +257,9 @@ class FakeJira(LocalServer):
         start, size = int(request.query.get("startAt", "0")), min(
             int(request.query.get("maxResults", "50")), 100)
         rows = [self._comment(issue, i, c) for i, c in enumerate(issue.comments)]
+        if not self.cloud and request.query.get("expand") == "renderedBody":
+            rows = [{**r, "renderedBody": self._rendered_comment(c)}
+                    for r, c in zip(rows, issue.comments, strict=True)]
         return web.json_response({"startAt": start, "maxResults": size, "total": len(rows),
                                   "comments": rows[start:start + size]})
 

@@ -117,6 +117,8 @@ async def test_data_center_wiki_markup_and_a_personal_access_token() -> None:
         docs = await documents(server)
     assert set(docs) == {"IT-1", "IT-2", "IT-3", "IT-9", "OPS-4"}
     assert "## Steps" in docs["IT-9"].body and "- **Restart** the `agent`" in docs["IT-9"].body
+    assert "Fixed by renewing the certificate." in docs["IT-1"].body  # its rendered HTML
+    assert "vendor owes us" not in docs["IT-1"].body
     assert docs["IT-1"].access == ("jira:group:it-staff", "jira:role:IT:Developers")
     assert any(r.startswith("/rest/api/2/search?") for r in server.requests)
 
