@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import fnmatch
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from sync.connectors.base import (
     Fetched,
     SourceConfig,
 )
+from sync.connectors.github_access import Readers
 from sync.connectors.github_api import GitHubApi, Repo, throttled
 from sync.connectors.github_auth import installation_token, read_key
 from sync.connectors.github_docs import (
@@ -34,8 +35,11 @@ from sync.connectors.github_docs import (
     file_id,
     issue_document,
     issue_id,
+    wiki_document,
+    wiki_id,
 )
 from sync.connectors.github_push import GitHubReceiver
+from sync.connectors.github_wiki import wiki_pages
 from sync.connectors.oauth import RenewingToken
 from sync.connectors.retry_knobs import RetryKnobs
 
@@ -54,6 +58,7 @@ class GitHubSettings(RetryKnobs):
                                                            ".rst"])
     discussions: bool = True
     issues: bool = False
+    wiki: bool = False  # the wiki's pages, cloned with git (no API reads them)
     max_file_bytes: int = Field(2 * 2**20, gt=0)  # larger files are reported, not downloaded
     app_id: str = ""  # a GitHub App (its id or client id) instead of a token
     installation_id: int = Field(0, ge=0)
@@ -88,15 +93,29 @@ class GitHubConnector:
                    "X-GitHub-Api-Version": "2022-11-28"}
         async with httpx.AsyncClient(base_url=self.site, headers=headers,
                                      timeout=s.timeout_s) as http:
+            token: Callable[[], Awaitable[str]]
             if s.app_id:
-                http.auth = RenewingToken(lambda: installation_token(
+                renewing = RenewingToken(lambda: installation_token(
                     http, s.app_id, s.installation_id, self.pem, self.label))
+                http.auth, token = renewing, renewing.renew
                 hint = "the app's permissions and its installation on the repositories"
             else:
                 http.headers["Authorization"] = f"Bearer {self.source.token or ''}"
+                token = self._token
                 hint = "the source's `token` (a fine-grained token with Contents read)"
             client = s.client(http, label=self.label, auth_hint=hint, throttled=throttled)
-            yield GitHubApi(client, self._graphql(), self.label, httpx.URL(self.site).host)
+            yield GitHubApi(client, self._graphql(), self.label, httpx.URL(self.site).host,
+                            token)
+
+    async def _token(self) -> str:
+        return self.source.token or ""
+
+    async def _wiki(self, api: GitHubApi, repo: Repo) -> dict[str, bytes]:
+        if not (self.settings.wiki and repo.has_wiki):
+            return {}
+        pages = await wiki_pages(repo.html_url, await api.token(), self.settings.timeout_s,
+                                 self.label)
+        return pages or {}
 
     async def _names(self, api: GitHubApi) -> list[str]:
         s = self.settings
@@ -132,6 +151,8 @@ class GitHubConnector:
                     async for issue in api.issues(repo, stamp):
                         yield issue_document(repo, issue, await api.comments(repo, issue),
                                              access)
+                for path, data in (await self._wiki(api, repo)).items():  # every run: small
+                    yield wiki_document(repo, path, data, access)
 
     async def _files(self, api: GitHubApi, repo: Repo, since: str | None,
                      access: Access) -> AsyncIterator[Fetched]:
@@ -178,6 +199,7 @@ class GitHubConnector:
                 if self.settings.issues and repo.has_issues:
                     found |= {issue_id(repo.full_name, int(i["number"]))
                               async for i in api.issues(repo, None)}
+                found |= {wiki_id(repo.full_name, p) for p in await self._wiki(api, repo)}
         return found
 
     async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
@@ -211,44 +233,14 @@ class GitHubConnector:
         if parsed.kind == "discussion" and self.settings.discussions:
             node = await api.discussion(repo, int(parsed.key))
             return discussion_document(repo, node, access) if node else None
+        if parsed.kind == "wiki":
+            data = (await self._wiki(api, repo)).get(parsed.key)
+            return wiki_document(repo, parsed.key, data, access) if data is not None else None
         if parsed.kind == "issue" and self.settings.issues:
             issue = await api.issue(repo, int(parsed.key))
             return issue_document(repo, issue, await api.comments(repo, issue),
                                   access) if issue else None
         return None
-
-
-class Readers:
-    """Each repository's readers, asked once per run: a public repository is public; a
-    private or internal one, its teams and direct collaborators."""
-
-    def __init__(self, api: GitHubApi) -> None:
-        self.api = api
-        self.known: dict[str, Access] = {}
-
-    async def of(self, repo: Repo) -> Access:
-        if repo.full_name not in self.known:
-            self.known[repo.full_name] = await self._read(repo)
-        return self.known[repo.full_name]
-
-    async def _read(self, repo: Repo) -> Access:
-        if repo.visibility == "public":
-            return ("public",), ()
-        got = await self.api.readers(repo)
-        if isinstance(got, str):
-            return (), (f"repository {repo.full_name} is {repo.visibility} and its teams and "
-                        f"collaborators cannot be listed ({got}; the token needs Administration "
-                        "read): visible to nobody",)
-        teams, people = got
-        # Lower case, as team slugs are: `[[groups]] github_teams` match whatever the case.
-        found = [f"github:team:{t.lower()}" for t in teams] + [f"github:user:{p}"
-                                                                for p in people]
-        if repo.visibility == "internal":  # every member of the enterprise may read it
-            found.append(f"github:internal:{repo.full_name.split('/')[0]}")
-        if not found:
-            return (), (f"repository {repo.full_name} names no team or collaborator: "
-                        "visible to nobody",)
-        return tuple(found), ()
 
 
 def build(source: SourceConfig, settings: GitHubSettings) -> GitHubConnector:
@@ -276,7 +268,8 @@ def build(source: SourceConfig, settings: GitHubSettings) -> GitHubConnector:
 
 def push(source: SourceConfig, settings: GitHubSettings) -> GitHubReceiver:
     return GitHubReceiver(settings.webhook_secret, Selection(settings.paths, settings.extensions),
-                          discussions=settings.discussions, issues=settings.issues)
+                          discussions=settings.discussions, issues=settings.issues,
+                          wiki=settings.wiki)
 
 
 SPEC = ConnectorSpec("github", GitHubSettings, build, "GitHub repositories' documentation, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +59,10 @@ ONE_DISCUSSION = """query($owner: String!, $name: String!, $number: Int!) {
 
 
 class GitHubApi:
-    def __init__(self, api: JsonClient, graphql_url: str, label: str, host: str) -> None:
+    def __init__(self, api: JsonClient, graphql_url: str, label: str, host: str,
+                 token: Callable[[], Awaitable[str]]) -> None:
         self.api, self.graphql_url, self.label, self.host = api, graphql_url, label, host
+        self.token = token  # the credential in use now (git needs it for wikis)
 
     async def _pages(self, url: str, params: dict[str, Any]) -> AsyncIterator[Any]:
         """A REST listing, following `Link: rel="next"` (on the API's own host only)."""

@@ -26,6 +26,10 @@ def file_id(repo: str, path: str) -> str:
     return f"{repo}:{path}"
 
 
+def wiki_id(repo: str, path: str) -> str:
+    return f"{repo}.wiki:{path}"
+
+
 def discussion_id(repo: str, number: int) -> str:
     return f"{repo}#discussion-{number}"
 
@@ -50,7 +54,9 @@ class DocId:
             return cls(repo, kind, number) if kind in ("discussion", "issue") and \
                 number.isdigit() and repo.count("/") == 1 else None
         repo, colon, path = doc_id.partition(":")
-        return cls(repo, "file", path) if colon and path and repo.count("/") == 1 else None
+        if not colon or not path or repo.count("/") != 1:
+            return None
+        return cls(repo[:-5], "wiki", path) if repo.endswith(".wiki") else cls(repo, "file", path)
 
 
 class Selection:
@@ -65,7 +71,23 @@ class Selection:
 
 
 def file_document(repo: Repo, path: str, data: bytes, access: Access) -> Fetched:
-    doc_id, name = file_id(repo.full_name, path), path.rsplit("/", 1)[-1]
+    folder = path.split("/", 1)[0] if "/" in path else ""
+    return _text(file_id(repo.full_name, path), f"{repo.full_name}/{path}", data,
+                 f"{repo.html_url}/blob/{repo.branch}/{path}",
+                 (repo.full_name.split("/")[1], folder), "file", repo, access)
+
+
+def wiki_document(repo: Repo, path: str, data: bytes, access: Access) -> Fetched:
+    """A wiki page: its file name without the extension is the page's name and address."""
+    page = path.rsplit(".", 1)[0]
+    return _text(wiki_id(repo.full_name, path), f"{repo.full_name} wiki page {path}", data,
+                 f"{repo.html_url}/wiki/{page}", (repo.full_name.split("/")[1], "wiki"),
+                 "wiki", repo, access, title=page.rsplit("/", 1)[-1].replace("-", " "))
+
+
+def _text(doc_id: str, where: str, data: bytes, url: str, tags: tuple[str, ...],
+          doc_type: str, repo: Repo, access: Access, title: str = "") -> Fetched:
+    name = where.rsplit("/", 1)[-1]
     try:
         if name.lower().endswith(TEXT):
             try:
@@ -78,16 +100,13 @@ def file_document(repo: Repo, path: str, data: bytes, access: Access) -> Fetched
             converted = file_to_markdown(data, name)
             body, meta = converted.body, converted.meta
     except DocumentParseError as exc:
-        return DocumentFailure(doc_id, f"{repo.full_name}/{path}: {exc}")
+        return DocumentFailure(doc_id, f"{where}: {exc}")
     body = body.strip() + "\n"
     if not body.strip():
-        return DocumentFailure(doc_id, f"{repo.full_name}/{path}: the file has no text")
-    title = str(meta.get("title") or first_heading(body) or name)
-    folder = path.split("/", 1)[0] if "/" in path else ""
+        return DocumentFailure(doc_id, f"{where}: the file has no text")
     return SourceDocument(
-        doc_id=doc_id, title=title, body=body,
-        url=f"{repo.html_url}/blob/{repo.branch}/{path}", doc_type="file",
-        tags=tuple(t for t in (repo.full_name.split("/")[1], folder) if t),
+        doc_id=doc_id, title=str(meta.get("title") or title or first_heading(body) or name),
+        body=body, url=url, doc_type=doc_type, tags=tuple(t for t in tags if t),
         subtype=repo.full_name, access=access[0], warnings=access[1])
 
 

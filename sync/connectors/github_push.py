@@ -21,11 +21,12 @@ class GitHubReceiver:
     as they are now."""
 
     def __init__(self, secret: SecretStr | None, selection: Selection, *, discussions: bool,
-                 issues: bool) -> None:
+                 issues: bool, wiki: bool = False) -> None:
         self._secret = secret
         self._selection = selection
         self._discussions = discussions
         self._issues = issues
+        self._wiki = wiki
 
     def receive(self, request: PushRequest) -> PushReply:
         secret = require_secret(self._secret.get_secret_value() if self._secret else None,
@@ -52,8 +53,9 @@ class GitHubReceiver:
                 return PushReply(202, "Ignored: a pull request.")
             number = _number(event, "issue")
             return _one(issue_id(name, number)) if number else _unnamed(kind)
-        if kind == "gollum":
-            return PushReply(202, "Ignored: wikis are not read (no API reads them).")
+        if kind == "gollum":  # page names, not files: the next run clones the wiki again
+            return (PushReply(202, "Queued.", resync=True) if self._wiki
+                    else PushReply(202, "Ignored: the source does not read wikis."))
         return PushReply(202, f"Ignored: a {kind or 'nameless'} event.")
 
     def _push(self, event: dict[str, Any], repo: str, branch: str) -> PushReply:

@@ -17,6 +17,7 @@ from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.fakes.github_wiki import Wikis
 from tests.fakes.http import LocalServer
 from tests.fakes.platform_server import Fault
 
@@ -77,6 +78,7 @@ class FakeGitHub(LocalServer):
         self.token_lifetime = 0  # requests an installation token serves before it expires
         self._uses: dict[str, int] = {}
         self.blobs: dict[str, bytes] = {}  # every version ever committed, by git object id
+        self.wikis = Wikis()
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         r = self.app.router
         r.add_get("/repos/{owner}/{repo}", self._repo)
@@ -93,6 +95,16 @@ class FakeGitHub(LocalServer):
         r.add_get("/repos/{owner}/{repo}/issues/{number}/comments", self._comments)
         r.add_post("/graphql", self._graphql)
         r.add_post("/app/installations/{id}/access_tokens", self._access_token)
+        r.add_route("*", r"/{owner}/{wiki:[^/]+\.wiki\.git}/{tail:.*}", self._wiki)
+
+    async def stop(self) -> None:
+        await super().stop()
+        self.wikis.close()
+
+    async def _wiki(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(request.path_qs)
+        live = {TOKEN, *self.installation_tokens} - self.revoked
+        return await self.wikis.serve(request, live)
 
     # --- building repositories ----------------------------------------------------------------
 

@@ -98,7 +98,7 @@ async def test_github_pushes(make_served: Serve, github: FakeGitHub,
                              embedder: LocalEmbedder) -> None:
     source = SourceSettings.model_validate({
         "name": "code", "kind": "github", "url": github.url, "token": SecretStr(GITHUB_TOKEN),
-        "github": {"repos": ["acme/handbook"], "webhook_secret": GITHUB_SECRET}})
+        "github": {"repos": ["acme/handbook"], "webhook_secret": GITHUB_SECRET, "wiki": True}})
     sift = (await make_served(sources=[source])).sift
     hook = "/sync/hooks/code"
     async with probe(sift, embedder, "code") as index:
@@ -119,6 +119,15 @@ async def test_github_pushes(make_served: Serve, github: FakeGitHub,
         body, headers = webhook("discussion", discussion_payload("acme/handbook", 3, "answered"))
         assert (await sift.post(hook, data=body, headers=headers))[0] == 202
         await until(lambda: index.finds("acme/handbook#discussion-3", "Tuesday."))
+        github.wikis.write("acme/handbook", {"Release-Train.md": "The train leaves at noon."})
+        body, headers = webhook("gollum", {"pages": [{
+            "page_name": "Release-Train", "title": "Release Train", "action": "created",
+            "sha": "91ea1bd42aa2ba166b86e8aefe049e9837214e67",
+            "html_url": f"{github.url}/acme/handbook/wiki/Release-Train"}],
+            "repository": {"full_name": "acme/handbook", "default_branch": "main"}})
+        assert (await sift.post(hook, data=body, headers=headers))[0] == 202
+        await until(lambda: index.finds("acme/handbook.wiki:Release-Train.md",
+                                        "The train leaves at noon."))
         github.commit("acme/handbook", {"docs/deploy.md": None})
         body, headers = webhook("push", push_payload("acme/handbook",
                                                      removed=["docs/deploy.md"]))

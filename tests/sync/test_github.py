@@ -233,3 +233,37 @@ def test_enterprise_server_graphql_sits_beside_the_rest_api() -> None:
     dotcom = GitHubConnector(SourceConfig("x", token="t"), settings)
     assert ghes._graphql() == "https://ghe.acme.com/api/graphql"
     assert dotcom._graphql() == "https://api.github.com/graphql"
+
+
+async def test_a_wiki_is_cloned_with_the_token_and_read(github: FakeGitHub) -> None:
+    github.wikis.write("acme/handbook", {"Home.md": "Welcome to the handbook wiki.",
+                                         "Onboarding-Guide.md": "# Day one\n\nGet a badge.",
+                                         "Diagram.png": "not a page"})
+    docs = await documents(github, wiki=True, discussions=False, repos=["acme/handbook",
+                                                                       "acme/platform"])
+    home = docs["acme/handbook.wiki:Home.md"]
+    assert home.title == "Home" and home.url == f"{github.url}/acme/handbook/wiki/Home"
+    assert home.access == ("public",) and home.tags == ("handbook", "wiki")
+    guide = docs["acme/handbook.wiki:Onboarding-Guide.md"]
+    assert guide.title == "Onboarding Guide" and "Get a badge." in guide.body
+    assert not any(d.endswith(".png") for d in docs)
+    assert not any(d.startswith("acme/platform.wiki") for d in docs)  # no pages yet: none
+    index, state = MemoryIndex(), MemorySyncState()
+    conn = {"wiki": True, "discussions": False, "repos": ["acme/handbook"]}
+    await job(github, index, state, **conn).run(full=True)
+    github.wikis.write("acme/handbook", {"Home.md": "Welcome back.", "Onboarding-Guide.md": None})
+    changed = await job(github, index, state, **conn).run()
+    assert (changed.counts.updated, changed.counts.deleted) == (1, 1)
+
+
+async def test_a_wiki_clone_refused_is_one_sentence_without_the_token(
+        github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    github.wikis.write("acme/handbook", {"Home.md": "Welcome."})
+    github.wikis.refuse = True  # the API takes the token, git over HTTPS does not
+    with pytest.raises(SyncError) as caught:
+        await job(github, MemoryIndex(), MemorySyncState(), wiki=True,
+                  repos=["acme/handbook"]).run(full=True)
+    message = caught.value.user_message
+    assert message.startswith(f"Source 'code' (GitHub): the wiki of {github.url}/acme/handbook "
+                              "could not be cloned (")
+    assert TOKEN not in message and TOKEN not in caplog.text

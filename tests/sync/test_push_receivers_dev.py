@@ -40,8 +40,8 @@ def jira(secret: str | None = JIRA_SECRET) -> JiraReceiver:
                                           if secret else None))
 
 
-def github(issues: bool = False) -> GitHubReceiver:
-    return github_push(SOURCE, GitHubSettings(repos=["acme/handbook"], issues=issues,
+def github(issues: bool = False, wiki: bool = False) -> GitHubReceiver:
+    return github_push(SOURCE, GitHubSettings(repos=["acme/handbook"], issues=issues, wiki=wiki,
                                               webhook_secret=SecretStr(GITHUB_SECRET)))
 
 
@@ -112,3 +112,11 @@ def test_github_refuses_the_unsigned_the_forged_and_the_other_secret() -> None:
         with pytest.raises(PushRejected) as refused:
             github().receive(request(attempt, given))
         assert GITHUB_SECRET not in str(refused.value)
+
+
+def test_github_gollum_asks_for_a_run_when_the_source_reads_wikis() -> None:
+    body, headers = webhook("gollum", {"pages": [{"page_name": "Home", "action": "edited"}],
+                                       "repository": {"full_name": "acme/handbook"}})
+    assert github().receive(request(body, headers)).resync is False
+    reply = github(wiki=True).receive(request(body, headers))
+    assert (reply.status, reply.resync, reply.doc_ids) == (202, True, ())
