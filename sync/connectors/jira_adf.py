@@ -70,18 +70,18 @@ def _heading(node: dict[str, Any], _: int) -> str:
         node.get("content"))
 
 
-def _list(node: dict[str, Any], depth: int) -> str:
+def _list(node: dict[str, Any], _: int) -> str:
+    """Items under their marker; an item's later lines (a nested list) indented under it."""
     ordered = node["type"] == "orderedList"
     start = _attr(node, "order", 1) if ordered else 1
     lines = []
     for i, item in enumerate(node.get("content") or ()):
         marker = f"{(start if isinstance(start, int) else 1) + i}." if ordered else "-"
-        body = _blocks(item.get("content") or [], depth + 1) if isinstance(item, dict) else ""
-        first, _, rest = body.partition("\n")
-        indent = "  " * (depth + 1)
-        lines.append("  " * depth + f"{marker} {first}" + "".join(
-            f"\n{indent}{line}" if line.strip() else "\n" for line in rest.split("\n"))
-            if rest else "  " * depth + f"{marker} {first}")
+        body = _blocks(item.get("content") or [], 0) if isinstance(item, dict) else ""
+        first, *rest = body.split("\n")
+        pad = " " * (len(marker) + 1)
+        lines.append(f"{marker} {first}" + "".join(
+            f"\n{pad}{line}" if line.strip() else "\n" for line in rest))
     return "\n".join(lines)
 
 
