@@ -45,5 +45,5 @@ def test_missing_settings_are_named(kind: str, source: dict[str, Any], table: di
 def test_a_misspelt_key_is_refused(kind: str) -> None:
     found = spec(kind)
     assert found is not None
-    with pytest.raises(ValueError, match="webhook_secrte|max_retrys"):
+    with pytest.raises(ValueError, match=r"webhook_secrte|max_retrys"):
         found.settings(**{"webhook_secrte" if kind != "servicenow" else "max_retrys": "x"})
