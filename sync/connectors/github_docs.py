@@ -54,8 +54,9 @@ class DocId:
             return cls(repo, kind, number) if kind in ("discussion", "issue") and \
                 number.isdigit() and repo.count("/") == 1 else None
         repo, colon, path = doc_id.partition(":")
-        if not colon or not path or repo.count("/") != 1:
-            return None
+        if not colon or not path or repo.count("/") != 1 or any(
+                part in ("", ".", "..") for part in path.split("/")):
+            return None  # a path that could climb out of the repository's contents
         return cls(repo[:-5], "wiki", path) if repo.endswith(".wiki") else cls(repo, "file", path)
 
 

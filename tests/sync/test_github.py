@@ -217,7 +217,8 @@ async def test_fetch_reads_named_items(github: FakeGitHub) -> None:
     github.commit("acme/handbook", {"docs/old.md": None})
     ids = ["acme/handbook:docs/vpn.md", "acme/handbook:docs/old.md",
            "acme/handbook:src/main.py", "acme/handbook#discussion-1",
-           "acme/handbook#discussion-9", "acme/other:README.md", "garbage"]
+           "acme/handbook#discussion-9", "acme/other:README.md", "garbage",
+           "acme/handbook:docs/../../../orgs/acme/x.md"]
     found = [d async for d in connector(github).fetch(ids)]
     assert isinstance(found[0], SourceDocument) and found[0].title == "VPN setup"
     assert isinstance(found[3], SourceDocument) and "IT-7" in found[3].body
