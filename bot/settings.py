@@ -354,6 +354,12 @@ class GroupSettings(_Section):
     slack_usergroups: list[str] = Field(default_factory=list)  # handles, without the "@"
     entra_groups: list[str] = Field(default_factory=list)  # Microsoft Entra group object ids
     entra_members: list[str] = Field(default_factory=list)  # AAD object ids, without Graph
+    # Groups of the platforms Sift reads, by the name the platform shows: shorthand for the
+    # principals their connectors write ("github:team:acme/platform", "jira:group:it-staff",
+    # "servicenow:group:Service Desk").
+    github_teams: list[str] = Field(default_factory=list)  # "org/team-slug"
+    jira_groups: list[str] = Field(default_factory=list)
+    servicenow_groups: list[str] = Field(default_factory=list)
     # Platform principals a connector puts in `access` ("confluence:group:hr",
     # "confluence:space:HR", "notion:workspace"): this group's members may read them.
     principals: list[str] = Field(default_factory=list)
