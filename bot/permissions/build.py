@@ -7,7 +7,7 @@ from bot.permissions.graph import GraphCredentials, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
-from bot.slack.client import web_client
+from sync.connectors.slack_client import web_client
 
 
 def build_resolver(settings: Settings) -> GroupResolver:

@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background, Busy
 from bot.settings import Settings
-from bot.slack.client import web_client
+from sync.connectors.slack_client import web_client
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
 from bot.slack.outbound import SlackOutbound

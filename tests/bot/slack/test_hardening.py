@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from bot.settings import Settings
 from bot.slack.app import build_slack_adapter
-from bot.slack.client import web_client
+from sync.connectors.slack_client import web_client
 from rag.errors import ConfigError
 from tests.bot.slack.conftest import Q_TS, SlackStack
 from tests.fakes.slack_payloads import (
