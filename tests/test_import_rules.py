@@ -15,7 +15,8 @@ ALLOWED = {"rag": {"rag"}, "sync": {"sync", "rag"}, "storage": {"storage"}}
 PLATFORM_SDKS = {"slack_sdk", "slack_bolt", "microsoft_agents"}
 VENDOR_ADAPTERS = {"weaviate": {"rag/index.py", "rag/index_schema.py"},
                    "anthropic": {"rag/llm.py", "rag/messages_post.py"},
-                   "httpx2": {"rag/messages_post.py"}}  # the Anthropic SDK's HTTP library
+                   "httpx2": {"rag/messages_post.py"},  # the Anthropic SDK's HTTP library
+                   "msal": {"sync/connectors/entra.py"}}
 
 
 def imports(path: Path) -> set[str]:
