@@ -30,7 +30,7 @@ def build_resolver(settings: Settings) -> GroupResolver:
         # The Teams bot's app reads Graph, with its secret or else its certificate.
         app = EntraApp(settings.teams_tenant_id, settings.teams_app_id,
                        settings.teams_app_password, pfx if settings.teams_app_password is None
-                       else None, authority=p.login_url)
+                       else None, authority=p.login_url, timeout_s=10.0)
         graph = GraphMembership(EntraToken(app, NAMES, GRAPH_SCOPE),
                                 directory.entra_group_ids, p.graph_url)
     return GroupResolver(directory, slack=slack, graph=graph, ttl_s=ttl)
