@@ -112,6 +112,9 @@ class RetrievalSettings(_Section):
     diversity: bool = True  # MMR over the hybrid results
     diversity_balance: float = Field(0.8, ge=0.0, le=1.0)  # 1 = pure relevance
     title_boost: float = Field(2.0, ge=1.0)
+    # A search that finds Weaviate unreachable (a restart takes ~10 s) is tried again, with
+    # backoff, for this long before the asker is told; 0 gives up at once.
+    outage_wait_s: float = Field(20.0, ge=0, le=300)
 
 
 class GradingSettings(_Section):
