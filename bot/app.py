@@ -48,6 +48,7 @@ from rag.index import IndexConfig, WeaviateIndex
 from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
+from rag.patience import Patience, Retrying
 from rag.pipeline import Pipeline, Stages
 from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex, SyncProgress
 from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
@@ -57,7 +58,7 @@ from rag.understand import Understander
 from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
-from storage.errors import StorageError
+from storage.errors import DatabaseUnavailable, StorageError
 from storage.expiring import ExpiringStore
 from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
@@ -285,6 +286,13 @@ class App:
     def retention(self) -> Retention:
         return Retention(self.database)
 
+    @cached_property
+    def storage_retrying(self) -> Retrying:
+        """How answers' records, votes and the chat's other writes wait out a database
+        server that is away for a moment (SIFT_STORAGE__OUTAGE_WAIT_S)."""
+        return Retrying(Patience(self.settings.storage.outage_wait_s),
+                        lambda exc: isinstance(exc, DatabaseUnavailable))
+
     async def _database_health(self) -> Health:
         try:
             await asyncio.to_thread(self.database.ping)
@@ -429,7 +437,8 @@ class App:
             syncs=syncs,
             circuit=llm,
         )
-        return Pipeline(stages, config, recorder, self.output_policy)
+        return Pipeline(stages, config, recorder, self.output_policy,
+                        recording=self.storage_retrying)
 
     @cached_property
     def output_policy(self) -> OutputPolicy:
@@ -466,8 +475,10 @@ class App:
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""
         defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
-        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
-                        self.access_resolver, PendingComments(ExpiringStore(self.database)))
+        retrying = self.storage_retrying
+        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
+                                          retrying), self.access_resolver,
+                        PendingComments(ExpiringStore(self.database), retrying=retrying))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
@@ -478,7 +489,7 @@ class App:
                             history_turns=chat.history_turns)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
                             history=self.history, quota=QuotaRepository(self.database))
-        return ChatService(pipeline, stores, limits)
+        return ChatService(pipeline, stores, limits, self.storage_retrying)
 
     def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:
         """The chat page at /: open on loopback; beyond it only behind `gate` (the admin

@@ -160,6 +160,9 @@ class StorageSettings(_Section):
     # Conversation turns stay text (follow-ups need it); without store_text, only this long.
     history_hours_without_text: float = Field(24.0, gt=0)
     dedupe_ttl_hours: float = Field(24.0, gt=0)
+    # A chat's records and votes wait this long, retrying, for a database that went away (a
+    # PostgreSQL restart or failover takes seconds) before the person is told.
+    outage_wait_s: float = Field(30.0, ge=0, le=600)
 
 
 class ChatSettings(_Section):

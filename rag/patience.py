@@ -8,10 +8,11 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -29,30 +30,45 @@ class Patience:
         return max(0.0, min(left_s, random.uniform(step / 2, step)))
 
 
-async def patiently(call: Callable[[], Awaitable[T]], *, transient: Callable[[BaseException],
-                    bool], patience: Patience, what: str) -> T:
-    """`call()`, again after a pause each time it fails in a way `transient` says waiting can
-    mend, until `patience.wait_s` has passed; then (or for any other failure) its error is
-    raised. Every retry and the final give-up are logged (the correlation id rides along)."""
-    deadline: float | None = None
-    attempt = 0
-    while True:
-        try:
-            return await call()
-        except Exception as exc:
-            if not transient(exc):
-                raise
-            now = time.monotonic()
-            deadline = now + patience.wait_s if deadline is None else deadline
-            if now >= deadline:
-                if attempt:
-                    log.error("%s: still failing after %.0fs, giving up: %s", what,
-                              patience.wait_s, _first_line(exc))
-                raise
-            pause = patience.pause(attempt, deadline - now)
-            log.warning("%s failed (%s); trying again in %.1fs", what, _first_line(exc), pause)
-            await asyncio.sleep(pause)
-            attempt += 1
+@dataclass(frozen=True)
+class Retrying:
+    """Calls to one dependency: a failure `transient` says waiting can mend is tried again,
+    patiently; any other failure, or one past the bound, is raised. Every retry and the
+    give-up are logged (the correlation id of the question or vote rides along)."""
+
+    patience: Patience
+    transient: Callable[[BaseException], bool]
+
+    async def call(self, what: str, make: Callable[[], Awaitable[T]]) -> T:
+        deadline: float | None = None
+        attempt = 0
+        while True:
+            try:
+                return await make()
+            except Exception as exc:
+                if not self.transient(exc):
+                    raise
+                now = time.monotonic()
+                deadline = now + self.patience.wait_s if deadline is None else deadline
+                if now >= deadline:
+                    if attempt:
+                        log.error("%s: still failing after %.0fs, giving up: %s", what,
+                                  self.patience.wait_s, _first_line(exc))
+                    raise
+                pause = self.patience.pause(attempt, deadline - now)
+                log.warning("%s failed (%s); trying again in %.1fs", what, _first_line(exc),
+                            pause)
+                await asyncio.sleep(pause)
+                attempt += 1
+
+    async def blocking(self, what: str, fn: Callable[P, T], *args: P.args,
+                       **kwargs: P.kwargs) -> T:
+        """A blocking call (a database write) on a worker thread, retried the same way; the
+        pauses are spent on the event loop, so waiting calls hold no thread."""
+        return await self.call(what, lambda: asyncio.to_thread(fn, *args, **kwargs))
+
+
+NO_RETRY = Retrying(Patience(0), lambda _: False)
 
 
 def _first_line(exc: BaseException) -> str:

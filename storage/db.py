@@ -17,6 +17,7 @@ from sqlalchemy.exc import InvalidatePoolError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.errors import StorageError
+from storage.faults import translated
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -137,13 +138,13 @@ class Database:
     def read(self) -> Iterator[Session]:
         """A read-only unit of work: rolled back at the end on SQLite; on PostgreSQL each
         statement runs on its own (no transaction), so nothing written here would be undone."""
-        with self._reader() as session:
+        with translated(self.safe_url), self._reader() as session:
             yield session
 
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One transaction: committed if the block succeeds, rolled back if it raises."""
-        with self._writer.begin() as session:
+        with translated(self.safe_url), self._writer.begin() as session:
             yield session
 
     @contextmanager
@@ -155,7 +156,7 @@ class Database:
             with self.write() as session:
                 yield session
         else:
-            with self._reader() as session:
+            with translated(self.safe_url), self._reader() as session:
                 yield session
 
     def ping(self) -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rag.patience import Patience, patiently
+from rag.patience import Patience, Retrying
 
 
 class Flaky:
@@ -27,13 +27,13 @@ def transient(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError)
 
 
-QUICK = Patience(wait_s=2.0, first_s=0.01, cap_s=0.05)
+QUICK = Retrying(Patience(wait_s=2.0, first_s=0.01, cap_s=0.05), transient)
 
 
 async def test_a_transient_failure_is_tried_again_and_each_retry_is_logged(
         caplog: pytest.LogCaptureFixture) -> None:
     call = Flaky(3, ConnectionError("refused"))
-    assert await patiently(call, transient=transient, patience=QUICK, what="vote") == "done"
+    assert await QUICK.call("vote", call) == "done"
     assert call.calls == 4
     retries = [r for r in caplog.records if "vote failed (refused)" in r.getMessage()]
     assert len(retries) == 3 and all(r.levelno == logging.WARNING for r in retries)
@@ -42,7 +42,7 @@ async def test_a_transient_failure_is_tried_again_and_each_retry_is_logged(
 async def test_another_failure_is_raised_at_once() -> None:
     call = Flaky(1, ValueError("bad row"))
     with pytest.raises(ValueError):
-        await patiently(call, transient=transient, patience=QUICK, what="vote")
+        await QUICK.call("vote", call)
     assert call.calls == 1
 
 
@@ -51,8 +51,8 @@ async def test_it_gives_up_at_the_bound_with_a_log_line(
     call = Flaky(10_000, ConnectionError("refused"))
     started = time.monotonic()
     with pytest.raises(ConnectionError):
-        await patiently(call, transient=transient,
-                        patience=Patience(wait_s=0.3, first_s=0.01, cap_s=0.05), what="vote")
+        await Retrying(Patience(wait_s=0.3, first_s=0.01, cap_s=0.05), transient).call(
+            "vote", call)
     took = time.monotonic() - started
     assert 0.3 <= took < 1.0 and call.calls > 3
     assert any("giving up" in r.getMessage() and r.levelno == logging.ERROR
@@ -62,7 +62,7 @@ async def test_it_gives_up_at_the_bound_with_a_log_line(
 async def test_no_patience_means_no_retry() -> None:
     call = Flaky(1, ConnectionError("refused"))
     with pytest.raises(ConnectionError):
-        await patiently(call, transient=transient, patience=Patience(0), what="vote")
+        await Retrying(Patience(0), transient).call("vote", call)
     assert call.calls == 1
 
 
