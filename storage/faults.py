@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from storage.errors import DatabaseUnavailable, DiskFull
 
 SQLITE_FULL = 13  # "database or disk is full"
+SQLITE_IOERR = 10  # "disk I/O error": what a full disk gives when the -shm file cannot grow
+NO_ROOM_BYTES = 2**20  # an I/O error with less free than this is the full disk
 PG_DISK_FULL = "53100"
 # SQLSTATEs of a server that is not there for the moment: class 08 (connection exceptions),
 # and a server shutting down, crashed, or still starting up.
@@ -17,25 +21,43 @@ PG_AWAY = ("08", "57P01", "57P02", "57P03")
 
 
 @contextmanager
-def translated(where: str) -> Iterator[None]:
+def translated(where: str, file: Path | None = None) -> Iterator[None]:
     """Raise a full disk as DiskFull and an absent server as DatabaseUnavailable, naming the
-    database at `where` (the rest of Sift knows no SQLAlchemy); other errors pass as they are."""
+    database at `where` (its `file` for SQLite); other errors pass as they are. The rest of
+    Sift knows no SQLAlchemy."""
     try:
         yield
     except DBAPIError as exc:
-        if disk_full(exc):
-            raise DiskFull(f"The disk under the database at {where} is full: nothing can be "
-                           f"saved until room is made ({_first_line(exc)}).") from exc
+        if disk_full(exc, file):
+            raise no_room(where, exc) from exc
         if server_away(exc):
             raise DatabaseUnavailable(f"The database at {where} is unreachable: "
                                       f"{_first_line(exc)}") from exc
         raise
 
 
-def disk_full(exc: DBAPIError) -> bool:
+def no_room(where: str, exc: DBAPIError) -> DiskFull:
+    return DiskFull(f"The disk under the database at {where} is full: nothing can be saved "
+                    f"until room is made ({_first_line(exc)}).")
+
+
+def disk_full(exc: DBAPIError, file: Path | None = None) -> bool:
+    """SQLite or PostgreSQL said the disk is full; or SQLite's I/O failed on a disk without
+    room (it cannot tell: the shared-memory file it maps is grown by writing to it)."""
     orig = exc.orig
-    return (getattr(orig, "sqlite_errorcode", None) == SQLITE_FULL
-            or getattr(orig, "sqlstate", None) == PG_DISK_FULL)
+    code = getattr(orig, "sqlite_errorcode", None)
+    if code == SQLITE_FULL or getattr(orig, "sqlstate", None) == PG_DISK_FULL:
+        return True
+    return (code is not None and code & 0xFF == SQLITE_IOERR and file is not None
+            and _free_bytes(file.parent) < NO_ROOM_BYTES)
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return NO_ROOM_BYTES  # cannot tell: not called full
+    return stats.f_bavail * stats.f_frsize
 
 
 def server_away(exc: DBAPIError) -> bool:
