@@ -23,6 +23,7 @@ from bot.chat.policy import (
     validate,
 )
 from bot.chat.service import ChatLimits, ChatService, ChatStores
+from bot.disk import disk_room
 from bot.hooks import PushEndpoint
 from bot.permissions.directory import GroupDirectory
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
@@ -219,7 +220,11 @@ class App:
 
     def health_checks(self) -> dict[str, HealthCheck]:
         """Checks beyond the index that /healthz reports."""
-        return {"database": self._database_health}
+        places = {"the data directory": self.data_dir}
+        if self.database.file is not None:
+            places["the database"] = self.database.file.parent
+        room = disk_room(places, int(self.settings.storage.min_free_mb * 2**20))
+        return {"database": self._database_health, "disk": room}
 
     def index(self, collection: str = "") -> WeaviateIndex:
         """A new index client bound to the configured (or the named) collection; call `connect`."""

@@ -26,6 +26,18 @@ def disk_full(exc: BaseException) -> bool:
                for e in causes(exc))
 
 
+def operator_sentence(exc: BaseException) -> str | None:
+    """For the console and the CLI: the full disk or the unreachable database, named (the
+    storage errors' messages say which database); None for any other failure."""
+    for e in causes(exc):
+        if isinstance(e, DiskFull | DatabaseUnavailable):
+            return str(e)
+        if isinstance(e, OSError) and e.errno in NO_ROOM:
+            where = f" {e.filename}" if e.filename else " a file"
+            return f"The disk is full: Sift could not write{where}; free some space and try again."
+    return None
+
+
 def failure_sentence(exc: BaseException) -> str:
     """What the person who asked or voted is told (the log has the cause)."""
     if disk_full(exc):

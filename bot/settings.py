@@ -163,6 +163,9 @@ class StorageSettings(_Section):
     # A chat's records and votes wait this long, retrying, for a database that went away (a
     # PostgreSQL restart or failover takes seconds) before the person is told.
     outage_wait_s: float = Field(30.0, ge=0, le=600)
+    # /healthz and /readyz say "disk full" (503) below this much free space for the database
+    # or the data directory: at zero, nothing can be saved and every question fails.
+    min_free_mb: float = Field(64.0, ge=0)
 
 
 class ChatSettings(_Section):

@@ -21,6 +21,7 @@ from bot.admin.console import (
     session_of,
     templates,
 )
+from bot.admin.failures import failures
 from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
 from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
 from bot.admin.overview import overview_page
@@ -45,7 +46,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     admin.password = admin.viewer_password = None
     if not credentials.enabled and not admin.oidc.enabled:
         return None
-    sub = web.Application(middlewares=[guard])
+    sub = web.Application(middlewares=[failures, guard])
     shared = ExpiringStore(db)  # what every replica must see: sessions, sign-ins under way
     provider = oidc.Provider(admin.oidc, shared) if admin.oidc.enabled else None
     sub[KEY] = Console(db, settings, embedder, sync, credentials,

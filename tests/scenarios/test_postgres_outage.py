@@ -33,9 +33,9 @@ from tests.fakes.slack_payloads import (
     reaction,
 )
 from tests.fakes.slack_server import FakeSlack
-from tests.pg import Cluster, own_postgres  # noqa: F401
+from tests.pg import Cluster
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
-from tests.scenarios.stack import corpus, settings_for  # noqa: F401
+from tests.scenarios.stack import settings_for
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 
@@ -45,9 +45,9 @@ Serve = Callable[[float], Awaitable[SlackSift]]
 
 
 @pytest.fixture
-async def served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,  # noqa: F811
+async def served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
                  embedder: LocalEmbedder, fake_anthropic: FakeAnthropic, fake_slack: FakeSlack,
-                 own_postgres: tuple[Cluster, str]) -> AsyncIterator[Serve]:  # noqa: F811
+                 own_postgres: tuple[Cluster, str]) -> AsyncIterator[Serve]:
     running: list[SlackSift] = []
 
     async def serve(wait_s: float) -> SlackSift:
@@ -75,7 +75,7 @@ def said(slack: FakeSlack) -> str:
 
 
 async def test_a_15_second_outage_loses_no_answer_record_or_vote(
-        served: Serve, own_postgres: tuple[Cluster, str]) -> None:  # noqa: F811
+        served: Serve, own_postgres: tuple[Cluster, str]) -> None:
     cluster, _ = own_postgres
     s = await served(30.0)
     for n in (0, 1):  # two answers to vote on
@@ -114,7 +114,7 @@ async def test_a_15_second_outage_loses_no_answer_record_or_vote(
 
 
 async def test_past_the_bound_the_voter_is_told_and_the_log_names_the_reference(
-        served: Serve, own_postgres: tuple[Cluster, str],  # noqa: F811
+        served: Serve, own_postgres: tuple[Cluster, str],
         caplog: pytest.LogCaptureFixture) -> None:
     cluster, _ = own_postgres
     s = await served(1.0)
