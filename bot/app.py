@@ -312,7 +312,9 @@ class App:
     def connector(self, source: SourceSettings) -> Connector:
         """The connector for one configured source; ConfigError names what is missing."""
         spec = registry.SPECS[source.kind]  # settings validation already refused other kinds
-        return spec.build(source.connector_config(), source.options)
+        config = replace(source.connector_config(),
+                         max_file_bytes=self.sync_config.max_file_bytes)
+        return spec.build(config, source.options)
 
     @cached_property
     def sync_config(self) -> JobConfig:
