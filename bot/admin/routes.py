@@ -23,7 +23,14 @@ from bot.admin.console import (
 )
 from bot.admin.failures import failures
 from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
-from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
+from bot.admin.ops import (
+    channels_page,
+    eval_chart,
+    evaluation_page,
+    source_documents_page,
+    sources_page,
+    sync_now,
+)
 from bot.admin.overview import overview_page
 from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
@@ -68,6 +75,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_get("/gaps", gaps_page)
     sub.router.add_get("/documents", documents_page)
     sub.router.add_get("/sources", sources_page)
+    sub.router.add_get("/sources/{name}/documents", source_documents_page)
     sub.router.add_post("/sources/{name}/sync", sync_now)
     sub.router.add_get("/evaluation", evaluation_page)
     sub.router.add_get("/evaluation/{name}/chart.png", eval_chart)
