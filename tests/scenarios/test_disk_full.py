@@ -102,6 +102,10 @@ async def test_the_person_asking_in_slack_is_told_the_disk_is_full(
     assert re.fullmatch(re.escape(messages.DISK_FULL) + r" \(reference: \w+\)",
                         posted.args["text"]), posted.args["text"]
     assert posted.args["thread_ts"] == "1700000000.000100"
+    small_disk.free()  # room again: the next question is answered, no restart needed
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts="1700000100.000100")
+    again = await s.answer_in(CHANNEL, 2)
+    assert "<https://wiki.example/staging-creds|[1]>" in str(again.args["blocks"])
 
 
 async def test_the_console_sign_in_says_the_disk_is_full(served: Serve,
