@@ -26,7 +26,9 @@ from bot.chat.service import ChatLimits, ChatService, ChatStores
 from bot.disk import disk_room
 from bot.hooks import PushEndpoint
 from bot.permissions.directory import GroupDirectory
+from bot.proxy import TrustedProxies
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
+from bot.settings_check import parse_networks
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -217,6 +219,11 @@ class App:
             )
         return LocalEmbedder(batch_size=e.batch_size, max_seq_length=e.max_seq_length,
                              backend=e.backend, threads=e.threads)
+
+    @cached_property
+    def trusted_proxies(self) -> TrustedProxies:
+        """Whose X-Forwarded-* headers name the real client (SIFT_TRUSTED_PROXIES)."""
+        return TrustedProxies(parse_networks(self.settings.trusted_proxies))
 
     def health_checks(self) -> dict[str, HealthCheck]:
         """Checks beyond the index that /healthz reports."""

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.proxy import client_of
 from rag.logcontext import new_correlation_id
 from rag.messages import with_reference
-from sync.push import PushReceiver, PushRejected, PushRequest
+from sync.push import MalformedBody, PushReceiver, PushRejected, PushReply, PushRequest
 from sync.push_queue import PushSyncs
 
 log = logging.getLogger(__name__)
+Claim = Callable[[str, float], bool]  # True for the first claim of a key within its time
 ROUTE = "/sync/hooks/{source}"
 # A handshake echoes the caller's text: a browser must never read it as anything but text.
 NOSNIFF = {"X-Content-Type-Options": "nosniff"}
@@ -31,9 +35,11 @@ class PushRoutes:
     """Thin: parse the call, ask the source's receiver, queue what it names, answer it.
     The receiver's verdict is the only gate; a refused call changes nothing at all."""
 
-    def __init__(self, endpoints: Mapping[str, PushEndpoint], syncs: PushSyncs) -> None:
+    def __init__(self, endpoints: Mapping[str, PushEndpoint], syncs: PushSyncs,
+                 claim: Claim | None = None) -> None:
         self.endpoints = endpoints
         self.syncs = syncs
+        self._claim = claim  # every replica's shared dedupe: a replay refused on any of them
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post(ROUTE, self.handle)
@@ -52,14 +58,23 @@ class PushRoutes:
         reference = new_correlation_id()
         try:
             reply = endpoint.receiver.receive(push)
-        except PushRejected as exc:  # the reason (never the secret) for the operator only
+        except MalformedBody as exc:
             log.warning("push to %s refused [%s] from %s: %s", name, reference,
                         request.remote, exc)
+            return _text(400, with_reference("The body is not JSON.", reference))
+        except PushRejected as exc:  # the reason (never the secret) for the operator only
+            log.warning("push to %s refused [%s] from %s: %s", name, reference,
+                        client_of(request).address, exc)
             return _text(401, with_reference("This notification could not be verified.",
                                              reference))
         except Exception:
             log.exception("push to %s failed [%s]", name, reference)
             return _text(500, with_reference("This notification could not be handled.",
+                                             reference))
+        if reply.replay_key and not await self._first(name, reply):
+            log.warning("push to %s refused [%s] from %s: a replay of a notification already "
+                        "received", name, reference, request.remote)
+            return _text(409, with_reference("This notification was already received.",
                                              reference))
         if reply.status < 300 and (reply.doc_ids or reply.resync):
             self.syncs.submit(name, reply.doc_ids, reply.resync)
@@ -67,6 +82,13 @@ class PushRoutes:
                      " and an incremental sync" if reply.resync else "")
         return web.Response(status=reply.status, text=reply.body,
                             content_type=reply.content_type, headers=NOSNIFF)
+
+
+    async def _first(self, name: str, reply: PushReply) -> bool:
+        if self._claim is None:
+            return True
+        digest = hashlib.sha256(reply.replay_key.encode("utf-8", "surrogateescape")).hexdigest()
+        return await asyncio.to_thread(self._claim, f"push|{name}|{digest}", reply.replay_ttl_s)
 
 
 def _text(status: int, message: str) -> web.Response:

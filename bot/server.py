@@ -146,7 +146,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if supervisor is not None:
             checks["weaviate_process"] = supervisor.health
         readiness = Readiness()
-        web_app = build_web_app(checks, readiness=readiness)
+        web_app = build_web_app(checks, readiness=readiness, proxies=app.trusted_proxies)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                 priors=app.document_priors, syncs=app.sync_state)
         service = app.chat_service(pipeline)
@@ -155,7 +155,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
         # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
-        if app.settings.teams.enabled:
+        if app.settings.teams_enabled:
             teams = app.teams(flow)
             teams.mount(web_app)
             stack.push_async_callback(teams.close)  # after the site stops: drain answers
@@ -175,7 +175,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         syncs = app.sync_scheduler(app.sync_runner(index), first_pass=not worker)
         # --- Push: POST /sync/hooks/<source> (each platform's signature checked) ------------
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
-        PushRoutes(app.push_endpoints(), pushes).mount(web_app)
+        PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim).mount(web_app)
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin

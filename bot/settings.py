@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -20,7 +22,12 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from bot import settings_check
 from bot.weaviate.install import PINNED_VERSION
@@ -55,7 +62,7 @@ class WeaviateSettings(_Section):
     insert_timeout_s: float = Field(120.0, gt=0)
     # A Weaviate cluster: copies of each chunk, and how many copies must answer a read or
     # acknowledge a write. One node: 1 and QUORUM (of one). Three nodes: 3, QUORUM, QUORUM
-    # (README, "Several replicas"). The factor is fixed when the collection is created.
+    # (docs/deployment.md, "Several replicas"). The factor is fixed when the collection is created.
     replication_factor: int = Field(1, ge=1, le=15)
     read_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
     write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
@@ -71,7 +78,7 @@ RETIRED_BACKENDS = {
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
-    # How the local model runs (README, Configuration): int8 by default, 1.4x quicker to index
+    # How the local model runs (docs/configuration.md): int8 by default, 1.4x quicker to index
     # than the float graph in bfloat16, for nDCG@10 within a point.
     backend: Literal["openvino", "onnx", "openvino-int8"] = "openvino-int8"
     local_model: str = "all-MiniLM-L6-v2"
@@ -83,7 +90,7 @@ class EmbeddingSettings(_Section):
     max_seq_length: int = Field(256, ge=16, le=8192)
     # Threads the local model uses per process; 0: one per core, except in `sift serve`, where
     # 0 means 1 (a question's embedding is one short text, and threads of several processes
-    # waiting on each other for a busy core slowed answers: see README, "Configuration").
+    # waiting on each other for a busy core slowed answers: see docs/configuration.md).
     threads: int = Field(0, ge=0, le=256)
 
     @field_validator("backend", mode="before")
@@ -191,6 +198,9 @@ class SlackSettings(_Section):
     slash_command: bool = True  # /sift
     app_home: bool = True  # the Home tab
     assistant: bool = False  # the AI-app split view; needs the assistant:write scope
+    # Answers in Slack's `markdown` block, made for AI apps (headings, lists, quotes and code
+    # as Slack renders Markdown); answers with tables keep mrkdwn. Unset: with `assistant`.
+    markdown_block: bool | None = None
     private_channels: bool = False  # message.groups + groups:history
     directory: bool = False  # users:read.email + usergroups:read (permissions)
     # The assistant panel's suggested prompts (at most four are shown).
@@ -202,7 +212,10 @@ class SlackSettings(_Section):
 class TeamsSettings(_Section):
     """The Teams adapter; its credentials are the flat SIFT_TEAMS_APP_ID/PASSWORD/TENANT_ID."""
 
-    enabled: bool = True  # mount POST /api/messages in `sift serve`
+    # Mount POST /api/messages in `sift serve`. Unset: on when SIFT_TEAMS_APP_ID is, so a
+    # fresh server takes no unauthenticated Teams traffic; true without an app id is
+    # anonymous local testing (loopback only).
+    enabled: bool | None = None
     streaming: bool = True  # personal chats: Teams' streaming protocol, the answer as written
     stream_interval_s: float = Field(1.0, ge=0)  # at most one streaming update per this
     citation_entities: bool = True  # False: a numbered source list instead of citation pop-ups
@@ -285,7 +298,7 @@ class SyncSettings(_Section):
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     # Chunks per embedding call. The embedder sorts each call's texts by length before batching
     # them, so a wide call pads less: 1,024 pads 6.8% of the AWS chunks' tokens, 256 8.2%, 64
-    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (README). A stop and
+    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (bench/README.md). A stop and
     # the progress come between calls: about ten seconds apart on a 2-core machine.
     embed_batch: int = Field(1024, ge=1, le=4096)
     max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
@@ -295,13 +308,13 @@ class SyncSettings(_Section):
 
 
 class OutputSettings(_Section):
-    """What an answer may link to; every other link is shown as inert text (README, Security)."""
+    """What an answer may link to; every other link is shown as inert text (docs/security.md)."""
 
     allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
 
 
 class ChannelSettings(_Section):
-    """One [[channels]] table: how Sift behaves in one conversation (see README "Channels")."""
+    """One [[channels]] table: how Sift behaves in one conversation (see docs/channels.md)."""
 
     platform: Literal["slack", "teams"]
     channel: str = Field(min_length=1)
@@ -375,7 +388,9 @@ class AdminSettings(_Section):
 
     password: SecretStr | None = None  # role "admin"
     viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
-    secure_cookie: bool = False  # True behind TLS: the session cookie is sent over HTTPS only
+    # Cookies are Secure whenever the request came over HTTPS (directly, or through a proxy
+    # in SIFT_TRUSTED_PROXIES); True marks them Secure always, whatever the request says.
+    secure_cookie: bool = False
     session_minutes: float = Field(480.0, gt=0)  # idle time before signing in again
     login_attempts: int = Field(5, ge=1)  # failed sign-ins per address per window
     login_window_s: float = Field(300.0, gt=0)
@@ -437,6 +452,13 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(3978, ge=0, le=65535)
+    # Behind a reverse proxy (docs/operating.md): the proxies' addresses or CIDR ranges, whose
+    # X-Forwarded-For/-Proto/-Host say who the client is; from anyone else they are ignored.
+    # In the environment: comma-separated (SIFT_TRUSTED_PROXIES=10.0.0.0/8,192.168.1.5).
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # The address browsers reach Sift at (https://sift.example.com): the OIDC redirect and
+    # the links Sift prints; "" derives it from each request.
+    public_url: str = ""
     # Processes serving SIFT_PORT: one uses one core for Sift's own work (see bot/workers.py).
     workers: int = Field(1, ge=1, le=64)
 
@@ -456,6 +478,31 @@ class Settings(BaseSettings):
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
     output: OutputSettings = Field(default_factory=OutputSettings)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part for part in re.split(r"[,\s]+", value) if part]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        settings_check.parse_networks(value)  # ValueError names the entry at fault
+        return [entry.strip() for entry in value]
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/") \
+                or parts.query:
+            raise ValueError("it must be the site's address alone, such as "
+                             "https://sift.example.com")
+        return value.rstrip("/")
 
     @field_validator("sources")
     @classmethod
@@ -501,6 +548,11 @@ class Settings(BaseSettings):
     @property
     def resolved_sources(self) -> list[SourceSettings]:
         return self.sources or [sample_source()]
+
+    @property
+    def teams_enabled(self) -> bool:
+        on = self.teams.enabled
+        return bool(self.teams_app_id) if on is None else on
 
     @property
     def llm_configured(self) -> bool:
@@ -570,7 +622,7 @@ def _unknown_key(loc: tuple[Any, ...], key: str, data: dict[str, Any],
         return f"Unknown setting {env} in the environment{settings_check.nearest(env, names)}"
     where = f" in {toml_path}" if toml_path and _in_toml(data, loc) else ""
     hint = settings_check.nearest(str(loc[-1]), valid).replace("mean ", "mean '", 1)
-    hint = hint[:-1] + "'?" if hint else "; check its spelling against the README."
+    hint = hint[:-1] + "'?" if hint else "; check its spelling against docs/configuration.md."
     return f"Unknown setting '{key}'{where}{hint}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -113,3 +114,18 @@ def database_url_problem(url: str) -> str | None:
                 return (f"The folder {folder} for SIFT_DATABASE_URL's SQLite file does not "
                         "exist; create it or correct the URL.")
     return None
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(entries: Iterable[str]) -> tuple[Network, ...]:
+    """Addresses and CIDR ranges; ValueError naming the first entry that is neither."""
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"{entry.strip()!r} is not an IP address or a CIDR range "
+                             "such as 10.0.0.0/8") from None
+    return tuple(networks)

@@ -24,8 +24,11 @@ def _slack(settings: Settings, base: str) -> str:
 
 
 def _teams(settings: Settings, base: str) -> str:
-    if not settings.teams.enabled:
+    if settings.teams.enabled is False:
         return "Teams: off (SIFT_TEAMS__ENABLED is false)"
+    if not settings.teams_enabled:
+        return ("Teams: off (SIFT_TEAMS_APP_ID is not set; to try Teams locally without an "
+                "app, set SIFT_TEAMS__ENABLED=true and listen on 127.0.0.1)")
     if settings.teams_app_id:
         return f"Teams: on at {base}/api/messages (app {settings.teams_app_id})"
     return (f"Teams: on at {base}/api/messages for local testing only (anonymous: "
@@ -73,7 +76,7 @@ def _push(source: SourceSettings, base: str) -> str:
 def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None], *,
                   admin: bool = False) -> list[str]:
     """The lines, in order: Slack, Teams, the admin console, web chat, then each source."""
-    base = f"http://{settings.host}:{settings.port}"
+    base = settings.public_url or f"http://{settings.host}:{settings.port}"
     lines = [_slack(settings, base), _teams(settings, base),
              _admin(admin, base), _web_chat(settings, base, admin)]
     lines += [_source(settings, s.name, last_syncs.get(s.name)) + _push(s, base)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.proxy import TrustedProxies
+
 log = logging.getLogger(__name__)
 
 
@@ -74,10 +76,13 @@ def _ready_handler(readiness: Readiness, health: Callable[[web.Request], Awaitab
 
 
 def build_web_app(checks: Mapping[str, HealthCheck], *, timeout_s: float = 5.0,
-                  readiness: Readiness | None = None) -> web.Application:
+                  readiness: Readiness | None = None,
+                  proxies: TrustedProxies | None = None) -> web.Application:
     """/healthz: each dependency's health; /readyz: 503 naming what still loads, then the
-    same as /healthz (a load balancer sends questions only once it says 200)."""
-    app = web.Application(client_max_size=4 * 1024 * 1024)
+    same as /healthz (a load balancer sends questions only once it says 200). `proxies`:
+    whose X-Forwarded-* headers every route sees as the real client (bot/proxy.py)."""
+    middlewares = [proxies.middleware] if proxies is not None else []
+    app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=middlewares)
     health = _health_handler(checks, timeout_s)
     app.router.add_get("/healthz", health)
     app.router.add_get("/readyz", _ready_handler(readiness or Readiness(), health))

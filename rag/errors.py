@@ -30,14 +30,6 @@ class RetrievalError(SiftError):
         self.unreachable = unreachable
 
 
-class GradingError(SiftError):
-    user_message = "I couldn't check the sources for this question."
-
-
-class GenerationError(SiftError):
-    user_message = "I couldn't write an answer right now: the language model is unavailable."
-
-
 class LLMError(SiftError):
     """A Messages call failed. `retryable` says whether waiting could have helped."""
 

@@ -54,7 +54,6 @@ SHARE_BLOCKED = (
     "This answer can't be shared here: a source it cites is not visible to everyone in the "
     "channel.")
 SHARE_LABEL = "Share to channel"
-SHARED_BY = "Shared by <@{user}> from a private answer."
 HELP_LABEL = "Still need help?"
 SHARE_UNAVAILABLE = "I can't share that answer any more; please ask again."
 ASSISTANT_TITLE = "Ask Sift"

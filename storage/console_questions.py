@@ -10,7 +10,7 @@ from sqlalchemy import Select, and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from storage.db import Database
-from storage.models import Feedback, Interaction, InteractionSource
+from storage.models import DocumentStats, Feedback, Interaction, InteractionSource
 
 VOTES = ("up", "down", "none")
 
@@ -25,6 +25,9 @@ class QuestionFilter:
     doc_id: str = ""  # questions that retrieved this document
     since: datetime | None = None
     until: datetime | None = None
+    # False for a viewer: the text search reads no answer written from a restricted document,
+    # or a guessed string would tell whether such an answer holds it.
+    restricted_answers: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,22 @@ def _voted(vote: int) -> Any:
     return exists().where(Feedback.interaction_id == Interaction.id, Feedback.vote == vote)
 
 
+def written_from_restricted() -> Any:
+    """The interaction's answer read (selected or cited) a document the public may not."""
+    return exists().where(InteractionSource.interaction_id == Interaction.id,
+                          or_(InteractionSource.selected, InteractionSource.cited),
+                          DocumentStats.doc_id == InteractionSource.doc_id,
+                          DocumentStats.restricted)
+
+
 def _filtered(query: Select[Any], f: QuestionFilter) -> Select[Any]:
     conditions: list[Any] = []
     if f.text:
+        in_answer: Any = Interaction.answer.ilike(_like(f.text), escape="\\")
+        if not f.restricted_answers:
+            in_answer = and_(in_answer, ~written_from_restricted())
         conditions.append(or_(Interaction.question.ilike(_like(f.text), escape="\\"),
-                              Interaction.answer.ilike(_like(f.text), escape="\\")))
+                              in_answer))
     for column, value in ((Interaction.status, f.status), (Interaction.platform, f.platform),
                           (Interaction.channel, f.channel)):
         if value:

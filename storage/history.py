@@ -58,3 +58,8 @@ class HistoryRepository:
         with self._db.read() as session:
             rows = [(role, text) for role, text in session.execute(query)]
         return rows[::-1]
+
+    def forget(self, conversation_key: str) -> None:
+        """Delete a conversation's turns (its person signed out: the conversation ended)."""
+        with self._db.write() as session:
+            session.execute(delete(_table).where(_table.c.conversation_key == conversation_key))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, bindparam, insert, select, update
+from sqlalchemy import CursorResult, bindparam, insert, or_, select, update
 
 from storage.columns import text_hash, utc_now
 from storage.db import Database
@@ -78,6 +78,9 @@ class Recalled:
     text: str
     status: str
     citations: tuple[RecalledCitation, ...]
+    # What the answer was written from besides its citations (selected, not cited): a share
+    # must check these too, since the model read them.
+    uncited: tuple[RecalledCitation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,14 +182,19 @@ class InteractionRepository:
             row = session.get(Interaction, interaction_id)
             if row is None or not self._store_text:
                 return None
-            cited = session.scalars(select(InteractionSource).where(
+            used = list(session.scalars(select(InteractionSource).where(
                 InteractionSource.interaction_id == interaction_id,
-                InteractionSource.citation.is_not(None)).order_by(InteractionSource.citation))
+                or_(InteractionSource.selected, InteractionSource.citation.is_not(None)))
+                .order_by(InteractionSource.rank)))
             citations = tuple(RecalledCitation(c.citation or 0, c.doc_id, c.title, c.url,
                                                c.chunk_id, tuple(c.access or ()))
-                              for c in cited)
+                              for c in sorted((c for c in used if c.citation is not None),
+                                              key=lambda c: c.citation or 0))
+            read = tuple(RecalledCitation(0, c.doc_id, c.title, c.url, c.chunk_id,
+                                          tuple(c.access or ()))
+                         for c in used if c.citation is None)
             return Recalled(row.platform, row.channel, row.user_id, row.question, row.answer,
-                            row.status, citations)
+                            row.status, citations, read)
 
     def asked_by(self, platform: str, user: str, limit: int = 5) -> list[AskedBefore]:
         """The person's latest questions, newest first (text storage off: none)."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from rag.safe_compare import as_bytes
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,27 @@ class PushReply:
     content_type: str = "text/plain"
     doc_ids: tuple[str, ...] = ()
     resync: bool = False
+    # A signature that covers a timestamp: the same one twice within `replay_ttl_s` is a
+    # replay (the platform signs each notification anew), refused before anything syncs.
+    replay_key: str = ""
+    replay_ttl_s: float = 0.0
+
+    def once(self, signature: str, tolerance_s: float) -> PushReply:
+        """This reply, good once: a signed time may be `tolerance_s` away either way."""
+        return replace(self, replay_key=signature.strip(), replay_ttl_s=2 * tolerance_s)
+
+
+class MalformedBody(Exception):
+    """A verified call whose body is not what the platform sends (not JSON): the route
+    answers 400 with one sentence, the same for every receiver."""
+
+
+def json_body(body: bytes) -> Any:
+    """The verified body as JSON; MalformedBody when it is not."""
+    try:
+        return json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise MalformedBody("the body is not JSON") from None
 
 
 class PushRejected(Exception):
@@ -78,14 +102,14 @@ def check_hex(expected: bytes, given: str, what: str) -> None:
     digest = given.strip().removeprefix("sha256=")
     if not digest:
         raise PushRejected(f"no {what} header")
-    if not hmac.compare_digest(expected.hex(), digest.lower()):
+    if not hmac.compare_digest(expected.hex().encode(), as_bytes(digest.lower())):
         raise PushRejected(f"the {what} does not match the body")
 
 
 def check_base64(expected: bytes, given: str, what: str) -> None:
     if not given.strip():
         raise PushRejected(f"no {what} header")
-    if not hmac.compare_digest(base64.b64encode(expected).decode(), given.strip()):
+    if not hmac.compare_digest(base64.b64encode(expected), as_bytes(given.strip())):
         raise PushRejected(f"the {what} does not match the body")
 
 

@@ -139,6 +139,12 @@ class SyncScheduler:
         no longer configured left in the index goes, or answers would keep citing it."""
         try:
             removed = await self.runner.prune_unconfigured()
+        except asyncio.CancelledError:
+            # `stop` came first (a server stopped right after starting); the next start
+            # prunes. Raised on, the scheduler would log a traceback as an error.
+            log.info("removing the sources no longer configured: stopped; the next start "
+                     "does it")
+            return
         except Exception:
             log.exception("removing the sources no longer configured failed")
             return

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from pydantic import SecretStr
 
@@ -53,6 +54,9 @@ class Session:
     role: str
     csrf: str
     email: str = ""  # who, when the sign-in named them (OIDC); "" for a shared password
+    # Names this sign-in, not the browser: the web chat keeps one conversation per sign-in,
+    # so the next person on the same browser (or the same one after signing out) starts anew.
+    conversation: str = ""
 
 
 class Sessions:
@@ -69,7 +73,7 @@ class Sessions:
         token = secrets.token_urlsafe(32)
         await asyncio.to_thread(self.store.put, _key(token), {"role": role, "email": email},
                                 self.idle_s)
-        return token, Session(role, _csrf(token), email)
+        return token, Session(role, _csrf(token), email, _conversation(token))
 
     async def get(self, token: str | None) -> Session | None:
         """The live session for a cookie value, its idle timer renewed; None if unknown or
@@ -79,7 +83,8 @@ class Sessions:
         found = await asyncio.to_thread(self.store.get, _key(token), renew_s=self.idle_s)
         if found is None:
             return None
-        return Session(str(found["role"]), _csrf(token), str(found.get("email", "")))
+        return Session(str(found["role"]), _csrf(token), str(found.get("email", "")),
+                       _conversation(token))
 
     async def close(self, token: str | None) -> None:
         if token:
@@ -94,33 +99,78 @@ def _csrf(token: str) -> str:
     return hmac.new(token.encode(), b"console csrf", hashlib.sha256).hexdigest()
 
 
+def _conversation(token: str) -> str:
+    """Derived like the CSRF token, so the database's conversation keys open no session."""
+    return hmac.new(token.encode(), b"web chat conversation", hashlib.sha256).hexdigest()[:32]
+
+
+# A guesser spread over many addresses: past this many failures (times the per-address
+# limit) in the window, password sign-ins back off, each attempt waiting this long at most
+# after the newest failure. Short, so the right password from elsewhere waits, never locks.
+GLOBAL_FACTOR = 10
+MAX_BACKOFF_S = 10.0
+DEVICE_DAYS = 90
+
+
+@dataclass(frozen=True)
+class Wait:
+    """How long an attempt must wait (0: it may try now), and why, for the page and the log."""
+
+    seconds: float = 0.0
+    everyone: bool = False  # the backoff every address shares, not this address's own limit
+
+
 class LoginLimiter:
-    """At most `attempts` failed sign-ins per address per window, and ten times that overall
-    (a guesser spread over many addresses meets the second limit). Counted in the database:
-    several replicas do not multiply a guesser's attempts."""
+    """At most `attempts` failed sign-ins per client address per window: that address waits.
+    Past ten times that from all addresses, every password sign-in backs off (at most
+    MAX_BACKOFF_S after the newest failure), but never locks out: and a browser that signed
+    in before (a device cookie, OWASP's answer to lock-outs) is not held back by strangers'
+    failures at all. Counted in the database: replicas do not multiply a guesser's tries."""
 
     def __init__(self, store: ExpiringStore, attempts: int, window_s: float) -> None:
         self.store = store
         self.attempts = attempts
         self.window_s = window_s
 
-    async def wait_s(self, address: str) -> float:
-        """Seconds until this address may try again; 0 when it may now."""
-        return await asyncio.to_thread(self._wait_s, address)
+    async def wait(self, address: str, device: str | None = None) -> Wait:
+        """How long this client must wait; `device` is its device cookie, if any."""
+        return await asyncio.to_thread(self._wait, address, device)
 
-    def _wait_s(self, address: str) -> float:
+    def _wait(self, address: str, device: str | None) -> Wait:
         now = self.store.clock()
-        free_at = [expiries[len(expiries) - cap]
-                   for expiries, cap in ((self.store.expiries(_failures(address)), self.attempts),
-                                         (self.store.expiries(_failures("")), self.attempts * 10))
-                   if len(expiries) >= cap]
-        return max(0.0, (max(free_at) - now).total_seconds()) if free_at else 0.0
+        own = self.store.expiries(_failures(address))
+        if len(own) >= self.attempts:
+            return Wait((own[len(own) - self.attempts] - now).total_seconds())
+        if device and self.store.get(_device(device)) is not None:
+            return Wait()
+        everyone = self.store.expiries(_failures(""))
+        threshold = self.attempts * GLOBAL_FACTOR
+        if len(everyone) < threshold:
+            return Wait()
+        backoff = min(MAX_BACKOFF_S, 2.0 ** ((len(everyone) - threshold) // self.attempts))
+        newest = everyone[-1] - timedelta(seconds=self.window_s)
+        left = (newest - now).total_seconds() + backoff
+        return Wait(left, everyone=True) if left > 0 else Wait()
 
-    async def failed(self, address: str) -> None:
-        await asyncio.to_thread(self.store.count, _failures(address), self.window_s)
+    async def failed(self, address: str) -> int:
+        """Count a failure; returns how many every address has in the window."""
+        def count() -> int:
+            self.store.count(_failures(address), self.window_s)
+            return len(self.store.expiries(_failures("")))
+        return await asyncio.to_thread(count)
+
+    async def remember_device(self) -> str:
+        """A new device token for a browser that just signed in (its cookie's value)."""
+        token = secrets.token_urlsafe(32)
+        await asyncio.to_thread(self.store.put, _device(token), {}, DEVICE_DAYS * 86400)
+        return token
 
 
 def _failures(address: str) -> str:
     """The key prefix of an address's failed sign-ins ("" for every address's). "|" appears
     in no address, so one address's prefix never covers another's (IPv6 has colons)."""
     return f"login-failure|{address}|" if address else "login-failure|"
+
+
+def _device(token: str) -> str:
+    return "login-device:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -15,15 +15,28 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from aiohttp import web
 
-from bot.admin.auth import ADMIN, Credentials, LoginLimiter, Session, Sessions
+from bot.admin.auth import (
+    ADMIN,
+    DEVICE_DAYS,
+    Credentials,
+    LoginLimiter,
+    Session,
+    Sessions,
+    Wait,
+)
 from bot.admin.oidc import Provider
+from bot.proxy import client_of
 from bot.settings import AdminSettings, Settings
+from bot.webchat.app import Reader, conversation_key, visitor_of
 from rag.ports import Embedder
+from rag.safe_compare import same_secret
 from storage.db import Database
+from storage.history import HistoryRepository
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
 COOKIE, LOGIN_COOKIE = "sift_admin", "sift_admin_login"
+DEVICE_COOKIE = "sift_admin_device"  # a browser that signed in before (bot/admin/auth.py)
 PREFIX = "/admin"
 OPEN_PATHS = ("/admin/login", "/admin/static/", "/admin/oidc/")
 HEADERS = {
@@ -124,7 +137,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     request[SESSION] = session
     if request.method == "POST":
         form = await request.post()
-        if not hmac.compare_digest(str(form.get("csrf", "")), session.csrf):
+        if not same_secret(str(form.get("csrf", "")), session.csrf):
             log.warning("console: refused a %s to %s without a valid CSRF token",
                         request.method, request.path)
             return render(request, "message.html", 403, title="Refused", message=STALE_FORM)
@@ -142,18 +155,24 @@ def require_admin(request: web.Request) -> None:
         raise web.HTTPForbidden(text="Only an admin may do this; you are signed in as a viewer.")
 
 
-def _set_cookie(response: web.StreamResponse, console: Console, name: str, value: str,
+def secure_cookies(request: web.Request) -> bool:
+    """Cookies go over HTTPS only when the request came over HTTPS (or the setting says
+    always), so that a session opened through TLS is never sent in the clear."""
+    return request.app[KEY].admin.secure_cookie or client_of(request).secure
+
+
+def _set_cookie(request: web.Request, response: web.StreamResponse, name: str, value: str,
                 max_age: int | None, path: str = PREFIX) -> None:
     response.set_cookie(name, value, path=path, httponly=True, samesite="Strict",
-                        secure=console.admin.secure_cookie, max_age=max_age)
+                        secure=secure_cookies(request), max_age=max_age)
 
 
-async def open_session(console: Console, response: web.StreamResponse, role: str,
-                 email: str = "") -> None:
+async def open_session(request: web.Request, response: web.StreamResponse, role: str,
+                       email: str = "") -> None:
     """Sign in: the session cookie covers the whole site, since the web chat at / accepts
     the console's sign-in (SameSite=Strict: no other site's page can send it)."""
-    token, _ = await console.sessions.open(role, email)
-    _set_cookie(response, console, COOKIE, token, None, path="/")
+    token, _ = await request.app[KEY].sessions.open(role, email)
+    _set_cookie(request, response, COOKIE, token, None, path="/")
 
 
 async def session_of(console: Console, request: web.Request) -> Session | None:
@@ -173,36 +192,59 @@ def login_page(request: web.Request, error: str, status: int) -> web.Response:
                       next=safe_next(request.query.get("next")),
                       passwords=bool(console.credentials.hashes),
                       sso=console.provider is not None)
-    _set_cookie(response, console, LOGIN_COOKIE, token, 600)
+    _set_cookie(request, response, LOGIN_COOKIE, token, 600)
     return response
 
 
 async def login(request: web.Request) -> web.StreamResponse:
     console = request.app[KEY]
-    address = request.remote or "?"
-    wait = await console.limiter.wait_s(address)
-    if wait > 0:
-        minutes = max(1, round(wait / 60))
-        return login_page(request, f"Too many sign-in attempts: try again in {minutes} "
-                           f"minute{'s' if minutes > 1 else ''}.", 429)
+    address = client_of(request).address  # the person's, not their proxy's (bot/proxy.py)
+    wait = await console.limiter.wait(address, request.cookies.get(DEVICE_COOKIE))
+    if wait.seconds > 0:
+        log.warning("console: sign-in from %s refused for %.0fs: %s", address, wait.seconds,
+                    "password sign-ins are backing off after many failures from many "
+                    "addresses" if wait.everyone else "too many failures from this address")
+        return login_page(request, _wait_sentence(wait), 429)
     form = await request.post()
     expected = request.cookies.get(LOGIN_COOKIE, "")
-    if not expected or not hmac.compare_digest(str(form.get("csrf", "")), expected):
+    if not expected or not same_secret(str(form.get("csrf", "")), expected):
         return login_page(request, STALE_FORM, 403)
     role = console.credentials.role_for(str(form.get("password", "")))
     if role is None:
-        await console.limiter.failed(address)
-        log.info("console: failed sign-in from %s", address)
+        everyone = await console.limiter.failed(address)
+        log.info("console: failed sign-in from %s (%d failures from all addresses in the "
+                 "window)", address, everyone)
         return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
-    await open_session(console, response, role)
+    await open_session(request, response, role)
+    # This browser has signed in: strangers' failures elsewhere will not hold it back.
+    _set_cookie(request, response, DEVICE_COOKIE, await console.limiter.remember_device(),
+                DEVICE_DAYS * 86400, path=PREFIX + "/login")
     response.del_cookie(LOGIN_COOKIE, path=PREFIX)
     raise response
 
 
+def _wait_sentence(wait: Wait) -> str:
+    if wait.everyone:
+        seconds = max(1, round(wait.seconds))
+        return (f"Many sign-ins have failed lately, so sign-ins are slowed down: try again in "
+                f"{seconds} second{'s' if seconds > 1 else ''}.")
+    minutes = max(1, round(wait.seconds / 60))
+    return (f"Too many sign-in attempts: try again in {minutes} "
+            f"minute{'s' if minutes > 1 else ''}.")
+
+
 async def logout(request: web.Request) -> web.StreamResponse:
-    await request.app[KEY].sessions.close(request.cookies.get(COOKIE))
+    """Sign out: the session ends, and with it the web chat's conversation of this sign-in."""
+    console = request.app[KEY]
+    session = await session_of(console, request)
+    visitor = visitor_of(request)
+    if session is not None and visitor:
+        await asyncio.to_thread(HistoryRepository(console.db).forget,
+                                conversation_key(visitor, Reader(session.email,
+                                                                 session.conversation)))
+    await console.sessions.close(request.cookies.get(COOKIE))
     response = web.HTTPSeeOther(f"{PREFIX}/login")
     response.del_cookie(COOKIE, path="/")
     raise response

@@ -19,6 +19,7 @@ import jwt
 from bot.admin.auth import ADMIN, VIEWER
 from bot.settings import OidcSettings
 from rag.errors import ConfigError
+from rag.safe_compare import same_secret
 from storage.expiring import ExpiringStore
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ class Provider:
     async def take(self, state: str, cookie_state: str) -> Pending:
         """The pending sign-in for this callback, used up: a state is good once, and only in
         the browser that started it (its cookie)."""
-        if not state or not secrets.compare_digest(state, cookie_state or ""):
+        if not state or not same_secret(state, cookie_state or ""):
             raise Refused(NOT_STARTED, "the callback's state does not match this browser's")
         found = await asyncio.to_thread(self.pending.take, _pending_key(state))
         if found is None:
@@ -246,7 +247,7 @@ class Provider:
                                 options={"require": ["exp", "iat", "iss", "aud", "sub"]})
         except jwt.PyJWTError as exc:
             raise Refused(UNVERIFIED, f"the ID token was refused: {exc}") from None
-        if not secrets.compare_digest(str(claims.get("nonce", "")), nonce):
+        if not same_secret(str(claims.get("nonce", "")), nonce):
             raise Refused(UNVERIFIED, "the ID token's nonce is not this sign-in's")
         audience = claims.get("aud")
         if isinstance(audience, list) and len(audience) > 1 and \

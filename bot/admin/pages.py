@@ -33,8 +33,15 @@ def _day(value: str, field: str, errors: dict[str, str]) -> datetime | None:
         return None
 
 
+# The database's integers are 64-bit: a longer number in a link is a bad link, not a 500.
+_MAX_DIGITS = 18
+
+
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    """A non-negative number written in ASCII digits; None for anything else."""
+    if not value or not value.isascii() or not value.isdigit() or len(value) > _MAX_DIGITS:
+        return None
+    return int(value)
 
 
 def question_filter(query: dict[str, str], errors: dict[str, str]) -> QuestionFilter:
@@ -60,6 +67,11 @@ async def questions_page(request: web.Request) -> web.StreamResponse:
     errors: dict[str, str] = {}
     query = dict(request.query)
     f = question_filter(query, errors)
+    if not sees_restricted(request):
+        f = replace(f, restricted_answers=False)
+        if f.doc_id and f.doc_id in await asyncio.to_thread(restricted_ids, console.db,
+                                                            [f.doc_id]):
+            f = replace(f, doc_id=RESTRICTED)  # matches no document: its questions stay hidden
     before = _int(query.get("before"))
     page = await asyncio.to_thread(list_questions, console.db, f, before=before, limit=PAGE)
     names = await asyncio.to_thread(channels, console.db)
@@ -79,7 +91,11 @@ async def question_page(request: web.Request) -> web.StreamResponse:
                       message="There is no question with that number.")
     hidden = set() if sees_restricted(request) else await asyncio.to_thread(
         restricted_ids, console.db, [s.doc_id for s in detail.sources])
-    return render(request, "question.html", d=detail, i=detail.interaction, hidden=hidden)
+    # An answer written from a restricted document is as restricted as its citations: its
+    # text (and the votes' comments on it) could repeat that document.
+    masked = any(s.doc_id in hidden for s in detail.sources if s.selected or s.cited)
+    return render(request, "question.html", d=detail, i=detail.interaction, hidden=hidden,
+                  masked=masked)
 
 
 async def documents_page(request: web.Request) -> web.StreamResponse:

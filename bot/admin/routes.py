@@ -113,6 +113,6 @@ def chat_gate(sub: web.Application) -> Gate:
 
     async def reader(request: web.Request) -> Reader | None:
         session = await session_of(console, request)
-        return None if session is None else Reader(session.email)
+        return None if session is None else Reader(session.email, session.conversation)
 
     return Gate(reader, f"{PREFIX}/login?next=/")

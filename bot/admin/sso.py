@@ -8,8 +8,17 @@ import secrets
 import aiohttp
 from aiohttp import web
 
-from bot.admin.console import KEY, PREFIX, login_page, open_session, render, safe_next
+from bot.admin.console import (
+    KEY,
+    PREFIX,
+    login_page,
+    open_session,
+    render,
+    safe_next,
+    secure_cookies,
+)
 from bot.admin.oidc import Provider, Refused
+from bot.proxy import base_url, client_of
 
 log = logging.getLogger(__name__)
 STATE_COOKIE = "sift_oidc"
@@ -29,7 +38,7 @@ async def start(request: web.Request) -> web.StreamResponse:
     """Send the browser to the provider, remembering state, nonce and PKCE verifier here."""
     console, provider = request.app[KEY], _provider(request)
     redirect_uri = (console.admin.oidc.redirect_url
-                    or str(request.url.with_path(CALLBACK).with_query(None)))
+                    or base_url(request, console.settings.public_url) + CALLBACK)
     try:
         state, url = await provider.start(redirect_uri, safe_next(request.query.get("next")))
     except Refused as refused:
@@ -39,13 +48,13 @@ async def start(request: web.Request) -> web.StreamResponse:
     response = web.HTTPSeeOther(url)
     # Lax, not Strict: the provider's redirect back is a navigation from another site.
     response.set_cookie(STATE_COOKIE, state, path=SSO, httponly=True, samesite="Lax",
-                        secure=console.admin.secure_cookie, max_age=600)
+                        secure=secure_cookies(request), max_age=600)
     raise response
 
 
 async def callback(request: web.Request) -> web.StreamResponse:
     """Check state, exchange the code, verify the ID token, then open a session."""
-    console, provider = request.app[KEY], _provider(request)
+    provider = _provider(request)
     try:
         pending = await provider.take(request.query.get("state", ""),
                                 request.cookies.get(STATE_COOKIE, ""))
@@ -58,12 +67,12 @@ async def callback(request: web.Request) -> web.StreamResponse:
     except (aiohttp.ClientError, TimeoutError) as exc:
         return _refused(request, UNREACHABLE, f"token exchange failed: {exc!r}", 502)
     log.info("console: %s signed in through single sign-on as %s from %s", person.role,
-             person.email or "?", request.remote or "?")
+             person.email or "?", client_of(request).address)
     # A page that moves on by itself rather than a redirect: the browser arrived from the
     # provider's site, and would leave the SameSite=Strict session cookie off a redirect
     # in that chain; the page's own navigation is same-site, so the cookie goes along.
     response = render(request, "continue.html", target=pending.next)
-    await open_session(console, response, person.role, person.email)
+    await open_session(request, response, person.role, person.email)
     response.del_cookie(STATE_COOKIE, path=SSO)
     return response
 

@@ -227,8 +227,8 @@ def _stay_silent(msg: ChatMessage, policy: ChannelPolicy, answer: Answer) -> boo
 
 def _sharing(delivery: Delivery, msg: ChatMessage, policy: ChannelPolicy,
              answer: Answer) -> Delivery:
-    """A private answer in a channel may be shared there when every cited source is visible
-    to everyone in it."""
+    """A private answer in a channel may be shared there when every source it was written
+    from is visible to everyone in it."""
     if not delivery.private or answer.status not in (
             AnswerStatus.ANSWERED, AnswerStatus.DEGRADED):
         return delivery
@@ -238,10 +238,15 @@ def _sharing(delivery: Delivery, msg: ChatMessage, policy: ChannelPolicy,
 
 
 def may_share(policy: ChannelPolicy, answer: Answer) -> bool:
-    """Every cited document is visible to everyone the channel's policy says is there."""
+    """Every document the answer was written from is visible to everyone the channel's policy
+    says is there: not only the cited ones, since the model read every selected excerpt and
+    may repeat one without citing it. A citation of a chunk the answer does not hold is
+    unknown, so nobody's."""
     channel_groups = (PUBLIC, *policy.audience)
-    access = {c.chunk.chunk_id: c.chunk.access for c in answer.candidates}
-    return all(visible_to(access.get(c.chunk_id, ()), channel_groups) for c in answer.citations)
+    used = [c.chunk.access for c in answer.candidates if c.selected or c.cited]
+    known = {c.chunk.chunk_id for c in answer.candidates}
+    return all(c.chunk_id in known for c in answer.citations) and \
+        all(visible_to(access, channel_groups) for access in used)
 
 
 async def _tell_failure(surface: Surface, cid: str,

@@ -74,6 +74,9 @@ class RecalledLike(Protocol):
     @property
     def citations(self) -> Sequence[CitedLike]: ...
 
+    @property
+    def uncited(self) -> Sequence[CitedLike]: ...  # selected, read by the model, not cited
+
 
 class AskedLike(Protocol):
     @property
@@ -234,12 +237,14 @@ class ChatService:
                              user=found.user)
         citations = tuple(Citation(c.n, c.doc_id, c.title, c.url, c.chunk_id)
                           for c in found.citations)
-        # The cited chunks with the access they had: a share is checked against it again.
-        cited = tuple(Candidate(c.n, Chunk(c.chunk_id, c.doc_id, "", c.title, "", c.url,
-                                           access=tuple(c.access)), 0.0, selected=True,
-                                cited=True) for c in found.citations)
+        # Every chunk the answer was written from, with the access it had: a share is checked
+        # against it again.
+        used = tuple(Candidate(c.n, Chunk(c.chunk_id, c.doc_id, "", c.title, "", c.url,
+                                          access=tuple(c.access)), 0.0, selected=True,
+                               cited=c in found.citations)
+                     for c in (*found.citations, *found.uncited))
         return Answer(found.text, AnswerStatus(found.status), Question(found.question, context),
-                      citations=citations, candidates=cited, interaction_id=interaction_id)
+                      citations=citations, candidates=used, interaction_id=interaction_id)
 
     async def asked_by(self, platform: Platform, user: str, limit: int = 5) -> list[str]:
         rows = await self._store("reading earlier questions", self._stores.links.asked_by,

@@ -19,7 +19,7 @@ Sift answers questions from your knowledge base in Slack, Teams and the terminal
 It retrieves broadly, has Claude grade every candidate, and answers only from what passed.
 
 Quick start:  sift weaviate install && sift sync && sift ask "how do I reset my MFA?"
-Everything runs on embedded defaults; see the README for SIFT_* settings and sift.toml.
+Everything runs on embedded defaults; see docs/configuration.md for SIFT_* settings and sift.toml.
 """
 
 Handler = Callable[[argparse.Namespace], int]

@@ -12,8 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "manifest", help="print the Slack app manifest (YAML) for the current settings",
         description="Each scope and event is asked for only when its feature is on: "
         "SIFT_SLACK__SLASH_COMMAND, __APP_HOME, __ASSISTANT, __PRIVATE_CHANNELS, __DIRECTORY.")
-    made.add_argument("--url", default="https://sift.example.com",
-                      help="the public HTTPS address of `sift serve` (HTTP mode)")
+    made.add_argument("--url", default="",
+                      help="the public HTTPS address of `sift serve` (HTTP mode); default: "
+                      "SIFT_PUBLIC_URL, else https://sift.example.com")
     made.add_argument("--socket-mode", action="store_true",
                       help="no request URLs: Sift connects out with SIFT_SLACK_APP_TOKEN")
     made.set_defaults(handler=_manifest)
@@ -23,8 +24,10 @@ def _manifest(args: argparse.Namespace) -> int:
     from bot.app import load_settings
     from bot.slack.manifest import Features, manifest, to_yaml
 
-    s = load_settings(args.config).slack
+    settings = load_settings(args.config)
+    s = settings.slack
+    url = args.url or settings.public_url or "https://sift.example.com"
     features = Features(s.slash_command, s.app_home, s.assistant, s.private_channels,
                         s.directory)
-    print(to_yaml(manifest(features, args.url, socket_mode=args.socket_mode)), end="")
+    print(to_yaml(manifest(features, url, socket_mode=args.socket_mode)), end="")
     return 0

@@ -98,8 +98,9 @@ class SlackAdapter:
     """The running Slack side of `sift serve`: HTTP route or Socket Mode, plus drain."""
 
     def __init__(self, bolt: AsyncApp, handlers: SlackHandlers, background: Background,
-                 app_token: str = "") -> None:
+                 app_token: str = "", signing_secret: str = "") -> None:
         self.bolt = bolt
+        self._signing_secret = signing_secret
         self.handlers = handlers
         self.background = background
         self._app_token = app_token
@@ -111,7 +112,7 @@ class SlackAdapter:
 
     def mount(self, web_app: web.Application) -> None:
         self._share_connections()
-        add_slack_routes(web_app, self.bolt)
+        add_slack_routes(web_app, self.bolt, self._signing_secret)
 
     def _share_connections(self) -> None:
         """One aiohttp session for every Web API call, bolt's per-request clients included
@@ -184,14 +185,16 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
     s = settings.slack
     client = web_client(token, settings.slack_api_url, retries=s.api_retries, interval=interval)
     options = SlackOptions(streaming=s.streaming,
-                           follow_ups_without_mention=s.follow_ups_without_mention,
                            ask_why_on_downvote=s.ask_why_on_downvote,
                            assistant_status=s.assistant_status,
                            history_turns=settings.chat.history_turns,
+                           markdown_block=s.assistant if s.markdown_block is None
+                           else s.markdown_block,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
     background = Background("Slack", limit=settings.chat.max_in_flight)
     handlers = SlackHandlers(flow, SlackOutbound(client), options, background,
                              sources=[src.name for src in settings.resolved_sources],
                              prompts=s.suggested_prompts)
-    return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token)
+    return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token,
+                        secret)

@@ -22,6 +22,7 @@ from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background
 from bot.settings import TeamsSettings
 from bot.teams.connector import RetryingClientFactory, RetryPolicy
+from bot.teams.gate import Refusal, check_activity, forwarded
 from bot.teams.handlers import TeamsHandlers
 from bot.teams.surface import TeamsOptions
 
@@ -65,12 +66,23 @@ class TeamsEndpoint:
         self.adapter.on_turn_error = self.handlers.on_error
 
     def handler(self) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        anonymous = bool(self.auth.ANONYMOUS_ALLOWED)
+
         @jwt_authorization_decorator
         async def messages(request: web.Request) -> web.StreamResponse:
+            # After the token check: a caller without a valid token learns nothing of the body.
+            refused = check_activity(await request.read(), anonymous=anonymous,
+                                     own_port=_own_port(request))
+            if refused is not None:
+                return _refuse(request, refused)
             response = await start_agent_process(request, self.agent, self.adapter)
             return response if response is not None else web.Response(status=202)
 
         async def checked(request: web.Request) -> web.StreamResponse:
+            if anonymous and forwarded({k.lower(): v for k, v in request.headers.items()}):
+                return _refuse(request, Refusal(403, "an unauthenticated request came through "
+                                                "a proxy (set SIFT_TEAMS_APP_ID to take "
+                                                "Teams traffic from other machines)"))
             if not well_formed_bearer(request.headers.get("Authorization")):
                 log.warning("Teams: refused a request whose token has no usable key id")
                 return web.json_response({"error": "Invalid token or authentication failed."},
@@ -91,6 +103,16 @@ class TeamsEndpoint:
 
     async def close(self, timeout_s: float = 30.0) -> None:
         await self.tasks.drain(timeout_s)
+
+
+def _own_port(request: web.Request) -> int | None:
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    return int(sockname[1]) if isinstance(sockname, tuple) and len(sockname) >= 2 else None
+
+
+def _refuse(request: web.Request, refusal: Refusal) -> web.Response:
+    log.warning("Teams: refused a request from %s: %s", request.remote, refusal.reason)
+    return web.json_response({"error": f"Refused: {refusal.reason}."}, status=refusal.status)
 
 
 def well_formed_bearer(header: str | None) -> bool:

@@ -26,7 +26,7 @@ def is_loopback(host: str) -> bool:
 def check_exposure(settings: Settings) -> None:
     """Run before anything starts: `sift serve` refuses an unauthenticated Teams endpoint
     reachable from other machines, and credentials it could not use."""
-    if not settings.teams.enabled:
+    if not settings.teams_enabled:
         return
     if settings.teams_app_id:  # every request then needs a valid JWT
         _secret_configuration(settings)
@@ -36,7 +36,7 @@ def check_exposure(settings: Settings) -> None:
     sentence = (
         f"SIFT_HOST is {settings.host!r}, which is reachable from other machines, but "
         "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set, so anyone could post to "
-        "/api/messages: set them (see the README's Teams section), listen on 127.0.0.1, or "
+        "/api/messages: set them (see docs/teams.md), listen on 127.0.0.1, or "
         "set SIFT_TEAMS__ENABLED=false."
     )
     raise ConfigError(sentence, user_message=sentence)

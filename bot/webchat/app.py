@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
+from bot.proxy import client_of
 from bot.webchat.surface import WebSurface
 from rag import messages
 from rag.types import Platform
@@ -38,9 +39,23 @@ SIGN_IN_FIRST = "Sign in first: open this site's start page and sign in, then as
 
 @dataclass(frozen=True)
 class Reader:
-    """A signed-in person; `email` when their sign-in named one (their documents follow it)."""
+    """A signed-in person; `email` when their sign-in named one (their documents follow it),
+    `sign_in` naming that sign-in (the conversation is theirs alone, and ends with it)."""
 
     email: str = ""
+    sign_in: str = ""
+
+
+def visitor_of(request: web.Request) -> str:
+    """The browser's chat id from its cookie; "" when it has none (or a malformed one)."""
+    user = request.cookies.get(USER_COOKIE, "")
+    return user if user.startswith("web-") and len(user) == 36 else ""
+
+
+def conversation_key(visitor: str, reader: Reader) -> str:
+    """One conversation per browser and sign-in: history never passes from one person to the
+    next on a shared browser, whose chat cookie outlives every sign-in."""
+    return f"web:{visitor}:{reader.sign_in}" if reader.sign_in else f"web:{visitor}"
 
 
 @dataclass(frozen=True)
@@ -67,9 +82,6 @@ class WebChat:
         app.router.add_post("/chat/vote", self.vote)
         app.router.add_static("/chat/static/", STATIC, append_version=True)
 
-    def _visitor(self, request: web.Request) -> str:
-        user = request.cookies.get(USER_COOKIE, "")
-        return user if user.startswith("web-") and len(user) == 36 else ""
 
     async def _reader(self, request: web.Request) -> Reader | None:
         """Who asks: Reader() when the chat is open to all (loopback), None when refused."""
@@ -78,7 +90,7 @@ class WebChat:
     async def page(self, request: web.Request) -> web.Response:
         if await self._reader(request) is None:
             raise web.HTTPSeeOther(self._gate.login_url if self._gate else "/")
-        user = self._visitor(request) or f"web-{secrets.token_hex(16)}"
+        user = visitor_of(request) or f"web-{secrets.token_hex(16)}"
         # Double submit: requests must echo the token this browser's cookie holds, which
         # another site can neither read nor set. No server-side secret, so any replica can
         # check a page that another replica served.
@@ -89,7 +101,7 @@ class WebChat:
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
         for name, value in ((USER_COOKIE, user), (CSRF_COOKIE, token)):
             response.set_cookie(name, value, httponly=True, samesite="Strict",
-                                max_age=30 * 24 * 3600)
+                                secure=client_of(request).secure, max_age=30 * 24 * 3600)
         return response
 
     async def _checked(self, request: web.Request) -> tuple[str, Reader, dict[str, Any]]:
@@ -99,7 +111,7 @@ class WebChat:
         if reader is None:
             log.info("web chat: refused a %s without a sign-in", request.path)
             raise web.HTTPUnauthorized(text=SIGN_IN_FIRST)
-        user = self._visitor(request)
+        user = visitor_of(request)
         try:
             data = await request.json()
         except (ValueError, UnicodeDecodeError):
@@ -126,7 +138,7 @@ class WebChat:
 
         message = ChatMessage(Platform.WEB, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
                               CHANNEL, "", user, text.strip()[: self._max_chars + 1],
-                              conversation=f"web:{user}", email=reader.email)
+                              conversation=conversation_key(user, reader), email=reader.email)
         await self._flow.on_message(message, WebSurface(send))
         await send("done", {})
         await response.write_eof()

@@ -49,23 +49,48 @@ class FolderConnector:
         self.default_access = default_access
         self.max_file_bytes = max_file_bytes
 
-    def _files(self) -> Iterator[tuple[Path, str]]:
+    def _walk(self) -> Iterator[tuple[Path, str, str]]:
+        """(path, relative path, why it is not read: "" when it is) for every candidate file,
+        and for every link or mount point that leads out of the folder. What lies outside
+        `root` is never read, however it is reached: a link in a shared folder must not put
+        the machine's own files (/etc/passwd) into the index."""
         if not self.root.is_dir():
             raise SyncError(f"folder source {self.root} is not a directory",
                             user_message=f"The folder {self.root} does not exist or is not a "
                             "directory; check the source's `path`.")
+        root = self.root.resolve()
+        device = root.stat().st_dev
         for folder, dirs, files in os.walk(self.root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            kept = []
+            for name in sorted(d for d in dirs if not d.startswith(".")):
+                path = Path(folder, name)
+                why = _outside(path, root, device)
+                if why:
+                    yield path, self._relative(path), why
+                elif not path.is_symlink():  # a link inside: its files are read where they are
+                    kept.append(name)
+            dirs[:] = kept
             for name in sorted(files):
                 path = Path(folder, name)
                 if not name.startswith(".") and path.suffix.lower() in KINDS:
-                    rel = unicodedata.normalize("NFC", path.relative_to(self.root).as_posix())
-                    yield path, rel
+                    yield path, self._relative(path), _outside(path, root, device)
+
+    def _relative(self, path: Path) -> str:
+        return unicodedata.normalize("NFC", path.relative_to(self.root).as_posix())
+
+    def _files(self) -> Iterator[tuple[Path, str]]:
+        return ((path, rel) for path, rel, why in self._walk() if not why)
 
     async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
-        """Files modified at or after `since` (all of them when `since` is None), in path order."""
+        """Files modified at or after `since` (all of them when `since` is None), in path order;
+        each link out of the folder is reported (not read) on every run."""
         cutoff = since.timestamp() if since is not None else None
-        for path, rel in self._files():
+        for path, rel, why in self._walk():
+            if why:
+                # No id: nothing is recorded under it, and the listing leaves it out, so a copy
+                # indexed before is pruned.
+                yield DocumentFailure("", f"{rel}: not read: {why}")
+                continue
             try:
                 mtime = path.stat().st_mtime
             except OSError:
@@ -100,6 +125,10 @@ class FolderConnector:
         # The file's mtime only decides what an incremental run reads; it is not the
         # document's date (a git checkout or a copy resets it) and must not alter its hash.
         try:
+            # Checked again as it is read: the walk's verdict is a moment old.
+            why = _outside(path, self.root.resolve(), self.root.stat().st_dev)
+            if why:
+                return DocumentFailure("", f"{rel}: not read: {why}")
             parsed = self._parse(path)
             url = f"{self.url_base}/{rel}" if self.url_base else ""
             return build_document(rel, parsed, title=_title_from_name(path), url=url,
@@ -124,7 +153,6 @@ class FolderConnector:
             return split_front_matter(text)
         return Parsed(text, {"title": _first_line(text)})
 
-
     def _read(self, path: Path) -> bytes:
         """The file's bytes, if it is within the size limit: its size is checked before it is
         read, and the read stops past the limit (the file may grow in between). Read whole,
@@ -141,6 +169,20 @@ class FolderConnector:
             size = len(data)
         raise DocumentParseError(f"the file is {size / 2**20:.1f} MB, over the "
                                  f"{limit / 2**20:g} MB limit (SIFT_SYNC__MAX_FILE_MB): skipped")
+
+
+def _outside(path: Path, root: Path, device: int) -> str:
+    """Why `path` leads out of the source's folder; "" when it stays inside."""
+    try:
+        real = path.resolve(strict=True)
+        on = real.stat().st_dev
+    except (OSError, RuntimeError):  # a dangling link or a loop of links
+        return "a link that leads nowhere" if path.is_symlink() else ""
+    if not real.is_relative_to(root):
+        return f"a link out of the source's folder (to {real})"
+    if on != device or (path.is_dir() and os.path.ismount(real)):
+        return "on another file system (a mount point) inside the source's folder"
+    return ""
 
 
 def _first_line(text: str) -> str:

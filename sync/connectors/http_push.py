@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 from pydantic import SecretStr
@@ -15,6 +14,7 @@ from sync.push import (
     check_fresh,
     check_hex,
     hmac_sha256,
+    json_body,
     require_secret,
 )
 
@@ -49,15 +49,14 @@ class SignedWebhookReceiver:
         check_hex(hmac_sha256(secret, stamp.encode() + b"." + request.body),
                   request.header(SIGNATURE), SIGNATURE)
         check_fresh(float(stamp), self._tolerance_s, self._clock)
-        try:
-            payload = json.loads(request.body or b"{}")
-        except ValueError:
-            return PushReply(400, "The body is not JSON.")
+        payload = json_body(request.body)
         ids = payload.get("ids") if isinstance(payload, dict) else None
         if ids is None or ids == []:
-            return PushReply(202, "Queued: an incremental sync.", resync=True)
-        if not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
+            reply = PushReply(202, "Queued: an incremental sync.", resync=True)
+        elif not isinstance(ids, list) or not all(isinstance(i, str | int) for i in ids):
             return PushReply(400, 'The body\'s "ids" must be a list of strings.')
-        if len(ids) > MAX_IDS or not self._by_id:
-            return PushReply(202, "Queued: an incremental sync.", resync=True)
-        return PushReply(202, "Queued.", doc_ids=tuple(dict.fromkeys(str(i) for i in ids)))
+        elif len(ids) > MAX_IDS or not self._by_id:
+            reply = PushReply(202, "Queued: an incremental sync.", resync=True)
+        else:
+            reply = PushReply(202, "Queued.", doc_ids=tuple(dict.fromkeys(str(i) for i in ids)))
+        return reply.once(request.header(SIGNATURE), self._tolerance_s)

@@ -68,8 +68,12 @@ class MemoryInteractions:
         access = {c.chunk.chunk_id: c.chunk.access for c in a.candidates}
         cited = tuple(RecalledCitation(c.n, c.doc_id, c.title, c.url, c.chunk_id,
                                        access.get(c.chunk_id, ())) for c in a.citations)
+        cited_ids = {c.chunk_id for c in a.citations}
+        uncited = tuple(RecalledCitation(0, c.chunk.doc_id, c.chunk.title, c.chunk.url,
+                                         c.chunk.chunk_id, c.chunk.access)
+                        for c in a.candidates if c.selected and c.chunk.chunk_id not in cited_ids)
         return Recalled(str(ctx.platform), ctx.channel, ctx.user, a.question.text, a.text,
-                        str(a.status), cited)
+                        str(a.status), cited, uncited)
 
     def asked_by(self, platform: str, user: str, limit: int = 5) -> list[AskedBefore]:
         mine = [r.answer for _, r in sorted(self.rows.items(), reverse=True)

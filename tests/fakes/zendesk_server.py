@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import itertools
 import json
 from collections import deque
 from dataclasses import dataclass, field
@@ -158,12 +159,17 @@ class FakeZendesk(LocalServer):
         return handler
 
 
+_EVENTS = itertools.count(1)
+
+
 def article_event(kind: str, article_id: int, when: datetime | None = None) -> bytes:
-    """The JSON of a Help Center article event, as Zendesk's webhook event reference shows."""
+    """The JSON of a Help Center article event, as Zendesk's webhook event reference shows;
+    each event has an id of its own (a ULID), as Zendesk's do."""
+    event_id = f"01GX7773HNJ9CA89HX{next(_EVENTS):08d}"
     return json.dumps({
         "account_id": 11896485, "detail": {"brand_id": "4883147156990", "id": str(article_id),
                                           "user_id": "262066642"},
-        "event": {}, "id": "01GX7773HNJ9CA89HX2P1MQ8E1", "subject": f"zen:article:{article_id}",
+        "event": {}, "id": event_id, "subject": f"zen:article:{article_id}",
         "time": _stamp(when or datetime.now(UTC)), "type": f"zen:event-type:article.{kind}",
         "zendesk_event_version": "2022-11-06"}).encode()
 

@@ -5,10 +5,12 @@ and out of each group, and what reaches Slack and Claude is exactly what the rul
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from pydantic import SecretStr
 
@@ -16,7 +18,7 @@ from bot.settings import ChannelSettings, GroupSettings
 from bot.slack.render import SHARE_ACTION
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
-from storage.models import Interaction
+from storage.models import Interaction, InteractionSource
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import (
     BOT_TOKEN,
@@ -32,7 +34,15 @@ from tests.fakes.slack_payloads import (
     slash_command,
 )
 from tests.fakes.slack_server import FakeSlack
-from tests.permissions.canary import HR_EMAIL, PUB, QUESTION, markers_in, param_id, visible
+from tests.permissions.canary import (
+    HR,
+    HR_EMAIL,
+    PUB,
+    QUESTION,
+    markers_in,
+    param_id,
+    visible,
+)
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
 
@@ -40,7 +50,7 @@ pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 
 HR_CHANNEL, AUTO_CHANNEL = "C0HRTEAM", "C0AUTO01"
 EVE, EVE_DM = "U0EVE", "D0EVE"
-Serve = Callable[[], Awaitable[SlackSift]]
+Serve = Callable[..., Awaitable[SlackSift]]
 
 
 @pytest.fixture
@@ -59,7 +69,7 @@ async def serve(tmp_path: Path, weaviate_server: ManagedWeaviate, canary_collect
                 slack: FakeSlack) -> AsyncIterator[Serve]:
     running: list[SlackSift] = []
 
-    async def make() -> SlackSift:
+    async def make(**extra: Any) -> SlackSift:
         settings = settings_for(
             tmp_path, weaviate_server, canary_collection, echoing_claude, sources=[],
             slack_bot_token=SecretStr(BOT_TOKEN), slack_signing_secret=SecretStr(SIGNING_SECRET),
@@ -68,7 +78,7 @@ async def serve(tmp_path: Path, weaviate_server: ManagedWeaviate, canary_collect
                     GroupSettings(name="finance", domains=["finance.acme.example"])],
             channels=[ChannelSettings(platform="slack", channel=HR_CHANNEL, audience=["hr"]),
                       ChannelSettings(platform="slack", channel=AUTO_CHANNEL,
-                                      respond="questions")])
+                                      respond="questions")], **extra)
         running.append(await serve_on_slack(settings, embedder, slack))
         return running[-1]
 
@@ -193,3 +203,81 @@ async def test_a_share_click_forged_for_another_channel_posts_nothing_there(
     assert seen_by_slack(s.slack, CHANNEL) == set()
     assert [c for c in s.slack.calls_to("chat.postMessage")
             if c.args["channel"] == CHANNEL] == []
+
+
+def cite_only_public(prompt: str) -> str:
+    """An answer citing only the public excerpt, though it read the others too (and repeats
+    every marker it read, as a model quoting an uncited excerpt would)."""
+    excerpts = re.findall(r'<excerpt n="(\d+)"[^>]*>(.*?)</excerpt>', prompt, re.S)
+    public = [n for n, body in excerpts if PUB in body]
+    return "Codes: " + " ".join(sorted(markers_in(prompt))) + "".join(f" [{n}]" for n in public)
+
+
+async def test_share_is_refused_when_a_restricted_excerpt_was_read_but_not_cited(
+        serve: Serve, echoing_claude: FakeAnthropic) -> None:
+    # hr's member asks with /sift in #general: hr's documents and the public one are both sent
+    # to the model, which cites only the public one. The answer was still written from hr's.
+    echoing_claude.answer_from_prompt = cite_only_public
+    s = await serve()
+    private = await ask(s, "command", USER, CHANNEL)
+    assert HR in markers_in(json.dumps(private))  # the asker may see it, privately
+    [row] = await s.rows(Interaction, 1)
+    used = await s.rows(InteractionSource, 1, interaction_id=row.id)
+    assert {c.title for c in used if c.citation is not None} == {f"Offsite budget code {PUB}"}
+    assert f"Offsite budget code {HR}" in {c.title for c in used if c.selected}
+    assert not share_offered(private)
+    # The attacker's request: a click on the share button the answer never had.
+    await s.driver.click(button_action(SHARE_ACTION, str(row.id), ephemeral=True,
+                                       message_ts="1.1", channel=CHANNEL, user=USER))
+    await s.driver.settle()
+    assert [c for c in s.slack.calls_to("chat.postMessage")
+            if c.args["channel"] == CHANNEL] == []
+
+
+ADMIN_PW, VIEWER_PW = "the admin's own passphrase", "the viewer's own passphrase"
+
+
+async def console_as(s: SlackSift, password: str) -> aiohttp.ClientSession:
+    """A browser signed in to the served console (its cookies kept for a loopback address)."""
+    browser = aiohttp.ClientSession(s.sift.base_url, cookie_jar=aiohttp.CookieJar(unsafe=True))
+    page = await (await browser.get("/admin/login")).text()
+    token = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert token is not None
+    signed = await browser.post("/admin/login", allow_redirects=False, data={
+        "csrf": token.group(1), "password": password, "next": "/admin/"})
+    assert signed.status == 303, await signed.text()
+    return browser
+
+
+async def test_a_console_viewer_reads_no_restricted_answer_and_cannot_probe_for_one(
+        serve: Serve) -> None:
+    s = await serve(admin={"password": ADMIN_PW, "viewer_password": VIEWER_PW})
+    await ask(s, "dm", USER, DM)  # hr's member: the answer names hr's markers
+    [row] = await s.rows(Interaction, 1)
+    assert HR in row.answer
+    pages = ["/admin/", "/admin/questions", f"/admin/questions/{row.id}", "/admin/gaps",
+             "/admin/documents?view=all", f"/admin/questions?q={HR}",
+             f"/admin/questions?q={HR[:-1]}", "/admin/questions?q=CANARY"]
+    viewer = await console_as(s, VIEWER_PW)
+    admin = await console_as(s, ADMIN_PW)
+    try:
+        for path in pages:
+            async with viewer.get(path) as response:
+                html = await response.text()
+            assert response.status == 200, path
+            probe = path.partition("?q=")[2]
+            if probe:  # the search box shows what the viewer typed: that is no leak
+                html = html.replace(f'value="{probe}"', "")
+            assert markers_in(html) <= {PUB}, path
+            assert HR[len("CANARY-"):] not in html, path  # nor the marker's tail alone
+        # The search gives a viewer the same page for the restricted answer's words as for
+        # words nobody wrote: no yes-or-no oracle.
+        probe = await (await viewer.get(f"/admin/questions?q={HR}")).text()
+        assert f'href="/admin/questions/{row.id}"' not in probe
+        # An admin sees it all, which shows the viewer's pages were looked at for real.
+        assert HR in await (await admin.get(f"/admin/questions/{row.id}")).text()
+        found = await (await admin.get(f"/admin/questions?q={HR}")).text()
+        assert f'href="/admin/questions/{row.id}"' in found
+    finally:
+        await viewer.close()
+        await admin.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.settings import ChannelSettings, GroupSettings
+from bot.settings import ChannelSettings, GroupSettings, TeamsSettings
 from bot.teams.app import ROUTE
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
@@ -51,7 +52,7 @@ async def serve(tmp_path: Path, weaviate_server: ManagedWeaviate, canary_collect
         app = App(settings_for(
             tmp_path, weaviate_server, canary_collection, echoing_claude, sources=[],
             groups=[GroupSettings(name="hr", entra_members=[HR_MEMBER["aadObjectId"]])],
-            channels=channels))
+            channels=channels, teams=TeamsSettings(enabled=True)))
         app.__dict__["embedder"] = embedder
         sift = ServedSift(app)
         await sift.start()
@@ -105,3 +106,64 @@ async def test_each_teams_surface_shows_exactly_what_its_readers_may_see(
     await asyncio.sleep(0.3)  # a streamed answer's last update follows its link
     assert markers_in(json.dumps([r.body for r in connector.received])) == expected
     assert markers_in(json.dumps([r.body for r in echoing_claude.requests])) == expected
+
+
+# --- The attacker's requests to anonymous (local testing) Teams ---------------------------
+
+@pytest.mark.parametrize("service_url", [
+    "http://203.0.113.7:9/",  # another machine: the attacker's
+    "https://attacker.example/bot/",
+    "own",  # Sift's own port: its replies would be requests to Sift's own pages (/admin)
+])
+async def test_anonymous_teams_never_answers_to_a_foreign_service_url(
+        serve: Serve, echoing_claude: FakeAnthropic, service_url: str) -> None:
+    sift = await serve(())
+    url = sift.base_url + "/admin/" if service_url == "own" else service_url
+    status, text = await sift.post(ROUTE, json=p.personal_message(url, QUESTION,
+                                                                  sender=HR_MEMBER))
+    assert status == 403, text
+    await asyncio.sleep(0.5)
+    assert echoing_claude.requests == [] and sift.rows(Interaction) == []
+
+
+@pytest.mark.parametrize("header", [
+    {"X-Forwarded-For": "198.51.100.4"}, {"Forwarded": "for=198.51.100.4"},
+    {"X-Forwarded-Host": "sift.example.com"}, {"Via": "1.1 proxy"},
+])
+async def test_anonymous_teams_refuses_what_came_through_a_proxy(
+        serve: Serve, connector: FakeConnector, echoing_claude: FakeAnthropic,
+        header: dict[str, str]) -> None:
+    sift = await serve(())
+    payload = p.personal_message(connector.service_url, QUESTION, sender=HR_MEMBER)
+    status, _ = await sift.post(ROUTE, json=payload, headers=header)
+    assert status == 403
+    await asyncio.sleep(0.5)
+    assert connector.received == [] and echoing_claude.requests == []
+    # The same activity straight from this machine is answered: the refusal was the header's.
+    assert (await sift.post(ROUTE, json=payload))[0] in (200, 202)
+    await answered(sift)
+
+
+@pytest.mark.parametrize("body", [
+    [], [{"type": "message"}], {}, {"type": 7}, "text",
+    {"type": "message", "serviceUrl": "file:///etc/passwd"},
+    {"type": "message", "serviceUrl": "javascript:alert(1)"},
+    {"type": "message", "serviceUrl": 42},
+])
+async def test_a_malformed_activity_is_a_400_without_a_traceback(
+        serve: Serve, caplog: pytest.LogCaptureFixture, body: Any) -> None:
+    sift = await serve(())
+    status, text = await sift.post(ROUTE, json=body)
+    assert status == 400, text
+    assert "Refused:" in text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert sift.rows(Interaction) == []
+
+
+async def test_a_body_that_is_not_json_is_a_400(serve: Serve,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    sift = await serve(())
+    status, _ = await sift.post(ROUTE, data=b"\xff{not json",
+                                headers={"Content-Type": "application/json"})
+    assert status == 400
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

@@ -4,6 +4,7 @@ searchable within 5 s, a forged or replayed one is 401 and changes nothing, a fl
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -49,9 +50,15 @@ def wiki_source(server: FakeConfluence) -> SourceSettings:
                        "webhook_secret": SECRET}})
 
 
+# Each notification a platform sends is signed anew, over a time of its own: a repeat of
+# the very same bytes is a replay, which Sift refuses (409).
+_SENT = itertools.count(1)
+
+
 async def page_event(sift: ServedSift, event: str, page: int,
                      when: datetime | None = None, secret: str = SECRET) -> int:
-    body = confluence_event(event, page, when or datetime.now(UTC))
+    body = confluence_event(event, page, when or datetime.now(UTC)
+                            + timedelta(milliseconds=next(_SENT)))
     status, _ = await sift.post("/sync/hooks/wiki", data=body, headers=hub(body, secret))
     return status
 
@@ -111,8 +118,8 @@ def rest_source(server: FakePlatform) -> SourceSettings:
 
 async def notify(sift: ServedSift, payload: dict[str, object]) -> int:
     body = json.dumps(payload).encode()
-    status, _ = await sift.post("/sync/hooks/rest", data=body,
-                                headers=sift_signed(body, datetime.now(UTC)))
+    status, _ = await sift.post("/sync/hooks/rest", data=body, headers=sift_signed(
+        body, datetime.now(UTC) + timedelta(seconds=next(_SENT))))
     return status
 
 

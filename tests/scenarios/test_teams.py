@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import ChannelSettings, Settings, SourceSettings
+from bot.settings import ChannelSettings, Settings, SourceSettings, TeamsSettings
 from bot.teams.app import ROUTE
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
@@ -79,7 +79,8 @@ async def make_served(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: 
 
     async def make(weaviate: ManagedWeaviate | None = None, **kw: Any) -> TeamsSift:
         app = App(settings_for(tmp_path, weaviate or weaviate_server, corpus, fake_anthropic,
-                               **{"sources": [], **kw}))
+                               **{"sources": [], "teams": TeamsSettings(enabled=True),
+                                  **kw}))
         app.__dict__["embedder"] = embedder  # the session's model, instead of loading another
         sift = ServedSift(app)
         await sift.start()
@@ -175,7 +176,8 @@ async def test_credentials_configured_and_no_token_is_401(make_served: Serve) ->
 
 
 @pytest.mark.parametrize(("kw", "named"), [
-    ({"host": "0.0.0.0"}, "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set"),
+    ({"host": "0.0.0.0", "teams": TeamsSettings(enabled=True)},
+     "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set"),
     ({"host": "0.0.0.0", "teams_app_id": p.BOT_APP_ID}, "SIFT_TEAMS_TENANT_ID is not"),
 ])
 async def test_unusable_teams_settings_refuse_to_start(tmp_path: Path, kw: dict[str, Any],

@@ -75,7 +75,7 @@ class TeamsStack:
 
 
 def teams_settings(**teams: Any) -> Settings:
-    return Settings(host="127.0.0.1", teams=TeamsSettings(**teams))
+    return Settings(host="127.0.0.1", teams=TeamsSettings(**{"enabled": True, **teams}))
 
 
 @pytest.fixture

@@ -130,7 +130,7 @@ async def test_a_message_over_the_limit_is_told_to_ask_again(make_stack: StackFa
                                                              memory_index: MemoryIndex) -> None:
     gate = asyncio.Event()
     index = GatedIndex(memory_index, gate)
-    settings = Settings(host="127.0.0.1", teams=TeamsSettings(streaming=False),
+    settings = Settings(host="127.0.0.1", teams=TeamsSettings(enabled=True, streaming=False),
                         chat=ChatSettings(max_in_flight=1))
     stack = await make_stack(index=index, settings=settings)
     await stack.post(personal(stack, "how do I set up the VPN?"))

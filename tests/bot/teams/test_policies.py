@@ -57,22 +57,32 @@ def test_serving_is_allowed(kw: dict[str, Any]) -> None:
     check_exposure(settings(**kw))
 
 
+ANONYMOUS = TeamsSettings(enabled=True)  # Teams turned on without an app: local testing
+
+
+def test_teams_is_off_unless_configured() -> None:
+    assert not settings(host="0.0.0.0").teams_enabled
+    check_exposure(settings(host="0.0.0.0"))  # nothing to refuse: no /api/messages at all
+    assert settings(**CREDS).teams_enabled
+    assert settings(teams=ANONYMOUS).teams_enabled
+
+
 def test_public_address_without_credentials_is_refused() -> None:
     with pytest.raises(ConfigError) as caught:
-        check_exposure(settings(host="0.0.0.0"))
+        check_exposure(settings(host="0.0.0.0", teams=ANONYMOUS))
     assert "SIFT_TEAMS_APP_ID" in caught.value.user_message
     assert "0.0.0.0" in caught.value.user_message
 
 
 def test_no_app_id_on_loopback_is_anonymous(caplog: pytest.LogCaptureFixture) -> None:
-    config = auth_configuration(settings(host="127.0.0.1"))
+    config = auth_configuration(settings(host="127.0.0.1", teams=ANONYMOUS))
     assert config.ANONYMOUS_ALLOWED and not config.CLIENT_ID
     assert "unauthenticated" in caplog.text
 
 
 def test_no_app_id_on_a_public_address_is_refused() -> None:
     with pytest.raises(ConfigError):
-        auth_configuration(settings(host="0.0.0.0"))
+        auth_configuration(settings(host="0.0.0.0", teams=ANONYMOUS))
 
 
 def test_client_secret() -> None:
