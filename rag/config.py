@@ -47,6 +47,7 @@ class SelectionConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    provider: str = "anthropic"  # recorded with each answer's models
     fast_model: str = "claude-haiku-5-5"
     answer_model: str = "claude-sonnet-5-5"
     answer_max_tokens: int = 1200

@@ -31,14 +31,20 @@ class RetrievalError(SiftError):
 
 
 class LLMError(SiftError):
-    """A Messages call failed. `retryable` says whether waiting could have helped."""
+    """A model call failed, whatever the provider. `kind` is what retries and the circuit
+    breaker read (rag/llm_errors.py lists them); `reason` names the failure more finely where
+    one kind covers several (`auth`: a refused key, or a permission the identity lacks);
+    `retry_after_s` is the provider's own hint, when it gave one."""
 
     user_message = "The language model is unavailable right now."
 
-    def __init__(self, cause: str, *, kind: str, retryable: bool) -> None:
+    def __init__(self, cause: str, *, kind: str, retryable: bool, reason: str = "",
+                 retry_after_s: float | None = None) -> None:
         super().__init__(cause)
         self.kind = kind
         self.retryable = retryable
+        self.reason = reason or kind
+        self.retry_after_s = retry_after_s
 
 
 class SyncError(SiftError):

@@ -225,6 +225,31 @@ class WeaviateIndex:
                         self._client.collections.delete(self.config.collection),
                         self.config.insert_timeout_s)
 
+    async def backup(self, backup_id: str) -> str:
+        """Back the collection up through Weaviate's filesystem module (into the server's
+        BACKUP_FILESYSTEM_PATH); the path it wrote. RetrievalError says why it could not."""
+        return await self._backup("back up the collection", backup_id, restore=False)
+
+    async def restore(self, backup_id: str) -> str:
+        """Restore the collection from that backup into this server (which must not hold
+        the collection yet)."""
+        return await self._backup("restore the collection", backup_id, restore=True)
+
+    async def _backup(self, action: str, backup_id: str, *, restore: bool) -> str:
+        from weaviate.backup.backup import BackupStatus, BackupStorage
+
+        if self._client is None:
+            raise RetrievalError(f"{self.where}: the index is not connected")
+        run = self._client.backup.restore if restore else self._client.backup.create
+        done = await self._run(action, run(
+            backup_id=backup_id, backend=BackupStorage.FILESYSTEM,
+            include_collections=[self.config.collection], wait_for_completion=True),
+            self.config.insert_timeout_s)
+        if done.status is not BackupStatus.SUCCESS:
+            raise RetrievalError(f"{self.where} could not {action} ({backup_id}): "
+                                 f"{done.status.value} {done.error or ''}".strip())
+        return str(done.path or backup_id)
+
     async def is_ready(self) -> bool:
         if self._client is None:
             return False

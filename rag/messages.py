@@ -51,8 +51,8 @@ BUSY = "I'm answering a lot of questions right now; please ask again in a minute
 CHANNEL_OFF = "I'm switched off in this channel; ask me in a direct message instead."
 NOBODY_TO_CALL = "Nobody is set up to help in this channel; please ask your team directly."
 SHARE_BLOCKED = (
-    "This answer can't be shared here: a source it cites is not visible to everyone in the "
-    "channel.")
+    "This answer can't be shared here: a source it was written from is not visible to "
+    "everyone in the channel.")
 SHARE_LABEL = "Share to channel"
 HELP_LABEL = "Still need help?"
 SHARE_UNAVAILABLE = "I can't share that answer any more; please ask again."

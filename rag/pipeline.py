@@ -23,6 +23,7 @@ from rag.ports import InteractionRecorder, SyncProgress, TextSink
 from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
+from rag.spans import stage_span
 from rag.types import (
     Answer,
     AnswerStatus,
@@ -57,6 +58,7 @@ class _Run:
     def lap(self, stage: str, since: float) -> float:
         now = time.perf_counter()
         self.timings[stage] = round((now - since) * 1000, 2)
+        stage_span(stage, since, now)
         return now
 
 
@@ -137,6 +139,7 @@ class Pipeline:
         answer = await self._police(answer)
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
         return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models,
+                       llm_provider=self._config.models.provider if run.models else "",
                        ab_arm=arm)
 
     async def _stages(self, question: Question, mode: Mode, run: _Run,

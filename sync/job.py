@@ -215,7 +215,7 @@ class SyncJob:
                 run.tally.unchanged += 1
                 self.progress.documents(1)
                 restricted = "public" not in doc.access
-                # Rows from before 0006 (restricted) and 0013 (warning) say less than this run.
+                # Rows from before 0006 (restricted) and 0015 (warning) say less than this run.
                 if (old.restricted, old.warning) != (restricted, _warning(doc)):
                     await self._state(self.state.record_document, self.source, doc.doc_id,
                                       content_hash=digest, chunk_count=old.chunk_count,

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rag.types import Chunk, Vector
+
+if TYPE_CHECKING:
+    from sync.report import SyncSummary  # which imports this module's RunCounts
 
 
 class ChunkIndex(Protocol):
@@ -101,3 +104,11 @@ class SyncState(Protocol):
     def last_started(self, source: str, *, full: bool = False) -> datetime | None:
         """Start time of the source's latest run (with `full`, full run), whatever its end."""
         ...
+
+
+class SyncObserver(Protocol):
+    """Told of every recorded run of a source (`sift serve` counts them as metrics)."""
+
+    def finished(self, summary: SyncSummary) -> None: ...
+
+    def failed(self, source: str, full: bool) -> None: ...

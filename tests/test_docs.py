@@ -4,6 +4,7 @@ other pages resolves, every `sift <command>` they show exists, and README stays 
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 from pathlib import Path
 
@@ -16,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "bench" / "README.md",
                 *(ROOT / "docs").rglob("*.md")])
 README_LINES = 400
-_COMMAND = re.compile(r"(?:^|[\s`(])sift ([a-z][a-z-]+)")  # not `/sift …`, Slack's command
+# A command as the pages show one: `sift x`, .venv/bin/sift x, or a line starting with it
+# (not `/sift …`, Slack's command, nor `kubectl -n sift …`, a namespace).
+_COMMAND = re.compile(r"(?:^\s*|`|bin/)sift ([a-z][a-z-]+)", re.M)
 
 
 def anchors(page: Path) -> set[str]:
@@ -24,7 +27,7 @@ def anchors(page: Path) -> set[str]:
     repeated one numbered."""
     found: set[str] = set()
     tokens = parse(page.read_text(encoding="utf-8"))
-    for opening, inline in zip(tokens, tokens[1:], strict=False):
+    for opening, inline in itertools.pairwise(tokens):
         if opening.type != "heading_open":
             continue
         words = "".join(c.content for c in inline.children or []

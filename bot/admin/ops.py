@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.admin.charts import hbars
-from bot.admin.console import KEY, PREFIX, render, require_admin
+from bot.admin.console import KEY, PREFIX, audit, render, require_admin
 from rag.errors import SyncError
 from storage.channel_policies import ChannelPolicyRepository
 from storage.console_docs import FailedDocument, last_runs, problem_documents, source_counts
@@ -85,6 +85,7 @@ async def sync_now(request: web.Request) -> web.StreamResponse:
         return render(request, "message.html", 404, title="Unknown source",
                       message=exc.user_message)
     log.info("console: an admin started a sync of %s", name)
+    await audit(request, "sync_started", f"source {name}")
     raise web.HTTPSeeOther(f"{PREFIX}/sources?started={name}")
 
 

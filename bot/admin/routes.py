@@ -7,6 +7,7 @@ import logging
 from aiohttp import web
 
 from bot.admin import channels, oidc, sso
+from bot.admin.audit import audit_page
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
     HERE,
@@ -36,6 +37,7 @@ from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
 from bot.webchat.app import Gate, Reader
 from rag.ports import Embedder
+from storage.audit import AuditLog
 from storage.db import Database
 from storage.expiring import ExpiringStore
 
@@ -59,7 +61,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
                        Sessions(shared, admin.session_minutes * 60),
                        LoginLimiter(shared, admin.login_attempts, admin.login_window_s),
-                       templates(), provider)
+                       templates(), AuditLog(db), provider)
     if provider is not None:
         sub.router.add_get("/oidc/start", sso.start)
         sub.router.add_get("/oidc/callback", sso.callback)
@@ -79,6 +81,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_post("/sources/{name}/sync", sync_now)
     sub.router.add_get("/evaluation", evaluation_page)
     sub.router.add_get("/evaluation/{name}/chart.png", eval_chart)
+    sub.router.add_get("/audit", audit_page)
     sub.router.add_get("/channels", channels_page)
     sub.router.add_get("/channels/edit", channels.edit_form)
     sub.router.add_post("/channels", channels.save)

@@ -9,7 +9,6 @@ from typing import Protocol
 
 from rag import messages
 from rag.patience import NO_RETRY, Retrying
-from rag.pipeline import Pipeline
 from rag.ports import TextSink
 from rag.types import (
     Answer,
@@ -144,10 +143,16 @@ class ChatStores:
     quota: QuotaStore
 
 
+class Answering(Protocol):
+    """The pipeline as chat asks it (bot/metrics wraps it to count answers)."""
+
+    async def answer(self, question: Question, preview: TextSink | None = None) -> Answer: ...
+
+
 class ChatService:
     """`retrying`: how a store call waits out a database that is away for a moment."""
 
-    def __init__(self, pipeline: Pipeline, stores: ChatStores, limits: ChatLimits,
+    def __init__(self, pipeline: Answering, stores: ChatStores, limits: ChatLimits,
                  retrying: Retrying = NO_RETRY) -> None:
         self._pipeline = pipeline
         self._stores = stores

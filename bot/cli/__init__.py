@@ -28,10 +28,24 @@ Handler = Callable[[argparse.Namespace], int]
 def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     # Each command module adds its own subparser and sets `handler`; imports stay light
     # because heavy dependencies are imported inside the handlers.
-    from bot.cli import ask, channels, db, docs, evaluate, report, serve, slack, sync, weaviate
+    from bot.cli import (
+        ask,
+        audit,
+        channels,
+        db,
+        docs,
+        evaluate,
+        llm,
+        report,
+        serve,
+        slack,
+        sync,
+        weaviate,
+    )
 
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
-            db.register, report.register, evaluate.register, slack.register, docs.register]
+            db.register, report.register, evaluate.register, slack.register, docs.register,
+            llm.register, audit.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"

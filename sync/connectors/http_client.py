@@ -29,6 +29,9 @@ class TooLarge(SyncError):
         super().__init__(f"GET {url}: the body is over {limit} bytes", user_message=(
             f"over the {limit / 2**20:g} MB limit"))
         self.limit = limit
+# A platform's own "slow down" that is not a 429 (GitHub's 403 with x-ratelimit-remaining: 0):
+# the seconds to wait before trying again, or None when the response is no such thing.
+Throttled = Callable[[httpx.Response], float | None]
 
 
 def backoff(attempt: int, base_s: float, cap_s: float) -> float:
@@ -62,7 +65,8 @@ class JsonClient:
     def __init__(self, client: httpx.AsyncClient, *, max_retries: int = 5,
                  backoff_s: float = 0.5, max_wait_s: float = 60.0,
                  sleep: Sleep = asyncio.sleep, label: str = "The knowledge platform",
-                 auth_hint: str = "the source's token", pacer: Pacer | None = None) -> None:
+                 auth_hint: str = "the source's token", pacer: Pacer | None = None,
+                 throttled: Throttled | None = None) -> None:
         self._client = client
         self._max_retries = max_retries
         self._backoff_s = backoff_s
@@ -71,6 +75,7 @@ class JsonClient:
         self._label = label
         self._auth_hint = auth_hint
         self._pacer = pacer
+        self._throttled = throttled
 
     async def get(self, url: str, params: Mapping[str, Any] | None = None, *,
                   headers: Mapping[str, str] | None = None,
@@ -133,6 +138,10 @@ class JsonClient:
                attempt: int) -> httpx.Response | tuple[float, str]:
         """The response, or (seconds to wait, what went wrong) when worth retrying."""
         status = response.status_code
+        # Before `accept`: a caller accepting 403 (not readable) must still wait out a limit.
+        hinted_wait = self._throttled(response) if self._throttled is not None else None
+        if hinted_wait is not None:
+            return min(hinted_wait, self._max_wait_s), f"HTTP {status} (rate limited)"
         if status in accept:
             return response
         if status in RETRY_STATUS:

@@ -2,8 +2,8 @@
 misspelt or empty `access` in its front matter: visible to nobody until fixed), so the
 console's Sources page can list it beside the documents that failed.
 
-Revision ID: 0013
-Revises: 0011
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-01
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0011"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
