@@ -173,11 +173,21 @@ class ChatService:
         """Dedupe first: a redelivered event is dropped silently, it is not the person's doing.
         One trip off the event loop for both lookups (each trip waits for a thread and the GIL,
         which under load costs more than the queries)."""
-        return await self._store("admitting a message", self._admit, event_key, user, text)
+        claimed = False
 
-    def _admit(self, event_key: str, user: str, text: str) -> Gate:
-        if not self._claim(event_key):
-            return Gate(False)
+        def attempt() -> Gate:
+            # A retry after the claim committed (the database went away before the quota
+            # check) must not read the event's own claim as a redelivery and drop it.
+            nonlocal claimed
+            if not claimed:
+                if not self._claim(event_key):
+                    return Gate(False)
+                claimed = True
+            return self._check(user, text)
+
+        return await self._store("admitting a message", attempt)
+
+    def _check(self, user: str, text: str) -> Gate:
         if not text.strip():
             return Gate(False, messages.EMPTY_QUESTION)
         if len(text) > self._limits.max_message_chars:
