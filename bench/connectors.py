@@ -23,21 +23,35 @@ from typing import Any
 from sync.connectors.base import SourceConfig, SourceDocument
 from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
 from sync.connectors.confluence_storage import storage_to_markdown
-from sync.connectors.convert import html_to_markdown
+from sync.connectors.convert import html_to_markdown, split_front_matter
 from sync.connectors.files import file_to_markdown
 from sync.connectors.gdrive import GDriveSettings
 from sync.connectors.gdrive import build as build_gdrive
+from sync.connectors.github import GitHubSettings
+from sync.connectors.github import build as build_github
+from sync.connectors.jira import JiraConnector, JiraSettings
+from sync.connectors.jira_adf import adf_to_markdown
 from sync.connectors.notion import NotionConnector, NotionSettings
 from sync.connectors.notion_blocks import blocks_to_markdown
+from sync.connectors.servicenow import ServiceNowConnector, ServiceNowSettings
 from sync.connectors.sharepoint import SharePointConnector, SharePointSettings
 from sync.connectors.web import WebConnector, WebSettings
 from sync.connectors.web_pages import extract
 from sync.connectors.zendesk import ZendeskConnector, ZendeskSettings
 from tests.fakes.confluence_server import EMAIL, TOKEN, FakeConfluence, FakePage
 from tests.fakes.gdrive_server import DOC, DriveFile, FakeDrive, permission
+from tests.fakes.github_server import TOKEN as GITHUB_TOKEN
+from tests.fakes.github_server import FakeDiscussion, FakeGitHub
 from tests.fakes.graph_server import CLIENT_ID, TENANT
 from tests.fakes.graph_server import SECRET as APP_SECRET
+from tests.fakes.jira_server import EMAIL as JIRA_EMAIL
+from tests.fakes.jira_server import PAT as JIRA_PAT
+from tests.fakes.jira_server import TOKEN as JIRA_TOKEN
+from tests.fakes.jira_server import FakeComment, FakeIssue, FakeJira, grant, render
 from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
+from tests.fakes.servicenow_server import PASSWORD as SNOW_PASSWORD
+from tests.fakes.servicenow_server import USER as SNOW_USER
+from tests.fakes.servicenow_server import FakeServiceNow
 from tests.fakes.sharepoint_server import FakeFile, FakeSharePoint, org_link
 from tests.fakes.web_site import FakeSite, SitePage
 from tests.fakes.zendesk_server import EMAIL as ZENDESK_EMAIL
@@ -172,6 +186,85 @@ async def zendesk(pages: int) -> tuple[Any, Callable[[], object], Any]:
     return conn, lambda: [html_to_markdown(article_html(i)) for i in range(pages)], server
 
 
+def adf_doc(i: int) -> dict[str, Any]:
+    """An issue description: a heading, paragraphs, a code block, a list, a table."""
+    def para(words: str) -> dict[str, Any]:
+        return {"type": "paragraph", "content": [{"type": "text", "text": words}]}
+    cells = [{"type": "tableRow", "content": [{"type": "tableCell", "content": [para(
+        f"svc{j}")]}, {"type": "tableCell", "content": [para(f"team{j}")]}]} for j in range(8)]
+    return {"type": "doc", "version": 1, "content": [
+        {"type": "heading", "attrs": {"level": 2}, "content": [{"type": "text",
+                                                                "text": f"Runbook {i}"}]},
+        *[para(PROSE * 6) for _ in range(4)],
+        {"type": "codeBlock", "attrs": {"language": "bash"}, "content": [
+            {"type": "text", "text": "make deploy ENV=prod"}]},
+        {"type": "bulletList", "content": [{"type": "listItem", "content": [para(
+            "Ask in #ops.")]}]},
+        {"type": "table", "content": cells}]}
+
+
+def wiki_markup(i: int) -> str:
+    rows = "\n".join(f"|svc{j}|team{j}|" for j in range(8))
+    return (f"h2. Runbook {i}\n\n" + "\n\n".join([PROSE * 6] * 4)
+            + "\n\n{code:bash}\nmake deploy ENV=prod\n{code}\n\n* Ask in #ops.\n\n"
+            + "||service||team||\n" + rows)
+
+
+async def jira(pages: int, deployment: str) -> tuple[Any, Callable[[], object], Any]:
+    server = FakeJira(deployment)
+    server.schemes["OPS"] = [grant("group", "ops")]
+    cloud = deployment == "cloud"
+    for i in range(pages):
+        body = adf_doc(i) if cloud else wiki_markup(i)
+        server.put(FakeIssue(f"OPS-{i + 1}", f"Runbook {i}", body, labels=["ops"],
+                             comments=[FakeComment(body if cloud else "Done, see above.")]))
+    await server.start()
+    conn = JiraConnector(SourceConfig("tickets", url=server.url, token=JIRA_TOKEN if cloud
+                                      else JIRA_PAT),
+                         JiraSettings(deployment=deployment, email=JIRA_EMAIL if cloud else "",
+                                      projects=["OPS"]))
+    convert: Callable[[], object] = (
+        (lambda: [adf_to_markdown(adf_doc(i)) for i in range(pages)]) if cloud else
+        (lambda: [html_to_markdown(render(wiki_markup(i))) for i in range(pages)]))
+    return conn, convert, server
+
+
+def markdown_page(i: int) -> str:
+    rows = "\n".join(f"| svc{j} | team{j} |" for j in range(8))
+    return (f"# Runbook {i}\n\n" + "\n\n".join([PROSE * 6] * 4)
+            + "\n\n```bash\nmake deploy ENV=prod\n```\n\n- Ask in #ops.\n\n"
+            + "| service | team |\n| --- | --- |\n" + rows + "\n")
+
+
+async def github(pages: int) -> tuple[Any, Callable[[], object], Any]:
+    """Nine files for each Discussion: a documentation folder, with questions beside it."""
+    server = FakeGitHub()
+    repo = server.repo("acme/handbook", {f"docs/runbook-{i}.md": markdown_page(i)
+                                         for i in range(pages - pages // 10)})
+    for n in range(pages // 10):
+        repo.discussions[n + 1] = FakeDiscussion(n + 1, f"Question {n}", PROSE * 6,
+                                                 answer=PROSE * 3)
+    await server.start()
+    conn = build_github(SourceConfig("code", url=server.url, token=GITHUB_TOKEN),
+                        GitHubSettings(repos=["acme/handbook"]))
+    return conn, lambda: [split_front_matter(markdown_page(i)) for i in range(pages)], server
+
+
+async def servicenow(pages: int) -> tuple[Any, Callable[[], object], Any]:
+    server = FakeServiceNow()
+    base = server.base("IT")
+    category = server.category("Runbooks", base)
+    desk = server.record("sys_user_group", "ops", name="Operations")
+    criterion = server.criterion("Operations", group=desk)
+    for i in range(pages):
+        server.article(f"KB{i:07d}", f"Runbook {i}", article_html(i), base, category,
+                       can=criterion)
+    await server.start()
+    conn = ServiceNowConnector(SourceConfig("kb", url=server.url, token=SNOW_PASSWORD),
+                               ServiceNowSettings(username=SNOW_USER, bases=["IT"]))
+    return conn, lambda: [html_to_markdown(article_html(i)) for i in range(pages)], server
+
+
 def article_html(i: int) -> str:
     rows = "".join(f"<tr><td>svc{j}</td><td>team{j}</td></tr>" for j in range(8))
     return (f"<h2>Runbook {i}</h2>" + f"<p>{PROSE * 6}</p>" * 4
@@ -186,7 +279,11 @@ async def main(pages: int, rounds: int) -> None:
         ("notion", lambda: notion(pages)), ("web sitemap", lambda: web(pages, "/sitemap.xml")),
         ("web crawl", lambda: web(pages, "/docs/")), ("zendesk", lambda: zendesk(pages)),
         ("sharepoint (docx)", lambda: sharepoint(pages)),
-        ("gdrive (docs export)", lambda: gdrive(pages))]
+        ("gdrive (docs export)", lambda: gdrive(pages)),
+        ("jira cloud (adf)", lambda: jira(pages, "cloud")),
+        ("jira datacenter (wiki)", lambda: jira(pages, "datacenter")),
+        ("github (files+q&a)", lambda: github(pages)),
+        ("servicenow", lambda: servicenow(pages))]
     print(f"{pages} pages per connector, best of {rounds} rounds (pages/s)")
     print(f"{'connector':<22} {'full pass':>9} {'id list':>9} {'convert':>9} {'convert share':>8}")
     for name, make in cases:

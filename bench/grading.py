@@ -2,7 +2,7 @@
 latency grows with the length of its reply, as a real model's does.
 
 Run:  .venv/bin/python -m bench.grading [--first-token-ms 500] [--per-token-ms 8]
-      [--candidates 20] [--queries 10]
+      [--candidates 20] [--queries 10] [--provider anthropic|bedrock|vertex|openai]
 
 The fake model answers after a time to first token plus a per-output-token time. The defaults
 are assumptions typical of a small Claude model (Haiku class: about half a second to the first
@@ -24,15 +24,26 @@ import argparse
 import asyncio
 import hashlib
 import multiprocessing
+import os
 import statistics
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
-from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
+from rag.config import (
+    GradingConfig,
+    ModelConfig,
+    PipelineConfig,
+    RetrievalConfig,
+    SelectionConfig,
+)
 from rag.grade import LLMGrader
 from rag.ports import LLM, LLMRequest, LLMResponse, TextSink
 from rag.types import Candidate, Chunk, Question
-from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency
+from tests.fakes.anthropic_server import ModelLatency
+from tests.fakes.llm_rigs import MODELS, PROVIDERS, adapter, new_fake, provider_env
 from tests.fakes.memory_index import MemoryIndex
 from tests.rag.builders import make_llm, make_pipeline
 
@@ -107,24 +118,36 @@ class TimedLLM:
         return total
 
 
-def _serve(latency: ModelLatency, port: multiprocessing.SimpleQueue) -> None:
+def _serve(latency: ModelLatency, port: multiprocessing.SimpleQueue, provider: str) -> None:
     async def run() -> None:
-        fake = FakeAnthropic()
+        fake = new_fake(provider)
         fake.model_latency = latency
         fake.grade_rule = realistic_grade
         await fake.start()
-        port.put(fake.url)
+        port.put((fake.url, provider_env(provider, fake, Path(tempfile.mkdtemp()))))
         await asyncio.Event().wait()  # until the parent terminates the process
 
     asyncio.run(run())
 
 
-def start_fake(latency: ModelLatency) -> tuple[str, multiprocessing.Process]:
-    """The fake Messages API in a process of its own, so that it shares no event loop."""
+def start_fake(latency: ModelLatency,
+               provider: str = "anthropic") -> tuple[str, multiprocessing.Process]:
+    """The provider's fake in a process of its own, so that it shares no event loop; this
+    process's environment then holds the settings and credentials that reach it."""
     queue: multiprocessing.SimpleQueue = multiprocessing.SimpleQueue()
-    process = multiprocessing.Process(target=_serve, args=(latency, queue), daemon=True)
+    process = multiprocessing.Process(target=_serve, args=(latency, queue, provider),
+                                      daemon=True)
     process.start()
-    return str(queue.get()), process
+    url, env = queue.get()
+    os.environ.update(env)
+    return str(url), process
+
+
+def llm_for(url: str, provider: str) -> Any:
+    """The adapter Sift builds for `provider`, no retries (a failure shows in the figures)."""
+    if provider == "anthropic":
+        return make_llm(url, max_retries=0)
+    return adapter(dict(os.environ), max_retries=0)
 
 
 @dataclass
@@ -136,20 +159,21 @@ class Row:
     calls: int
 
 
-async def floor(url: str, runs: int) -> float:
-    llm = make_llm(url, max_retries=0)
+async def floor(url: str, runs: int, provider: str) -> float:
+    llm = llm_for(url, provider)
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        await llm.complete(LLMRequest(model="claude-haiku-5-5", system="# Role: round-trip probe",
+        await llm.complete(LLMRequest(model=MODELS[provider][0],
+                                      system="# Role: round-trip probe",
                                       messages=(("user", "ping"),), max_tokens=10))
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
 async def grade_runs(url: str, config: GradingConfig, label: str, n: int,
-                     queries: int) -> Row:
-    grader = LLMGrader(make_llm(url, max_retries=0), "claude-haiku-5-5", config)
+                     queries: int, provider: str) -> Row:
+    grader = LLMGrader(llm_for(url, provider), MODELS[provider][0], config)
     candidates = [Candidate(i + 1, c, 1.0) for i, c in enumerate(chunks(n))]
     walls, tokens_in, tokens_out, calls = [], 0, 0, 0
     for q in range(queries):
@@ -163,13 +187,16 @@ async def grade_runs(url: str, config: GradingConfig, label: str, n: int,
     return Row(label, walls, tokens_in // queries, tokens_out // queries, calls // queries)
 
 
-async def overhead(url: str, n: int, queries: int) -> tuple[list[float], list[float]]:
+async def overhead(url: str, n: int, queries: int,
+                   provider: str) -> tuple[list[float], list[float]]:
     index, embedder = MemoryIndex(), HashEmbedder()
     docs = chunks(n)
     await index.upsert(docs, await embedder.embed_documents([d.text for d in docs]))
     config = PipelineConfig(retrieval=RetrievalConfig(limit=n, diversity=False),
                             selection=SelectionConfig(threshold=0.0))
-    llm = TimedLLM(make_llm(url, max_retries=0))
+    llm = TimedLLM(llm_for(url, provider))
+    fast, answer = MODELS[provider]
+    config = replace(config, models=ModelConfig(fast_model=fast, answer_model=answer))
     pipeline = make_pipeline(index, embedder, llm, config=config)  # type: ignore[arg-type]
     extra, retrieval = [], []
     for q in range(queries):
@@ -189,15 +216,16 @@ def strategies(n: int) -> list[tuple[str, GradingConfig]]:
             ("early stop", wave)]
 
 
-async def main(latency: ModelLatency, n: int, queries: int) -> None:
-    url, server = start_fake(latency)
+async def main(latency: ModelLatency, n: int, queries: int, provider: str) -> None:
+    url, server = start_fake(latency, provider)
     try:
-        rtt = await floor(url, 5)
-        rows = [await grade_runs(url, config, label, n, queries)
+        rtt = await floor(url, 5, provider)
+        rows = [await grade_runs(url, config, label, n, queries, provider)
                 for label, config in strategies(n)]
-        extra, retrieval = await overhead(url, n, queries)
+        extra, retrieval = await overhead(url, n, queries, provider)
     finally:
         server.terminate()
+    print(f"provider: {provider} ({MODELS[provider][0]}), through its SDK client and fake")
     print(f"fake model: {latency.first_token_s * 1000:.0f} ms to the first token + "
           f"{latency.per_output_token_s * 1000:.1f} ms per output token; {n} candidates "
           f"(a third relevant); {queries} queries")
@@ -225,6 +253,8 @@ if __name__ == "__main__":
                         help="fake model's time per output token (default 8, ~125 tokens/s)")
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--queries", type=int, default=10)
+    parser.add_argument("--provider", choices=PROVIDERS, default="anthropic",
+                        help="the provider whose SDK client and fake carry the calls")
     args = parser.parse_args()
     asyncio.run(main(ModelLatency(args.first_token_ms / 1000, args.per_token_ms / 1000),
-                     args.candidates, args.queries))
+                     args.candidates, args.queries, args.provider))

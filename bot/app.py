@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot import llm_setup
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -22,12 +23,14 @@ from bot.chat.policy import (
     policy_settings,
     validate,
 )
-from bot.chat.service import ChatLimits, ChatService, ChatStores
+from bot.chat.service import Answering, ChatLimits, ChatService, ChatStores, FeedbackStore
+from bot.disk import disk_room
 from bot.hooks import PushEndpoint
+from bot.llm_setup import Endpoint
 from bot.permissions.directory import GroupDirectory
 from bot.proxy import TrustedProxies
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
-from bot.settings_check import parse_networks
+from bot.settings_check import is_loopback, parse_networks
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -47,19 +50,27 @@ from rag.grade import Grader, LLMGrader
 from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
-from rag.llm import AnthropicLLM
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
+from rag.patience import Patience, Retrying
 from rag.pipeline import Pipeline, Stages
-from rag.ports import Embedder, GradeCache, InteractionRecorder, SearchIndex, SyncProgress
+from rag.ports import (
+    LLM,
+    Embedder,
+    GradeCache,
+    InteractionRecorder,
+    SearchIndex,
+    SyncProgress,
+)
 from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.audit import AuditLog
 from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
-from storage.errors import StorageError
+from storage.errors import DatabaseUnavailable, StorageError
 from storage.expiring import ExpiringStore
 from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
@@ -81,10 +92,13 @@ from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
+    from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
     from bot.slack.app import SlackAdapter
     from bot.teams.app import TeamsEndpoint
     from bot.webchat.app import Gate, WebChat
+    from rag.llm import AnthropicLLM
+    from rag.llm_openai import OpenAILLM
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
@@ -103,10 +117,20 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def configure_logging(level: str) -> None:
+def _json_formatter() -> logging.Formatter:
+    """One JSON object per line: time, level, logger, message, correlation id, and the
+    fields a line adds (the access log's method, path, status, duration and client)."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    return JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s %(correlation_id)s",
+                         rename_fields={"asctime": "time", "levelname": "level",
+                                        "name": "logger"}, timestamp=False)
+
+
+def configure_logging(level: str, format: str = "text") -> None:
     handler = _StderrHandler()
     handler.addFilter(CorrelationFilter())
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(_json_formatter() if format == "json" else logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     # Replace only our own handler: others (a test runner's capture) keep working.
     root.handlers[:] = [h for h in root.handlers if not isinstance(h, _StderrHandler)]
@@ -115,7 +139,8 @@ def configure_logging(level: str) -> None:
     # Client libraries log every request at INFO; keep the log about Sift. The Anthropic
     # SDK's HTTP stack is quieted by what it is when the client is built (quiet_http_stack).
     # httpx: Weaviate's client makes a REST call or three per command.
-    for noisy in ("urllib3", "httpx", "apscheduler", "alembic"):
+    # botocore and google-auth: the clouds' credential chains say where they found keys.
+    for noisy in ("urllib3", "httpx", "apscheduler", "alembic", "botocore", "google.auth"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
     logging.getLogger("microsoft_agents").setLevel(logging.ERROR)
@@ -131,7 +156,7 @@ def quiet_http_stack(client_class: type) -> None:
 def load_settings(config: Path | None = None) -> Settings:
     """Load and validate settings once; raises ConfigError with one sentence naming the key."""
     settings = build_settings(config)
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     return settings
 
 
@@ -158,6 +183,9 @@ class App:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # Set by `sift serve` (bot/server.py) before it builds anything: the seams below then
+        # count what passes them. Short-lived commands keep no metrics.
+        self.metrics: Metrics | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -225,7 +253,11 @@ class App:
 
     def health_checks(self) -> dict[str, HealthCheck]:
         """Checks beyond the index that /healthz reports."""
-        return {"database": self._database_health}
+        places = {"the data directory": self.data_dir}
+        if self.database.file is not None:
+            places["the database"] = self.database.file.parent
+        room = disk_room(places, int(self.settings.storage.min_free_mb * 2**20))
+        return {"database": self._database_health, "disk": room}
 
     def index(self, collection: str = "") -> WeaviateIndex:
         """A new index client bound to the configured (or the named) collection; call `connect`."""
@@ -289,8 +321,19 @@ class App:
         return HistoryRepository(self.database, max_age=max_age)
 
     @cached_property
+    def audit(self) -> AuditLog:
+        return AuditLog(self.database)
+
+    @cached_property
     def retention(self) -> Retention:
         return Retention(self.database)
+
+    @cached_property
+    def storage_retrying(self) -> Retrying:
+        """How answers' records, votes and the chat's other writes wait out a database
+        server that is away for a moment (SIFT_STORAGE__OUTAGE_WAIT_S)."""
+        return Retrying(Patience(self.settings.storage.outage_wait_s),
+                        lambda exc: isinstance(exc, DatabaseUnavailable))
 
     async def _database_health(self) -> Health:
         try:
@@ -306,7 +349,9 @@ class App:
     def connector(self, source: SourceSettings) -> Connector:
         """The connector for one configured source; ConfigError names what is missing."""
         spec = registry.SPECS[source.kind]  # settings validation already refused other kinds
-        return spec.build(source.connector_config(), source.options)
+        config = replace(source.connector_config(),
+                         max_file_bytes=self.sync_config.max_file_bytes)
+        return spec.build(config, source.options)
 
     @cached_property
     def sync_config(self) -> JobConfig:
@@ -331,9 +376,14 @@ class App:
         """Every configured source (the sample knowledge base when none is) over one index."""
         sources = [SyncSource(s.name, self.connector(s)) for s in self.settings.resolved_sources]
         shared = self.sync_lease if self.database.dialect == "postgresql" else None
+        observer = None
+        if self.metrics is not None:
+            from bot.metrics.observe import SyncMeter
+
+            observer = SyncMeter(self.metrics)
         return SyncRunner(sources, index, self.embedder, self.sync_state,
                           self.data_dir / "locks", self.sync_config, shared_lock=shared,
-                          stop=stop)
+                          stop=stop, observer=observer)
 
     def sync_lease(self, source: str) -> SyncLease:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
@@ -378,14 +428,18 @@ class App:
         return build_resolver(self.settings)
 
     @cached_property
-    def llm(self) -> AnthropicLLM | None:
-        """Claude, when an API key is configured; without one Sift runs in fast mode."""
-        s = self.settings
-        if s.anthropic_api_key is None:
+    def llm_endpoint(self) -> Endpoint | None:
+        """The model service the settings name (checked: ConfigError naming the setting), or
+        None: no LLM configured, and Sift runs in fast mode."""
+        return llm_setup.resolve(self.settings)
+
+    @cached_property
+    def llm(self) -> AnthropicLLM | OpenAILLM | None:
+        """The LLM port's adapter for SIFT_LLM__PROVIDER (docs/llm-providers.md)."""
+        endpoint = self.llm_endpoint
+        if endpoint is None:
             return None
-        llm = AnthropicLLM(api_key=s.anthropic_api_key.get_secret_value(),
-                           base_url=s.anthropic_base_url, max_retries=s.llm.max_retries,
-                           timeout_s=s.llm.timeout_s)
+        llm = llm_setup.build(self.settings, endpoint)
         quiet_http_stack(llm.http_client_class)
         return llm
 
@@ -404,10 +458,16 @@ class App:
 
     @cached_property
     def llm_circuit(self) -> CircuitBreaker | None:
-        """Claude behind the circuit breaker every pipeline of this App shares."""
-        if self.llm is None:
+        """The model behind the circuit breaker every pipeline of this App shares."""
+        if self.llm is None or self.llm_endpoint is None:
             return None
-        return CircuitBreaker(self.llm, self.settings.llm.circuit_cooldown_s)
+        llm: LLM = self.llm
+        if self.metrics is not None:  # inside the breaker: only calls that were made count
+            from bot.metrics.observe import MeteredLLM
+
+            llm = MeteredLLM(llm, self.metrics, self.llm_endpoint.provider,
+                             self.settings.admin.prices)
+        return CircuitBreaker(llm, self.settings.llm.circuit_cooldown_s)
 
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
                  cache: GradeCache | None = None,
@@ -436,7 +496,8 @@ class App:
             syncs=syncs,
             circuit=llm,
         )
-        return Pipeline(stages, config, recorder, self.output_policy)
+        return Pipeline(stages, config, recorder, self.output_policy,
+                        recording=self.storage_retrying)
 
     @cached_property
     def output_policy(self) -> OutputPolicy:
@@ -473,8 +534,10 @@ class App:
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""
         defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
-        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
-                        self.access_resolver, PendingComments(ExpiringStore(self.database)))
+        retrying = self.storage_retrying
+        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
+                                          retrying), self.access_resolver,
+                        PendingComments(ExpiringStore(self.database), retrying=retrying))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
@@ -483,14 +546,21 @@ class App:
                             max_message_chars=chat.max_message_chars,
                             dedupe_ttl_s=storage.dedupe_ttl_hours * 3600,
                             history_turns=chat.history_turns)
-        stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=self.feedback,
+        feedback: FeedbackStore = self.feedback
+        answers: Answering = pipeline
+        if self.metrics is not None:
+            from bot.metrics.observe import MeteredAnswers, MeteredFeedback
+
+            answers = MeteredAnswers(pipeline, self.metrics,
+                                     question_text=self.settings.tracing.question_text)
+            feedback = MeteredFeedback(feedback, self.metrics)
+        stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
-        return ChatService(pipeline, stores, limits)
+        return ChatService(answers, stores, limits, self.storage_retrying)
 
     def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:
         """The chat page at /: open on loopback; beyond it only behind `gate` (the admin
         console's sign-in); else None (and why, in the log)."""
-        from bot.teams.auth import is_loopback
         from bot.webchat.app import WebChat
 
         if not self.settings.web_chat.enabled:

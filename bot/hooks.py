@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.metrics.registry import Metrics
 from bot.proxy import client_of
 from rag.logcontext import new_correlation_id
 from rag.messages import with_reference
-from sync.push import PushReceiver, PushRejected, PushReply, PushRequest
+from sync.push import MalformedBody, PushReceiver, PushRejected, PushReply, PushRequest
 from sync.push_queue import PushSyncs
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,15 @@ class PushRoutes:
     The receiver's verdict is the only gate; a refused call changes nothing at all."""
 
     def __init__(self, endpoints: Mapping[str, PushEndpoint], syncs: PushSyncs,
-                 claim: Claim | None = None) -> None:
+                 claim: Claim | None = None, metrics: Metrics | None = None) -> None:
         self.endpoints = endpoints
         self.syncs = syncs
         self._claim = claim  # every replica's shared dedupe: a replay refused on any of them
+        self.metrics = metrics
+
+    def _count(self, source: str, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.push_hooks.labels(source, outcome).inc()
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post(ROUTE, self.handle)
@@ -58,20 +64,29 @@ class PushRoutes:
         reference = new_correlation_id()
         try:
             reply = endpoint.receiver.receive(push)
+        except MalformedBody as exc:
+            log.warning("push to %s refused [%s] from %s: %s", name, reference,
+                        client_of(request).address, exc)
+            self._count(name, "refused")
+            return _text(400, with_reference("The body is not JSON.", reference))
         except PushRejected as exc:  # the reason (never the secret) for the operator only
             log.warning("push to %s refused [%s] from %s: %s", name, reference,
                         client_of(request).address, exc)
+            self._count(name, "refused")
             return _text(401, with_reference("This notification could not be verified.",
                                              reference))
         except Exception:
             log.exception("push to %s failed [%s]", name, reference)
+            self._count(name, "failed")
             return _text(500, with_reference("This notification could not be handled.",
                                              reference))
         if reply.replay_key and not await self._first(name, reply):
             log.warning("push to %s refused [%s] from %s: a replay of a notification already "
-                        "received", name, reference, request.remote)
+                        "received", name, reference, client_of(request).address)
+            self._count(name, "refused")
             return _text(409, with_reference("This notification was already received.",
                                              reference))
+        self._count(name, "accepted" if reply.status < 300 else "refused")
         if reply.status < 300 and (reply.doc_ids or reply.resync):
             self.syncs.submit(name, reply.doc_ids, reply.resync)
             log.info("push to %s: queued %d named document(s)%s", name, len(reply.doc_ids),

@@ -9,18 +9,27 @@ import logging
 import os
 import signal
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
+
+from aiohttp import web
 
 from bot.admin import routes as admin_console
 from bot.app import App
 from bot.hooks import PushRoutes
+from bot.llm_setup import verify_models
+from bot.metrics.registry import Metrics, reset_directory
+from bot.metrics.route import MetricsRoute
 from bot.startup import announce
 from bot.teams.auth import check_exposure
+from bot.tracing import start_tracing
 from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
 from bot.workers import Workers, worker_command
 from rag.errors import ConfigError
 from rag.index import WeaviateIndex
+from storage.audit import AuditLog
+from storage.columns import utc_now
 from sync.push_queue import PushSyncs
 
 log = logging.getLogger(__name__)
@@ -97,6 +106,49 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
+AUDIT_PURGE_EVERY_S = 24 * 3600
+
+
+async def _keep_audit(app: App) -> None:
+    """Audit entries older than SIFT_STORAGE__AUDIT_RETENTION_DAYS go, at start and daily."""
+    days = app.settings.storage.audit_retention_days
+    if not days:
+        return
+    log_ = AuditLog(app.database)
+    while True:
+        try:
+            cutoff = utc_now() - timedelta(days=days)
+            removed = await asyncio.to_thread(log_.purge, cutoff)
+            if removed:
+                log.info("audit log: removed %d entries older than %g days", removed, days)
+        except Exception:  # the next day tries again; the log says why this one failed
+            log.exception("audit log: the retention purge failed")
+        await asyncio.sleep(AUDIT_PURGE_EVERY_S)
+
+
+def _observe(app: App, stack: AsyncExitStack, *, shared: bool, primary: bool) -> None:
+    """Metrics (in files every worker shares, when there are workers) and, when an OTLP
+    endpoint is configured, traces; both before anything they observe is built."""
+    directory = None
+    if shared:
+        directory = app.data_dir / "metrics"
+        if primary:  # the workers start later, and add their files to the fresh directory
+            reset_directory(directory)
+    app.metrics = Metrics(directory)
+    stack.callback(app.metrics.close)
+    tracing = start_tracing(os.environ)
+    if tracing is not None:  # off the loop: the last export may wait on the network
+        stack.push_async_callback(asyncio.to_thread, tracing.close)
+
+
+def _mount_metrics(app: App, web_app: web.Application, checks: dict[str, HealthCheck]) -> None:
+    assert app.metrics is not None
+    token = app.settings.metrics.token
+    up: dict[str, HealthCheck] = {name: checks[name] for name in ("weaviate", "database")
+                                  if name in checks}
+    MetricsRoute(app.metrics, token.get_secret_value() if token else None, up).mount(web_app)
+
+
 def _check_workers(app: App, worker: bool) -> int:
     """How many more processes this one starts (0 in a worker): ConfigError when the port
     cannot be shared."""
@@ -112,7 +164,8 @@ def _start_workers(app: App, stack: AsyncExitStack, count: int, config: Path | N
                    ) -> Workers | None:
     if not count:
         return None
-    workers = Workers(worker_command(os.getpid(), config), count)
+    exited = app.metrics.process_exited if app.metrics is not None else None
+    workers = Workers(worker_command(os.getpid(), config), count, on_exit=exited)
     workers.start()
     stack.push_async_callback(workers.stop)
     log.info("started %d more worker process%s on port %d", count, "es" if count > 1 else "",
@@ -131,8 +184,11 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     heap at every start is a cost with nothing to gain."""
     stop = stop or _stop_event()
     check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
+    if app.llm_endpoint is not None and app.llm_endpoint.provider == "openai":  # checked now
+        await verify_models(app.settings, app.llm)
     more = _check_workers(app, worker)
     async with AsyncExitStack() as stack:
+        _observe(app, stack, shared=worker or app.settings.workers > 1, primary=not worker)
         stack.push_async_callback(app.aclose)
         if freeze_heap:
             stack.callback(gc.unfreeze)  # what _warm_up froze is collectable again once stopped
@@ -146,7 +202,9 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if supervisor is not None:
             checks["weaviate_process"] = supervisor.health
         readiness = Readiness()
-        web_app = build_web_app(checks, readiness=readiness, proxies=app.trusted_proxies)
+        web_app = build_web_app(checks, readiness=readiness, proxies=app.trusted_proxies,
+                                access_log=app.settings.access_log)
+        _mount_metrics(app, web_app, checks)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
                                 priors=app.document_priors, syncs=app.sync_state)
         service = app.chat_service(pipeline)
@@ -175,7 +233,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         syncs = app.sync_scheduler(app.sync_runner(index), first_pass=not worker)
         # --- Push: POST /sync/hooks/<source> (each platform's signature checked) ------------
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
-        PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim).mount(web_app)
+        PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim, app.metrics).mount(web_app)
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
@@ -193,6 +251,9 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # The model loads after the site is up: /readyz says 503 "loading" until it has.
         warm_up = asyncio.create_task(_warm_up(app, readiness, freeze_heap=freeze_heap))
         stack.push_async_callback(_cancel, warm_up)
+        if not worker:  # one process keeps the audit log's retention
+            keeper = asyncio.create_task(_keep_audit(app))
+            stack.push_async_callback(_cancel, keeper)
         # --- Sync: scheduled passes per source; a first full pass starts in the background --
         syncs.start()
         stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs

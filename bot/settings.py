@@ -62,7 +62,7 @@ class WeaviateSettings(_Section):
     insert_timeout_s: float = Field(120.0, gt=0)
     # A Weaviate cluster: copies of each chunk, and how many copies must answer a read or
     # acknowledge a write. One node: 1 and QUORUM (of one). Three nodes: 3, QUORUM, QUORUM
-    # (README, "Several replicas"). The factor is fixed when the collection is created.
+    # (docs/deployment.md, "Several replicas"). The factor is fixed when the collection is created.
     replication_factor: int = Field(1, ge=1, le=15)
     read_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
     write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
@@ -78,7 +78,7 @@ RETIRED_BACKENDS = {
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "voyage"] = "local"
-    # How the local model runs (README, Configuration): int8 by default, 1.4x quicker to index
+    # How the local model runs (docs/configuration.md): int8 by default, 1.4x quicker to index
     # than the float graph in bfloat16, for nDCG@10 within a point.
     backend: Literal["openvino", "onnx", "openvino-int8"] = "openvino-int8"
     local_model: str = "all-MiniLM-L6-v2"
@@ -90,7 +90,7 @@ class EmbeddingSettings(_Section):
     max_seq_length: int = Field(256, ge=16, le=8192)
     # Threads the local model uses per process; 0: one per core, except in `sift serve`, where
     # 0 means 1 (a question's embedding is one short text, and threads of several processes
-    # waiting on each other for a busy core slowed answers: see README, "Configuration").
+    # waiting on each other for a busy core slowed answers: see docs/configuration.md).
     threads: int = Field(0, ge=0, le=256)
 
     @field_validator("backend", mode="before")
@@ -101,7 +101,18 @@ class EmbeddingSettings(_Section):
         return value
 
 
+LLMProvider = Literal["anthropic", "bedrock", "vertex", "openai"]
+
+
 class LLMSettings(_Section):
+    """The model service (docs/llm-providers.md has a section per provider)."""
+
+    # anthropic: the Messages API (SIFT_ANTHROPIC_API_KEY); bedrock: Claude on Amazon Bedrock;
+    # vertex: Claude on Google Vertex AI; openai: any OpenAI-compatible Chat Completions API
+    # (vLLM, Ollama, llama.cpp's server, LM Studio, TGI, OpenAI, Azure OpenAI).
+    provider: LLMProvider = "anthropic"
+    # Model ids as the provider names them: Bedrock model or inference-profile ids, Vertex
+    # `model@version`, or whatever the OpenAI-compatible server serves.
     fast_model: str = "claude-haiku-5-5"
     answer_model: str = "claude-sonnet-5-5"
     timeout_s: float = Field(30.0, gt=0)
@@ -111,6 +122,17 @@ class LLMSettings(_Section):
     cache_min_tokens: int = Field(1024, ge=0)
     # After an authentication or spend-limit error: answer from excerpts this long, then probe.
     circuit_cooldown_s: float = Field(300.0, gt=0)
+    # How grades and understanding get JSON: json_schema (structured outputs), tool (a forced
+    # tool call), json_mode (the schema in the prompt; OpenAI's JSON mode where it exists).
+    structured_output: Literal["json_schema", "tool", "json_mode"] = "json_schema"
+    # The endpoint: required for openai (e.g. http://localhost:8000/v1 for vLLM); for bedrock
+    # and vertex it replaces the region's public endpoint (a VPC endpoint or a proxy).
+    base_url: str = ""
+    api_key: SecretStr | None = None  # openai: the server's key (local servers may need none)
+    azure_api_version: str = ""  # openai on Azure OpenAI: e.g. 2024-10-21; base_url = endpoint
+    aws_region: str = ""  # bedrock; unset: AWS_REGION / the profile's region
+    vertex_project: str = ""  # vertex; unset: the credentials' project
+    vertex_region: str = ""  # vertex: e.g. us-east5, europe-west1 or global
 
 
 class RetrievalSettings(_Section):
@@ -119,6 +141,9 @@ class RetrievalSettings(_Section):
     diversity: bool = True  # MMR over the hybrid results
     diversity_balance: float = Field(0.8, ge=0.0, le=1.0)  # 1 = pure relevance
     title_boost: float = Field(2.0, ge=1.0)
+    # A search that finds Weaviate unreachable (a restart takes ~10 s) is tried again, with
+    # backoff, for this long before the asker is told; 0 gives up at once.
+    outage_wait_s: float = Field(20.0, ge=0, le=300)
 
 
 class GradingSettings(_Section):
@@ -164,6 +189,15 @@ class StorageSettings(_Section):
     # Conversation turns stay text (follow-ups need it); without store_text, only this long.
     history_hours_without_text: float = Field(24.0, gt=0)
     dedupe_ttl_hours: float = Field(24.0, gt=0)
+    # A chat's records and votes wait this long, retrying, for a database that went away (a
+    # PostgreSQL restart or failover takes seconds) before the person is told.
+    outage_wait_s: float = Field(30.0, ge=0, le=600)
+    # /healthz and /readyz say "disk full" (503) below this much free space for the database
+    # or the data directory: at zero, nothing can be saved and every question fails.
+    min_free_mb: float = Field(64.0, ge=0)
+    # The audit log (admin actions): entries older than this go (`sift serve` daily, and
+    # `sift db purge`); 0 keeps them forever.
+    audit_retention_days: float = Field(365.0, ge=0)
 
 
 class ChatSettings(_Section):
@@ -189,6 +223,9 @@ class SlackSettings(_Section):
     slash_command: bool = True  # /sift
     app_home: bool = True  # the Home tab
     assistant: bool = False  # the AI-app split view; needs the assistant:write scope
+    # Answers in Slack's `markdown` block, made for AI apps (headings, lists, quotes and code
+    # as Slack renders Markdown); answers with tables keep mrkdwn. Unset: with `assistant`.
+    markdown_block: bool | None = None
     private_channels: bool = False  # message.groups + groups:history
     directory: bool = False  # users:read.email + usergroups:read (permissions)
     # The assistant panel's suggested prompts (at most four are shown).
@@ -286,8 +323,8 @@ class SyncSettings(_Section):
     min_tokens: int | None = Field(None, ge=0, le=2000)  # smaller pieces merge; unset: target / 8
     # Chunks per embedding call. The embedder sorts each call's texts by length before batching
     # them, so a wide call pads less: 1,024 pads 6.8% of the AWS chunks' tokens, 256 8.2%, 64
-    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (README). A stop and
-    # the progress come between calls: about ten seconds apart on a 2-core machine.
+    # 18%; the AWS pages synced 6% quicker in calls of 1,024 than of 256 (bench/README.md). A
+    # stop and the progress come between calls: about ten seconds apart on a 2-core machine.
     embed_batch: int = Field(1024, ge=1, le=4096)
     max_file_mb: float = Field(50.0, gt=0)  # larger documents are skipped and reported by name
     checkpoint_overlap_s: float = Field(300.0, ge=0)
@@ -296,13 +333,13 @@ class SyncSettings(_Section):
 
 
 class OutputSettings(_Section):
-    """What an answer may link to; every other link is shown as inert text (README, Security)."""
+    """What an answer may link to; every other link is shown as inert text (docs/security.md)."""
 
     allowed_hosts: list[str] | None = None  # unset: the hosts of the sources' `url` settings
 
 
 class ChannelSettings(_Section):
-    """One [[channels]] table: how Sift behaves in one conversation (see README "Channels")."""
+    """One [[channels]] table: how Sift behaves in one conversation (see docs/channels.md)."""
 
     platform: Literal["slack", "teams"]
     channel: str = Field(min_length=1)
@@ -326,6 +363,12 @@ class GroupSettings(_Section):
     slack_usergroups: list[str] = Field(default_factory=list)  # handles, without the "@"
     entra_groups: list[str] = Field(default_factory=list)  # Microsoft Entra group object ids
     entra_members: list[str] = Field(default_factory=list)  # AAD object ids, without Graph
+    # Groups of the platforms Sift reads, by the name the platform shows: shorthand for the
+    # principals their connectors write ("github:team:acme/platform", "jira:group:it-staff",
+    # "servicenow:group:Service Desk").
+    github_teams: list[str] = Field(default_factory=list)  # "org/team-slug"
+    jira_groups: list[str] = Field(default_factory=list)
+    servicenow_groups: list[str] = Field(default_factory=list)
     # Platform principals a connector puts in `access` ("confluence:group:hr",
     # "confluence:space:HR", "notion:workspace"): this group's members may read them.
     principals: list[str] = Field(default_factory=list)
@@ -388,6 +431,20 @@ class AdminSettings(_Section):
     oidc: OidcSettings = Field(default_factory=OidcSettings)
 
 
+class MetricsSettings(_Section):
+    """GET /metrics (docs/operating.md): with a token, Bearer-authenticated from anywhere;
+    without one, loopback clients only."""
+
+    token: SecretStr | None = None
+
+
+class TracingSettings(_Section):
+    """OpenTelemetry traces: on when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ variant) is
+    set, with the standard OTEL_* variables; spans carry no question text unless allowed."""
+
+    question_text: bool = False
+
+
 Config = TypeVar("Config")
 
 
@@ -417,6 +474,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".sift")
     database_url: str = ""
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"  # json: one object per line (docs/operating.md)
+    access_log: bool = True  # `sift serve`: a line per HTTP request (path without its query)
     mode: Literal["accurate", "fast"] | None = None  # None: accurate when an LLM is configured
 
     weaviate_url: str = ""
@@ -507,6 +566,8 @@ class Settings(BaseSettings):
     groups: list[GroupSettings] = Field(default_factory=list)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     admin: AdminSettings = Field(default_factory=AdminSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @field_validator("groups")
     @classmethod
@@ -544,6 +605,8 @@ class Settings(BaseSettings):
 
     @property
     def llm_configured(self) -> bool:
+        if self.llm.provider != "anthropic":  # named on purpose: its credentials are checked
+            return True
         return self.anthropic_api_key is not None or bool(self.anthropic_base_url)
 
 
@@ -610,7 +673,7 @@ def _unknown_key(loc: tuple[Any, ...], key: str, data: dict[str, Any],
         return f"Unknown setting {env} in the environment{settings_check.nearest(env, names)}"
     where = f" in {toml_path}" if toml_path and _in_toml(data, loc) else ""
     hint = settings_check.nearest(str(loc[-1]), valid).replace("mean ", "mean '", 1)
-    hint = hint[:-1] + "'?" if hint else "; check its spelling against the README."
+    hint = hint[:-1] + "'?" if hint else "; check its spelling against docs/configuration.md."
     return f"Unknown setting '{key}'{where}{hint}"
 
 

@@ -129,3 +129,13 @@ def parse_networks(entries: Iterable[str]) -> tuple[Network, ...]:
             raise ValueError(f"{entry.strip()!r} is not an IP address or a CIDR range "
                              "such as 10.0.0.0/8") from None
     return tuple(networks)
+
+
+def is_loopback(host: str) -> bool:
+    """True only for addresses nothing outside this machine can reach ("" and 0.0.0.0 are all)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything

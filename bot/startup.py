@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from bot.llm_setup import startup_line
 from bot.settings import Settings, SourceSettings
 from sync.connectors import registry
 
@@ -43,7 +44,7 @@ def _admin(on: bool, base: str) -> str:
 
 def _web_chat(settings: Settings, base: str, admin: bool) -> str:
     # Mirrors App.web_chat: beyond loopback, only behind the console's sign-in.
-    from bot.teams.auth import is_loopback
+    from bot.settings_check import is_loopback
 
     if not settings.web_chat.enabled:
         return "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
@@ -88,5 +89,6 @@ async def announce(app: App, *, admin: bool = False) -> None:
     """Print the lines under "Sift is serving on …" (the sync dates come from the database)."""
     names = [s.name for s in app.settings.resolved_sources]
     last = {name: await asyncio.to_thread(app.sync_state.last_success, name) for name in names}
+    print(f"  {startup_line(app.settings, app.llm_endpoint)}", flush=True)
     for line in surface_lines(app.settings, last, admin=admin):
         print(f"  {line}", flush=True)

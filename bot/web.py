@@ -1,4 +1,4 @@
-"""The aiohttp web server of `sift serve`: /healthz plus the routes adapters add (Slack, Teams)."""
+"""The aiohttp web server of `sift serve`: the probes, and the routes every surface adds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
+from bot.access_log import log_access
 from bot.proxy import TrustedProxies
 
 log = logging.getLogger(__name__)
@@ -75,15 +77,27 @@ def _ready_handler(readiness: Readiness, health: Callable[[web.Request], Awaitab
     return readyz
 
 
+async def livez(request: web.Request) -> web.Response:
+    """The process and its event loop are alive (this ran on the loop): for restarts only,
+    so it asks no dependency; a frozen Weaviate must not restart every replica."""
+    return web.json_response({"status": "ok", "pid": os.getpid()})
+
+
 def build_web_app(checks: Mapping[str, HealthCheck], *, timeout_s: float = 5.0,
                   readiness: Readiness | None = None,
-                  proxies: TrustedProxies | None = None) -> web.Application:
-    """/healthz: each dependency's health; /readyz: 503 naming what still loads, then the
-    same as /healthz (a load balancer sends questions only once it says 200). `proxies`:
-    whose X-Forwarded-* headers every route sees as the real client (bot/proxy.py)."""
-    middlewares = [proxies.middleware] if proxies is not None else []
+                  proxies: TrustedProxies | None = None,
+                  access_log: bool = False) -> web.Application:
+    """/livez: the process lives; /readyz: 503 naming what still loads, then each dependency's
+    health (a load balancer sends questions only once it says 200); /healthz: the dependency
+    checks alone, as before /readyz existed. A readiness check is one more entry in `checks`.
+    `proxies`: whose X-Forwarded-* headers every route sees as the real client
+    (bot/proxy.py); `access_log`: a line per request (bot/access_log.py)."""
+    middlewares: list[Middleware] = [proxies.middleware] if proxies is not None else []
+    if access_log:
+        middlewares.append(log_access)
     app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=middlewares)
     health = _health_handler(checks, timeout_s)
+    app.router.add_get("/livez", livez)
     app.router.add_get("/healthz", health)
     app.router.add_get("/readyz", _ready_handler(readiness or Readiness(), health))
     return app

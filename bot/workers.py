@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bot.weaviate.supervisor import Backoff
@@ -55,8 +55,10 @@ class Workers:
     """Starts `count` worker processes and keeps them running until `stop`."""
 
     def __init__(self, command: Sequence[str], count: int, *, poll_s: float = 1.0,
-                 backoff: Backoff | None = None, stop_timeout_s: float = 20.0) -> None:
+                 backoff: Backoff | None = None, stop_timeout_s: float = 20.0,
+                 on_exit: Callable[[int], None] | None = None) -> None:
         self._command = list(command)
+        self._on_exit = on_exit  # told each exited worker's pid (its metrics' live gauges)
         self._poll_s = poll_s
         self._backoff = backoff or Backoff()
         self._stop_timeout_s = stop_timeout_s
@@ -94,6 +96,8 @@ class Workers:
         now = time.monotonic()
         if slot not in self._down_since:
             self._down_since[slot] = now
+            if self._on_exit is not None:
+                self._on_exit(process.pid)
             # A worker that ran a while before exiting starts again at once; one that keeps
             # failing at start-up waits longer each time (the backoff Weaviate's restarts use).
             lived = now - self._started_at[slot]

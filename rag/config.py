@@ -12,6 +12,7 @@ class RetrievalConfig:
     alpha: float = 0.5
     diversity: bool = True
     diversity_balance: float = 0.8
+    outage_wait_s: float = 20.0  # how long a search retries an unreachable index
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class SelectionConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    provider: str = "anthropic"  # recorded with each answer's models
     fast_model: str = "claude-haiku-5-5"
     answer_model: str = "claude-sonnet-5-5"
     answer_max_tokens: int = 1200

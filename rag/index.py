@@ -225,6 +225,31 @@ class WeaviateIndex:
                         self._client.collections.delete(self.config.collection),
                         self.config.insert_timeout_s)
 
+    async def backup(self, backup_id: str) -> str:
+        """Back the collection up through Weaviate's filesystem module (into the server's
+        BACKUP_FILESYSTEM_PATH); the path it wrote. RetrievalError says why it could not."""
+        return await self._backup("back up the collection", backup_id, restore=False)
+
+    async def restore(self, backup_id: str) -> str:
+        """Restore the collection from that backup into this server (which must not hold
+        the collection yet)."""
+        return await self._backup("restore the collection", backup_id, restore=True)
+
+    async def _backup(self, action: str, backup_id: str, *, restore: bool) -> str:
+        from weaviate.backup.backup import BackupStatus, BackupStorage
+
+        if self._client is None:
+            raise RetrievalError(f"{self.where}: the index is not connected")
+        run = self._client.backup.restore if restore else self._client.backup.create
+        done = await self._run(action, run(
+            backup_id=backup_id, backend=BackupStorage.FILESYSTEM,
+            include_collections=[self.config.collection], wait_for_completion=True),
+            self.config.insert_timeout_s)
+        if done.status is not BackupStatus.SUCCESS:
+            raise RetrievalError(f"{self.where} could not {action} ({backup_id}): "
+                                 f"{done.status.value} {done.error or ''}".strip())
+        return str(done.path or backup_id)
+
     async def is_ready(self) -> bool:
         if self._client is None:
             return False
@@ -387,8 +412,15 @@ class WeaviateIndex:
             # request cost each answer more of the interpreter than the search itself.
             done, _ = await asyncio.wait({searching}, timeout=self.config.readiness_grace_s)
             if not done and not await self.is_ready():
-                raise RetrievalError(f"{self.where} is not reachable")
+                raise RetrievalError(f"{self.where} is not reachable", unreachable=True)
             response = await searching
+        except RetrievalError as exc:
+            # A failed query on a server that is not ready is the server's absence (worth
+            # waiting for); on a ready one, the query itself was refused.
+            if exc.unreachable or await self.is_ready():
+                raise
+            raise RetrievalError(f"{exc} (and the server is not ready)",
+                                 unreachable=True) from exc
         finally:
             searching.cancel()  # no-op once it is done; stops the retries of a dead server
         return [SearchHit(schema.from_properties(dict(o.properties)), float(o.metadata.score or 0))

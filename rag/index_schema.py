@@ -69,7 +69,6 @@ PROPERTIES = [
     _stored_prop("tokens", DataType.INT),
 ]
 
-SEARCHABLE = ("title", "section", "text", "tags")
 # What a search returns: the properties read after a search (grading, answering, citing,
 # the access check, the Teams card's keywords). The client parses every returned property
 # of every hit, the dates one by one with `strptime` (3% of `sift serve`'s interpreter time

@@ -8,12 +8,15 @@ import logging
 import secrets
 from collections.abc import Iterator
 
+from rag.spans import current_trace_id
+
 _correlation_id: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="-")
 
 
 def new_correlation_id() -> str:
-    """Short, unguessable, easy to read aloud from a chat message to an operator."""
-    return secrets.token_hex(4)
+    """Short, unguessable, easy to read aloud from a chat message to an operator; when the
+    work is traced, its trace id, so that a reference finds the trace as well as the log."""
+    return current_trace_id() or secrets.token_hex(4)
 
 
 def current_correlation_id() -> str:
@@ -44,5 +47,7 @@ class CorrelationFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "correlation_id"):
-            record.correlation_id = _correlation_id.get()
+            bound = _correlation_id.get()
+            # Outside a question or a sync (a web request, say), a traced line names its trace.
+            record.correlation_id = bound if bound != "-" else current_trace_id() or "-"
         return True

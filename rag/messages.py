@@ -37,6 +37,11 @@ QUOTA_EXCEEDED = (
     "You've asked {limit} questions in the last minute; please wait a moment before asking more."
 )
 INTERNAL_ERROR = "Something went wrong on my side."
+DISK_FULL = (
+    "Sift's disk is full, so I can't save anything right now; please tell whoever runs Sift.")
+DATABASE_DOWN = (
+    "I couldn't save that: Sift's database is unreachable right now; please try again in a "
+    "few minutes.")
 ERROR_REFERENCE = "{message} (reference: {correlation_id})"
 FEEDBACK_THANKS = "Thanks for the feedback!"
 DOWNVOTE_PROMPT = "Thanks. What was missing or wrong? Reply in this thread and I'll pass it on."
@@ -46,10 +51,9 @@ BUSY = "I'm answering a lot of questions right now; please ask again in a minute
 CHANNEL_OFF = "I'm switched off in this channel; ask me in a direct message instead."
 NOBODY_TO_CALL = "Nobody is set up to help in this channel; please ask your team directly."
 SHARE_BLOCKED = (
-    "This answer can't be shared here: a source it cites is not visible to everyone in the "
-    "channel.")
+    "This answer can't be shared here: a source it was written from is not visible to "
+    "everyone in the channel.")
 SHARE_LABEL = "Share to channel"
-SHARED_BY = "Shared by <@{user}> from a private answer."
 HELP_LABEL = "Still need help?"
 SHARE_UNAVAILABLE = "I can't share that answer any more; please ask again."
 ASSISTANT_TITLE = "Ask Sift"

@@ -1,16 +1,17 @@
-"""One non-streaming Messages API call over aiohttp, with the SDK's headers and exceptions."""
+"""One non-streaming Messages API call over aiohttp, with the SDK's headers; failures classified."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from rag.errors import LLMError
+from rag import llm_errors
 
 if TYPE_CHECKING:
     import anthropic
@@ -22,8 +23,9 @@ class MessagesPost:
     Grading makes 20 such calls per answer. Through the SDK, about 70% of each call's CPU went
     to building an httpx request and handing it down to the aiohttp pool underneath
     (`bench.llm_calls` compares the two); here the headers are the SDK's own, computed once, and
-    the body goes straight to aiohttp. A failure is raised as the exception the SDK raises for
-    it, made by the SDK from the response, so `rag.llm.classify` reads every failure alike.
+    the body goes straight to aiohttp. A failure is raised as an LLMError by the same rules
+    (`rag.llm_errors`) as the SDK's exceptions are, from the same status, headers and body.
+    Only the SDK's public attributes are read (its default headers, base URL, pool limits).
     """
 
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
@@ -55,9 +57,6 @@ class MessagesPost:
             await self._session.close()
 
     async def __call__(self, body: dict[str, Any], timeout_s: float) -> Any:
-        import anthropic
-        import httpx2  # the SDK's HTTP library: its exceptions carry one of its requests
-
         data = json.dumps(body).encode()
         try:
             async with self._open().post(self._url, data=data, headers=self._headers,
@@ -67,19 +66,21 @@ class MessagesPost:
                 content = await response.read()
                 status, headers = response.status, response.headers
         except TimeoutError as exc:
-            raise anthropic.APITimeoutError(httpx2.Request("POST", self._url)) from exc
+            raise llm_errors.timed_out(exc) from exc
         except aiohttp.ClientError as exc:
-            raise anthropic.APIConnectionError(
-                message=f"{type(exc).__name__}: {exc}",
-                request=httpx2.Request("POST", self._url)) from exc
+            raise llm_errors.unreachable(f"{type(exc).__name__}: {exc}") from exc
         if status >= 400:
-            failed = httpx2.Response(status, headers=list(headers.items()), content=content,
-                                     request=httpx2.Request("POST", self._url))
-            # The SDK's own factory (a private method; the error cases in tests/rag/test_llm.py
-            # hold it to the classes and fields `classify` reads).
-            raise self._client._make_status_error_from_response(failed)
+            raise _failure(status, headers, content)
         try:
             return json.loads(content)
         except ValueError as exc:
-            raise LLMError(f"the reply was not JSON: {content[:80]!r}", kind="unexpected",
-                           retryable=False) from exc
+            raise llm_errors.malformed(f"the reply was not JSON: {content[:80]!r}") from exc
+
+
+def _failure(status: int, headers: Mapping[str, str], content: bytes) -> Exception:
+    try:
+        kind, code, message = llm_errors.error_fields(json.loads(content))
+    except ValueError:  # an error page from a proxy in the way
+        kind, code, message = "", "", content[:80].decode(errors="replace")
+    return llm_errors.from_failure(llm_errors.Failure(status, kind, message, code,
+                                                      llm_errors.hinted_wait(headers)))

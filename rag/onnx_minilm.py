@@ -185,7 +185,7 @@ def import_openvino() -> Any:
         raise ConfigError(
             f"OpenVINO does not import: {exc}",
             user_message="The default embedding runtime, OpenVINO, is not installed: run "
-            "`make install` (or pip install 'sift[local]'), or set "
+            "`make install` (or uv pip install 'sift-knowledge-bot[local]'), or set "
             "SIFT_EMBEDDING__BACKEND=onnx.") from exc
     return openvino
 

@@ -18,10 +18,12 @@ from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.output_policy import OutputPolicy
+from rag.patience import NO_RETRY, Retrying
 from rag.ports import InteractionRecorder, SyncProgress, TextSink
 from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
+from rag.spans import stage_span
 from rag.types import (
     Answer,
     AnswerStatus,
@@ -56,6 +58,7 @@ class _Run:
     def lap(self, stage: str, since: float) -> float:
         now = time.perf_counter()
         self.timings[stage] = round((now - since) * 1000, 2)
+        stage_span(stage, since, now)
         return now
 
 
@@ -79,10 +82,11 @@ class Stages:
 class Pipeline:
     def __init__(self, stages: Stages, config: PipelineConfig,
                  recorder: InteractionRecorder | None = None,
-                 policy: OutputPolicy | None = None) -> None:
+                 policy: OutputPolicy | None = None, recording: Retrying = NO_RETRY) -> None:
         self._s = stages
         self._config = config
         self._recorder = recorder
+        self._recording = recording  # how recording waits out a database away for a moment
         # Every surface receives the pipeline's text, so the policy is applied here, once.
         self._policy = policy or OutputPolicy()
 
@@ -135,6 +139,7 @@ class Pipeline:
         answer = await self._police(answer)
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
         return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models,
+                       llm_provider=self._config.models.provider if run.models else "",
                        ab_arm=arm)
 
     async def _stages(self, question: Question, mode: Mode, run: _Run,
@@ -254,10 +259,12 @@ class Pipeline:
         if self._recorder is None:
             return answer
         try:
-            interaction_id = await asyncio.to_thread(self._recorder.record, answer)
+            interaction_id = await self._recording.blocking("recording the answer",
+                                                            self._recorder.record, answer)
         except Exception:
             # The person still gets the answer; the log keeps the cause for the operator.
-            log.exception("could not record the interaction")
+            log.exception("could not record the answer (%s); it is given unrecorded",
+                          answer.status)
             return answer
         return replace(answer, interaction_id=interaction_id)
 

@@ -34,7 +34,7 @@ class PriorConfig:
     # Log-multiplier when every voter agrees: votes alone move a document by at most x1.22.
     # In fast mode the heuristic grade also follows the (scaled) retrieval score, so the prior
     # acts twice; at 0.35 votes from people who all lie (simulated on aws-docs) cost ~1 point
-    # of nDCG@10, at 0.2 none, and honest votes still gain (see README, `sift eval`).
+    # of nDCG@10, at 0.2 none, and honest votes still gain (see bench/README.md, `sift eval`).
     vote_weight: float = 0.2
     base_rate: float = 0.3  # graded-relevant share assumed when nothing is known yet
 

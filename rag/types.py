@@ -214,6 +214,7 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     usage: dict[str, Usage] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)
+    llm_provider: str = ""  # the model service of `models` (anthropic, bedrock, vertex, openai)
     extractive: bool = False  # quoted passages rather than a generated summary
     uncited_claims: bool = False  # the answer makes claims without any valid citation
     ab_arm: str = ""  # the mode the A/B split chose ("" when no split decided the mode)

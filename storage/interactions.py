@@ -118,6 +118,7 @@ class InteractionRepository:
             "timings_ms": dict(answer.timings_ms),
             "usage": {stage: _usage(u) for stage, u in answer.usage.items()},
             "models": dict(answer.models),
+            "llm_provider": answer.llm_provider if answer.models else "",
         }
 
     def record(self, answer: AnswerLike) -> int:

@@ -80,6 +80,8 @@ class Interaction(Base):
     timings_ms: Mapped[Json] = mapped_column(default=dict)  # stage -> milliseconds
     usage: Mapped[Json] = mapped_column(default=dict)  # stage -> token counts
     models: Mapped[Json] = mapped_column(default=dict)  # stage -> model id
+    # The model service of those models (anthropic, bedrock, vertex, openai); "" without one.
+    llm_provider: Mapped[str] = mapped_column(String(16), default="", server_default="")
 
 
 class DailyOutcome(Base):
@@ -308,6 +310,8 @@ class SourceDocument(Base):
     status: Mapped[str] = mapped_column(String(16))  # ok, failed
     error: Mapped[str] = mapped_column(Text, default="")
     restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Indexed, but something is wrong with it (a misspelt `access`): the console lists it.
+    warning: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class EventKey(Base):
@@ -345,3 +349,19 @@ class ChannelPolicyRow(Base):
     label: Mapped[str] = mapped_column(Text, default="")
     settings: Mapped[Json] = mapped_column(default=dict)  # every other field of the policy
     updated_at: Mapped[datetime]
+
+
+class AuditEntry(Base):
+    """One admin action: who (an account, a role, or the command line), from where, what,
+    and the value before and after (never a secret: tokens and passwords are not stored)."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    actor: Mapped[str] = mapped_column(String)
+    address: Mapped[str] = mapped_column(String(64), default="")
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    target: Mapped[str] = mapped_column(String, default="")
+    before: Mapped[Json | None] = mapped_column(nullable=True)
+    after: Mapped[Json | None] = mapped_column(nullable=True)

@@ -55,6 +55,18 @@ class UnretrievedDocument:
 
 
 @dataclass(frozen=True)
+class ModelUsage:
+    """Tokens a provider's model used over the window, and on how many questions."""
+
+    provider: str
+    model: str
+    questions: int
+    input_tokens: int  # all prompt tokens, cache reads and writes included
+    output_tokens: int
+    calls: int
+
+
+@dataclass(frozen=True)
 class Report:
     """Window sections cover [since, until]; document sections are all-time (they survive
     purges)."""
@@ -72,6 +84,7 @@ class Report:
     never_retrieved: tuple[UnretrievedDocument, ...]
     never_retrieved_total: int
     relevant_threshold: float
+    models: tuple[ModelUsage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,30 @@ def _interaction_rows(session: Session, since: datetime) -> list[InteractionRow]
                            r.created_at, int(r.up or 0), int(r.down or 0), r.ab_arm or "",
                            f"{r.platform}:{r.channel}" if r.channel else r.platform)
             for r in session.execute(query)]
+
+
+def _model_usage(session: Session, since: datetime) -> list[ModelUsage]:
+    """Per (provider, model): the questions that used it and its tokens, from each answer's
+    stage -> model and stage -> usage."""
+    query = (select(Interaction.llm_provider, Interaction.models, Interaction.usage)
+             .where(Interaction.created_at >= since))
+    totals: dict[tuple[str, str], list[int]] = {}
+    for provider, models, usage in session.execute(query):
+        seen: set[tuple[str, str]] = set()
+        for stage, used in (usage or {}).items():
+            model = (models or {}).get(stage)
+            if not model or not isinstance(used, dict):
+                continue
+            key = (provider or "anthropic", str(model))
+            entry = totals.setdefault(key, [0, 0, 0, 0])
+            entry[1] += sum(int(used.get(k) or 0) for k in
+                            ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+            entry[2] += int(used.get("output_tokens") or 0)
+            entry[3] += int(used.get("calls") or 0)
+            if key not in seen:
+                seen.add(key)
+                entry[0] += 1
+    return [ModelUsage(p, m, *t) for (p, m), t in sorted(totals.items())]
 
 
 def _low_grade(session: Session, options: ReportOptions) -> list[DocumentFinding]:
@@ -134,6 +171,7 @@ def build_report(db: Database, options: ReportOptions | None = None, *,
     since = until - options.window
     with db.read() as session:
         rows = _interaction_rows(session, since)
+        models = _model_usage(session, since)
         low = _low_grade(session, options)
         never, never_total = _never_retrieved(session, options.limit,
                                               options.include_restricted)
@@ -144,5 +182,5 @@ def build_report(db: Database, options: ReportOptions | None = None, *,
         gaps=tuple(content_gaps(rows, options.limit)), modes=tuple(mode_stats(rows)),
         channels=tuple(channel_stats(rows, options.limit)),
         low_grade=tuple(low), never_retrieved=tuple(never), never_retrieved_total=never_total,
-        relevant_threshold=options.relevant_threshold,
+        relevant_threshold=options.relevant_threshold, models=tuple(models),
     )

@@ -146,6 +146,9 @@ class AnswerLike(Protocol):
     @property
     def models(self) -> Mapping[str, str]: ...
 
+    @property
+    def llm_provider(self) -> str: ...
+
 
 class GradeKeyLike(Protocol):
     """The grade cache key (rag's `GradeKey`): hashable, compared by value."""

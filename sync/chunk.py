@@ -11,8 +11,9 @@ from sync.plain import plain_text
 
 # Bump when the chunks or what the model reads of them change: it is part of every document's
 # content hash, so the next sync re-chunks and re-embeds everything instead of mixing old and
-# new. (2: the model reads the chunk's plain text, `embedding_text`.)
-CHUNKER_VERSION = 2
+# new. (2: the model reads the chunk's plain text, `embedding_text`; 3: blocks and plain text
+# from one Markdown parser, markdown-it: lists are one block, tables lose their rules.)
+CHUNKER_VERSION = 3
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s")

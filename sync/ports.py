@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rag.types import Chunk, Vector
+
+if TYPE_CHECKING:
+    from sync.report import SyncSummary  # which imports this module's RunCounts
 
 
 class ChunkIndex(Protocol):
@@ -42,6 +45,9 @@ class DocumentState(Protocol):
     @property
     def restricted(self) -> bool: ...
 
+    @property
+    def warning(self) -> str: ...  # indexed, with this wrong (a misspelt `access`)
+
 
 @dataclass(frozen=True)
 class RunCounts:
@@ -69,6 +75,7 @@ class SyncState(Protocol):
         status: str = "ok",
         error: str = "",
         restricted: bool = False,  # not readable by the public: reports hide its id
+        warning: str = "",  # indexed, but the console should show what is wrong with it
     ) -> None: ...
 
     def forget_document(self, source: str, doc_id: str) -> None: ...
@@ -97,3 +104,11 @@ class SyncState(Protocol):
     def last_started(self, source: str, *, full: bool = False) -> datetime | None:
         """Start time of the source's latest run (with `full`, full run), whatever its end."""
         ...
+
+
+class SyncObserver(Protocol):
+    """Told of every recorded run of a source (`sift serve` counts them as metrics)."""
+
+    def finished(self, summary: SyncSummary) -> None: ...
+
+    def failed(self, source: str, full: bool) -> None: ...

@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from rag.safe_compare import as_bytes
 
@@ -51,6 +52,19 @@ class PushReply:
     def once(self, signature: str, tolerance_s: float) -> PushReply:
         """This reply, good once: a signed time may be `tolerance_s` away either way."""
         return replace(self, replay_key=signature.strip(), replay_ttl_s=2 * tolerance_s)
+
+
+class MalformedBody(Exception):
+    """A verified call whose body is not what the platform sends (not JSON): the route
+    answers 400 with one sentence, the same for every receiver."""
+
+
+def json_body(body: bytes) -> Any:
+    """The verified body as JSON; MalformedBody when it is not."""
+    try:
+        return json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise MalformedBody("the body is not JSON") from None
 
 
 class PushRejected(Exception):

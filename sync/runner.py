@@ -16,7 +16,7 @@ from sync.connectors.base import Connector
 from sync.interrupt import StopRequest
 from sync.job import JobConfig, SyncJob
 from sync.lock import SourceLock, SyncBusy
-from sync.ports import ChunkIndex, SyncState
+from sync.ports import ChunkIndex, SyncObserver, SyncState
 from sync.prune import prune, unconfigured
 from sync.report import Progress, SyncSummary
 
@@ -43,8 +43,10 @@ class SyncRunner:
     def __init__(self, sources: Sequence[SyncSource], index: ChunkIndex, embedder: Embedder,
                  state: SyncState, lock_dir: Path, config: JobConfig | None = None, *,
                  shared_lock: Callable[[str], SharedLock] | None = None,
-                 stop: StopRequest | None = None) -> None:
+                 stop: StopRequest | None = None,
+                 observer: SyncObserver | None = None) -> None:
         self.stop = stop or StopRequest()
+        self.observer = observer
         self._sources = {s.name: s for s in sources}
         self.index = index
         self.embedder = embedder
@@ -97,7 +99,15 @@ class SyncRunner:
         if dry_run:  # reads only: no need to wait for, or block, a real run
             return await job.run(full=full, dry_run=True)
         async with self._locked(name, full, due):
-            return await job.run(full=full)
+            try:
+                summary = await job.run(full=full)
+            except Exception:
+                if self.observer is not None:
+                    self.observer.failed(name, full)
+                raise
+        if self.observer is not None:
+            self.observer.finished(summary)
+        return summary
 
     async def run_ids(self, name: str, doc_ids: Sequence[str]) -> SyncSummary:
         """Sync only the named documents (a push), under the same locks as a whole run."""

@@ -20,10 +20,11 @@ from tests.crash_report import (  # noqa: F401
     pytest_handlecrashitem,
     pytest_unconfigure,
 )
+from tests.disk import small_disk  # noqa: F401
 from tests.fakes.fixtures import fake_anthropic, fake_slack  # noqa: F401
 from tests.fakes.tls import local_ca
 from tests.parallel import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401
-from tests.pg import postgres_url  # noqa: F401
+from tests.pg import own_postgres, postgres_url  # noqa: F401
 
 WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", WeaviateSettings().version)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.admin.console import KEY, PREFIX, render, require_admin
+from bot.admin.console import KEY, PREFIX, audit, render, require_admin
 from bot.chat.policy import (
     ChannelPolicy,
     Known,
@@ -20,7 +20,7 @@ from bot.chat.policy import (
     policy_settings,
     validate,
 )
-from storage.channel_policies import ChannelPolicyRepository
+from storage.channel_policies import ChannelPolicyRepository, StoredPolicy
 from storage.overrides import KINDS, OverrideRepository
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,10 @@ def _form_values(policy: ChannelPolicy) -> dict[str, Any]:
     values.update({name: ", ".join(getattr(policy, name)) for name in LISTS})
     values.update({name: getattr(policy, name) for name in SWITCHES})
     return values
+
+
+def _as_audit(stored: StoredPolicy | None) -> dict[str, Any] | None:
+    return None if stored is None else {"label": stored.label, **stored.settings}
 
 
 async def edit_form(request: web.Request) -> web.StreamResponse:
@@ -88,9 +92,13 @@ async def save(request: web.Request) -> web.StreamResponse:
         return render(request, "channel_form.html", 400, values=values,
                       errors={exc.field: exc.user_message}, known=_known(request), new=False)
     repository = ChannelPolicyRepository(request.app[KEY].db)
+    before = await asyncio.to_thread(repository.get, policy.platform, policy.channel)
+    after = {"label": policy.label, **policy_settings(policy)}
     await asyncio.to_thread(repository.put, policy.platform, policy.channel, policy.label,
                             policy_settings(policy))
     log.info("console: an admin saved the policy of %s", policy.key)
+    await audit(request, "policy_saved", f"{policy.platform}:{policy.channel}",
+                before=_as_audit(before), after=after)
     raise web.HTTPSeeOther(f"{PREFIX}/channels?saved={policy.platform}:{policy.channel}")
 
 
@@ -99,8 +107,12 @@ async def remove(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     platform, channel = str(form.get("platform", "")), str(form.get("channel", ""))
     repository = ChannelPolicyRepository(request.app[KEY].db)
+    before = await asyncio.to_thread(repository.get, platform, channel)
     await asyncio.to_thread(repository.remove, platform, channel)
     log.info("console: an admin removed the policy of %s:%s", platform, channel)
+    if before is not None:
+        await audit(request, "policy_removed", f"{platform}:{channel}",
+                    before=_as_audit(before))
     raise web.HTTPSeeOther(f"{PREFIX}/channels?removed={platform}:{channel}")
 
 
@@ -110,6 +122,8 @@ async def override(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     doc_id, kind = str(form.get("doc_id", "")).strip(), str(form.get("kind", ""))
     repository = OverrideRepository(request.app[KEY].db)
+    found = (await asyncio.to_thread(repository.for_documents, [doc_id])).get(doc_id)
+    before = None if found is None else {"kind": found.kind, "set_by": found.set_by}
     if kind == "reset":
         await asyncio.to_thread(repository.reset, doc_id)
     elif kind in KINDS and doc_id:
@@ -118,6 +132,8 @@ async def override(request: web.Request) -> web.StreamResponse:
         raise web.HTTPBadRequest(text=f"Choose one of {', '.join((*KINDS, 'reset'))} for a "
                                  "document.")
     log.info("console: an admin set %s on document %s", kind, doc_id)
+    await audit(request, "override", f"document {doc_id}", before=before,
+                after=None if kind == "reset" else {"kind": kind})
     back = str(form.get("back", ""))
     raise web.HTTPSeeOther(back if back.startswith(f"{PREFIX}/documents") else
                            f"{PREFIX}/documents")

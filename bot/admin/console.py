@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from bot.settings import AdminSettings, Settings
 from bot.webchat.app import Reader, conversation_key, visitor_of
 from rag.ports import Embedder
 from rag.safe_compare import same_secret
+from storage.audit import AuditLog
 from storage.db import Database
 from storage.history import HistoryRepository
 
@@ -70,6 +71,7 @@ class Console:
     sessions: Sessions
     limiter: LoginLimiter
     templates: jinja2.Environment
+    audit: AuditLog
     provider: Provider | None = None  # single sign-on, when SIFT_ADMIN__OIDC__ISSUER is set
 
     @property
@@ -149,6 +151,24 @@ def sees_restricted(request: web.Request) -> bool:
     return bool(request[SESSION].role == ADMIN)
 
 
+async def audit(request: web.Request, action: str, target: str = "", *, actor: str = "",
+                before: Mapping[str, Any] | None = None,
+                after: Mapping[str, Any] | None = None) -> None:
+    """Record an admin action in the audit log: by the signed-in person (their email, else
+    their role), from the real client's address. Called once the action is done, so a
+    failed write does not undo it or turn its page into an error: it is logged, as an
+    error with its cause, for the operator to see that the trail has a gap."""
+    session: Session | None = request.get(SESSION)
+    who = actor or (session.email or session.role if session is not None else "?")
+    address = client_of(request).address
+    try:
+        await asyncio.to_thread(request.app[KEY].audit.record, who, action, target,
+                                address=address, before=before, after=after)
+    except Exception:
+        log.exception("audit log: could not record %s on %r by %s from %s", action, target,
+                      who, address)
+
+
 def require_admin(request: web.Request) -> None:
     session: Session = request[SESSION]
     if session.role != ADMIN:
@@ -214,8 +234,10 @@ async def login(request: web.Request) -> web.StreamResponse:
         everyone = await console.limiter.failed(address)
         log.info("console: failed sign-in from %s (%d failures from all addresses in the "
                  "window)", address, everyone)
+        await audit(request, "sign_in_failed", "password", actor="?")
         return login_page(request, WRONG_PASSWORD, 401)
     log.info("console: %s signed in from %s", role, address)
+    await audit(request, "sign_in", "password", actor=role, after={"role": role})
     response = web.HTTPSeeOther(safe_next(str(form.get("next", ""))))
     await open_session(request, response, role)
     # This browser has signed in: strangers' failures elsewhere will not hold it back.

@@ -11,16 +11,11 @@ from aiohttp import web
 
 from bot.admin.charts import Series, hbars, lines, stacked_bars
 from bot.admin.console import KEY, render
+from bot.prices import price_of
 from storage.columns import utc_now
 from storage.console_overview import STATUSES, Day, groups, overview
 
 WINDOWS = {"7d": 7, "30d": 30, "90d": 90}
-
-
-def price_of(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
-    """USD per million (input, output) tokens for the longest matching model-name prefix."""
-    matches = [p for p in prices if model.startswith(p)]
-    return prices[max(matches, key=len)] if matches else (0.0, 0.0)
 
 
 def day_cost(day: Day, prices: Mapping[str, tuple[float, float]]) -> float:

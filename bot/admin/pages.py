@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from aiohttp import web
 
 from bot.admin.console import KEY, render, sees_restricted
+from bot.prices import cost
 from storage.console_docs import DOC_VIEWS, DocHealth, documents, restricted_ids
 from storage.console_overview import STATUSES
 from storage.console_questions import (
@@ -94,8 +95,17 @@ async def question_page(request: web.Request) -> web.StreamResponse:
     # An answer written from a restricted document is as restricted as its citations: its
     # text (and the votes' comments on it) could repeat that document.
     masked = any(s.doc_id in hidden for s in detail.sources if s.selected or s.cited)
-    return render(request, "question.html", d=detail, i=detail.interaction, hidden=hidden,
-                  masked=masked)
+    i = detail.interaction
+    costs = {stage: cost(i.models.get(stage, ""), _prompt(u), int(u.get("output_tokens") or 0),
+                         console.admin.prices) for stage, u in (i.usage or {}).items()}
+    return render(request, "question.html", d=detail, i=i, hidden=hidden, masked=masked,
+                  costs=costs)
+
+
+def _prompt(usage: dict[str, int]) -> int:
+    """Every prompt token, cached or not (the prices are list prices per token)."""
+    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_tokens",
+                                                 "cache_write_tokens"))
 
 
 async def documents_page(request: web.Request) -> web.StreamResponse:

@@ -7,6 +7,7 @@ import logging
 from aiohttp import web
 
 from bot.admin import channels, oidc, sso
+from bot.admin.audit import audit_page
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
     HERE,
@@ -21,13 +22,22 @@ from bot.admin.console import (
     session_of,
     templates,
 )
+from bot.admin.failures import failures
 from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
-from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
+from bot.admin.ops import (
+    channels_page,
+    eval_chart,
+    evaluation_page,
+    source_documents_page,
+    sources_page,
+    sync_now,
+)
 from bot.admin.overview import overview_page
 from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
 from bot.webchat.app import Gate, Reader
 from rag.ports import Embedder
+from storage.audit import AuditLog
 from storage.db import Database
 from storage.expiring import ExpiringStore
 
@@ -45,13 +55,13 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     admin.password = admin.viewer_password = None
     if not credentials.enabled and not admin.oidc.enabled:
         return None
-    sub = web.Application(middlewares=[guard])
+    sub = web.Application(middlewares=[failures, guard])
     shared = ExpiringStore(db)  # what every replica must see: sessions, sign-ins under way
     provider = oidc.Provider(admin.oidc, shared) if admin.oidc.enabled else None
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
                        Sessions(shared, admin.session_minutes * 60),
                        LoginLimiter(shared, admin.login_attempts, admin.login_window_s),
-                       templates(), provider)
+                       templates(), AuditLog(db), provider)
     if provider is not None:
         sub.router.add_get("/oidc/start", sso.start)
         sub.router.add_get("/oidc/callback", sso.callback)
@@ -66,9 +76,11 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_get("/gaps", gaps_page)
     sub.router.add_get("/documents", documents_page)
     sub.router.add_get("/sources", sources_page)
+    sub.router.add_get("/sources/{name}/documents", source_documents_page)
     sub.router.add_post("/sources/{name}/sync", sync_now)
     sub.router.add_get("/evaluation", evaluation_page)
     sub.router.add_get("/evaluation/{name}/chart.png", eval_chart)
+    sub.router.add_get("/audit", audit_page)
     sub.router.add_get("/channels", channels_page)
     sub.router.add_get("/channels/edit", channels.edit_form)
     sub.router.add_post("/channels", channels.save)

@@ -10,6 +10,7 @@ from aiohttp import web
 from bot.admin.console import (
     KEY,
     PREFIX,
+    audit,
     login_page,
     open_session,
     render,
@@ -41,9 +42,9 @@ async def start(request: web.Request) -> web.StreamResponse:
     try:
         state, url = await provider.start(redirect_uri, safe_next(request.query.get("next")))
     except Refused as refused:
-        return _refused(request, refused.sentence, str(refused), 502)
+        return await _refused(request, refused.sentence, str(refused), 502)
     except Unreachable as exc:
-        return _refused(request, UNREACHABLE, str(exc), 502)
+        return await _refused(request, UNREACHABLE, str(exc), 502)
     response = web.HTTPSeeOther(url)
     # Lax, not Strict: the provider's redirect back is a navigation from another site.
     response.set_cookie(STATE_COOKIE, state, path=SSO, httponly=True, samesite="Lax",
@@ -62,11 +63,13 @@ async def callback(request: web.Request) -> web.StreamResponse:
                           f"the provider answered error={request.query['error'][:80]!r}")
         person = await provider.finish(pending, request.query.get("code", ""))
     except Refused as refused:
-        return _refused(request, refused.sentence, str(refused), 403)
+        return await _refused(request, refused.sentence, str(refused), 403)
     except Unreachable as exc:
-        return _refused(request, UNREACHABLE, str(exc), 502)
+        return await _refused(request, UNREACHABLE, str(exc), 502)
     log.info("console: %s signed in through single sign-on as %s from %s", person.role,
              person.email or "?", client_of(request).address)
+    await audit(request, "sign_in", "single sign-on", actor=person.email or person.role,
+                after={"role": person.role})
     # A page that moves on by itself rather than a redirect: the browser arrived from the
     # provider's site, and would leave the SameSite=Strict session cookie off a redirect
     # in that chain; the page's own navigation is same-site, so the cookie goes along.
@@ -76,9 +79,12 @@ async def callback(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def _refused(request: web.Request, sentence: str, cause: str, status: int) -> web.Response:
+async def _refused(request: web.Request, sentence: str, cause: str,
+                   status: int) -> web.Response:
     reference = secrets.token_hex(4)
     log.warning("console: single sign-on refused [ref %s]: %s", reference, cause)
+    await audit(request, "sign_in_failed", "single sign-on", actor="?",
+                after={"reason": cause[:200], "reference": reference})
     response = login_page(request, f"{sentence} (Reference {reference}.)", status)
     response.del_cookie(STATE_COOKIE, path=SSO)
     return response

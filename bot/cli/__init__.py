@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bot.faults import operator_sentence
 from rag.errors import ConfigError, SiftError
 from storage.errors import StorageError
 
@@ -18,7 +19,7 @@ Sift answers questions from your knowledge base in Slack, Teams and the terminal
 It retrieves broadly, has Claude grade every candidate, and answers only from what passed.
 
 Quick start:  sift weaviate install && sift sync && sift ask "how do I reset my MFA?"
-Everything runs on embedded defaults; see the README for SIFT_* settings and sift.toml.
+Everything runs on embedded defaults; see docs/configuration.md for SIFT_* settings and sift.toml.
 """
 
 Handler = Callable[[argparse.Namespace], int]
@@ -27,10 +28,24 @@ Handler = Callable[[argparse.Namespace], int]
 def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     # Each command module adds its own subparser and sets `handler`; imports stay light
     # because heavy dependencies are imported inside the handlers.
-    from bot.cli import ask, channels, db, docs, evaluate, report, serve, slack, sync, weaviate
+    from bot.cli import (
+        ask,
+        audit,
+        channels,
+        db,
+        docs,
+        evaluate,
+        llm,
+        report,
+        serve,
+        slack,
+        sync,
+        weaviate,
+    )
 
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
-            db.register, report.register, evaluate.register, slack.register, docs.register]
+            db.register, report.register, evaluate.register, slack.register, docs.register,
+            llm.register, audit.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"
@@ -94,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except StorageError as exc:  # its message is already one sentence naming the problem
         print(f"sift: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        sentence = operator_sentence(exc)  # a full disk, anywhere Sift writes
+        if sentence is None:
+            raise
+        print(f"sift: {sentence}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sift: interrupted", file=sys.stderr)

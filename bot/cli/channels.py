@@ -16,6 +16,7 @@ from bot.chat.policy import (
     policy_settings,
     validate,
 )
+from bot.cli.db import cli_actor
 
 EPILOG = """\
 examples:
@@ -162,15 +163,25 @@ def _set(args: argparse.Namespace) -> int:
     if "respond" in changes:
         changes["respond"] = Respond(changes["respond"])
     policy = validate(replace(base, **changes), app.known_names())
+    before = app.channel_policies.get(policy.platform, policy.channel)
     app.channel_policies.put(policy.platform, policy.channel, policy.label,
                              policy_settings(policy))
+    app.audit.record(cli_actor(), "policy_saved", f"{policy.platform}:{policy.channel}",
+                     before=None if before is None else {"label": before.label,
+                                                         **before.settings},
+                     after={"label": policy.label, **policy_settings(policy)})
     _print(policy, True, args.json)
     return 0
 
 
 def _remove(args: argparse.Namespace) -> int:
     check_channel(args.platform, args.channel)
-    removed = _app(args).channel_policies.remove(args.platform, args.channel)
+    app = _app(args)
+    before = app.channel_policies.get(args.platform, args.channel)
+    removed = app.channel_policies.remove(args.platform, args.channel)
+    if before is not None:
+        app.audit.record(cli_actor(), "policy_removed", f"{args.platform}:{args.channel}",
+                         before={"label": before.label, **before.settings})
     print(f"Removed the policy of {args.platform} {args.channel}." if removed else
           f"{args.platform} {args.channel} had no policy; nothing removed.")
     return 0

@@ -1,11 +1,13 @@
-"""`sift db upgrade|purge`: migrate Sift's database, or delete history past a retention age."""
+"""`sift db upgrade|purge|backup|restore`: migrate, trim, copy out and bring back the data."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 from rag.errors import SiftError
 from storage.errors import StorageError
@@ -29,6 +31,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     purge.add_argument("--older-than", required=True, type=duration, metavar="DURATION",
                        help="age to keep, e.g. 90d, 12h or 2w")
     purge.set_defaults(handler=_purge)
+    made = actions.add_parser(
+        "backup", help="copy the database and the Weaviate collection into a new folder",
+        description="A consistent dump of the database (SQLite's online backup, or pg_dump) "
+        "and a Weaviate backup of the collection through its filesystem module; with the "
+        "Weaviate Sift manages, the backup's files are copied into FOLDER too.")
+    made.add_argument("folder", type=Path, metavar="FOLDER", help="a new or empty folder")
+    made.set_defaults(handler=_backup)
+    back = actions.add_parser(
+        "restore", help="restore a `sift db backup` folder into an empty database and Weaviate",
+        description="The database is restored into SIFT_DATABASE_URL, which must be empty "
+        "(a new database), then the collection into Weaviate, which must not hold it.")
+    back.add_argument("folder", type=Path, metavar="FOLDER", help="what `sift db backup` wrote")
+    back.set_defaults(handler=_restore)
 
 
 def duration(text: str) -> timedelta:
@@ -39,6 +54,16 @@ def duration(text: str) -> timedelta:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def cli_actor() -> str:
+    """Who the audit log names for a change made from the command line."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name for this uid (some containers)
+        return f"cli:uid {os.getuid()}"
 
 
 @contextmanager
@@ -92,4 +117,36 @@ def _purge(args: argparse.Namespace) -> int:
         print(f"  {name.ljust(20)} {count}")
     print("Document statistics and the learned ranking's daily tallies are kept (counts, "
           "no personal data).")
+    return 0
+
+
+def _backup(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.app import App, load_settings
+    from bot.backup import backup
+
+    app = App(load_settings(args.config))
+    with storage_errors():
+        app.database.require_current()
+        made = asyncio.run(backup(app, args.folder))
+    print(f"Backed up {app.database.safe_url} (revision {made.revision}) and the Weaviate "
+          f"collection {made.collection} (backup {made.weaviate_backup}) into {args.folder}.")
+    if not made.weaviate_files:
+        print("The Weaviate backup's files stay on that server, in its BACKUP_FILESYSTEM_PATH "
+              f"(folder {made.weaviate_backup}): copy them along with this folder.")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.app import App, load_settings
+    from bot.backup import restore
+
+    app = App(load_settings(args.config))
+    with storage_errors():
+        made = asyncio.run(restore(app, args.folder))
+    print(f"Restored the database (revision {made.revision}) into {app.database.safe_url} "
+          f"and the collection {made.collection} into Weaviate.")
     return 0

@@ -6,10 +6,11 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bot.cli.db import storage_errors
+from bot.cli.db import cli_actor, storage_errors
 
 if TYPE_CHECKING:  # the app loads when a command runs, not for `sift --help`
     from bot.app import App
+    from storage.overrides import OverrideRow
 
 EXPLAIN = """\
 Every answer starts from ~20 retrieved passages. Each document's retrieval score is multiplied
@@ -80,12 +81,20 @@ def _app(args: argparse.Namespace) -> App:
     return app
 
 
+def _was(row: OverrideRow | None) -> dict[str, object] | None:
+    return None if row is None else {"kind": row.kind, "factor": row.factor,
+                                     "set_by": row.set_by}
+
+
 def _set(args: argparse.Namespace) -> int:
     app = _app(args)
     factor = getattr(args, "factor", None)
     with storage_errors():
+        found = app.overrides.for_documents([args.doc_id]).get(args.doc_id)
         app.overrides.set(args.doc_id, args.kind, factor=factor, note=args.note,
                           set_by="cli")
+        app.audit.record(cli_actor(), "override", f"document {args.doc_id}",
+                         before=_was(found), after={"kind": args.kind, "factor": factor})
     how = f" x{factor:g}" if factor else ""
     print(f"{args.doc_id}: {args.kind}{how} (from the next question on)")
     return 0
@@ -99,6 +108,8 @@ def _show(args: argparse.Namespace) -> int:
             print(f"{args.doc_id} is not hidden; nothing changed.")
             return 0
         app.overrides.reset(args.doc_id)
+        app.audit.record(cli_actor(), "override", f"document {args.doc_id}",
+                         before=_was(current))
     print(f"{args.doc_id}: no longer hidden")
     return 0
 
@@ -106,7 +117,11 @@ def _show(args: argparse.Namespace) -> int:
 def _reset(args: argparse.Namespace) -> int:
     app = _app(args)
     with storage_errors():
+        found = app.overrides.for_documents([args.doc_id]).get(args.doc_id)
         removed = app.overrides.reset(args.doc_id)
+        if removed:
+            app.audit.record(cli_actor(), "override", f"document {args.doc_id}",
+                             before=_was(found))
     print(f"{args.doc_id}: override removed; the learned prior applies" if removed
           else f"{args.doc_id} had no override; nothing changed.")
     return 0

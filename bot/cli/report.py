@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.cli.db import duration, human, storage_errors
+from bot.prices import Prices, cost, price_of
 
 if TYPE_CHECKING:
     from storage.report import Report
@@ -42,6 +43,7 @@ def _report(args: argparse.Namespace) -> int:
     from storage.report import ReportOptions, build_report
 
     app = App(load_settings(args.config))
+    prices = app.settings.admin.prices
     options = ReportOptions(window=args.since, limit=max(args.limit, 1),
                             relevant_threshold=app.settings.storage.relevant_threshold,
                             include_restricted=args.include_restricted)
@@ -49,14 +51,19 @@ def _report(args: argparse.Namespace) -> int:
         app.database.require_current()
         report = build_report(app.database, options)
     if args.json:
-        print(json.dumps(to_json(report), ensure_ascii=False))
+        print(json.dumps(to_json(report, prices), ensure_ascii=False))
     else:
-        render(report, human(args.since), Console(highlight=False, soft_wrap=False, markup=False))
+        render(report, human(args.since), Console(highlight=False, soft_wrap=False, markup=False),
+               prices)
     return 0
 
 
-def to_json(report: Report) -> dict[str, object]:
+def to_json(report: Report, prices: Prices | None = None) -> dict[str, object]:
     data = dataclasses.asdict(report)
+    for usage, row in zip(report.models, data["models"], strict=True):
+        spent = cost(usage.model, usage.input_tokens, usage.output_tokens, prices or {})
+        row.update(cost_usd=round(spent, 6),
+                   cost_per_question_usd=round(spent / max(usage.questions, 1), 6))
     data["feedback"]["up_ratio"] = report.feedback.up_ratio
     for mode, row in zip(report.modes, data["modes"], strict=True):
         row.update(thumbs_up_rate=mode.thumbs_up_rate, no_answer_rate=mode.no_answer_rate)
@@ -95,7 +102,20 @@ def _section(console: Console, title: str, headers: Sequence[str],
     console.print()
 
 
-def render(report: Report, window: str, console: Console) -> None:
+def _models(report: Report, console: Console, prices: Prices) -> None:
+    rows = []
+    for u in report.models:
+        spent = cost(u.model, u.input_tokens, u.output_tokens, prices)
+        priced = any(price_of(u.model, prices))
+        rows.append([u.provider, u.model, u.questions, f"{u.input_tokens:,}",
+                     f"{u.output_tokens:,}", f"${spent:,.4f}" if priced else "no price set",
+                     f"${spent / max(u.questions, 1):,.5f}" if priced else "-"])
+    _section(console, "Tokens and estimated cost by provider and model (SIFT_ADMIN__PRICES)",
+             ["provider", "model", "questions", "tokens in", "tokens out", "cost",
+              "per question"], rows, right=2)
+
+
+def render(report: Report, window: str, console: Console, prices: Prices | None = None) -> None:
     stamp = "%Y-%m-%d %H:%M"
     console.print(f"Sift report: the last {window} ({report.since.strftime(stamp)} to "
                   f"{report.until.strftime(stamp)} UTC)\n")
@@ -123,6 +143,7 @@ def render(report: Report, window: str, console: Console) -> None:
     _section(console, "Questions without an answer (content gaps)",
              ["question", "asked", "last asked"],
              [[g.question, g.asked, g.last_asked.strftime(stamp)] for g in report.gaps])
+    _models(report, console, prices or {})
     _documents(report, console)
 
 

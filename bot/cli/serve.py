@@ -54,7 +54,7 @@ def serving_defaults(settings: Settings) -> None:
 # the event loop, back from a socket with the next step of another answer, can wait that long
 # for one of them to let go. At 1 ms Sift's own time came down a little at no cost in CPU
 # (bench.serve_load, 50 conversations, five pairs of runs alternating: p95 145 ms against
-# 158, median of the pairs; the README has each pair).
+# 158, median of the pairs; bench/README.md has each pair).
 SWITCH_INTERVAL_S = 0.001
 
 

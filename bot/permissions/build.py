@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from bot.permissions.directory import GroupDirectory
 from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
+from bot.slack.client import web_client
 from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
-
-DEFAULT_SLACK_API = "https://slack.com/api/"
 
 
 def build_resolver(settings: Settings) -> GroupResolver:
@@ -19,9 +16,9 @@ def build_resolver(settings: Settings) -> GroupResolver:
     ttl = settings.permissions.cache_ttl_s
     slack = None
     if settings.slack_bot_token is not None:
-        client = AsyncWebClient(token=settings.slack_bot_token.get_secret_value(),
-                                base_url=(settings.slack_api_url or DEFAULT_SLACK_API)
-                                .rstrip("/") + "/")
+        # The same client as the adapter's: retries on 429 and 5xx, NO_PROXY honoured.
+        client = web_client(settings.slack_bot_token.get_secret_value(),
+                            settings.slack_api_url, retries=settings.slack.api_retries)
         slack = SlackDirectory(client, directory.slack_handles, ttl)
     graph = None
     p, pfx = settings.permissions, settings.teams.certificate_pfx

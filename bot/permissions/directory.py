@@ -33,13 +33,18 @@ class _Group:
     principals: tuple[str, ...] = ()
 
 
-def _with_entra(group: GroupSettings) -> tuple[str, ...]:
+def _with_platforms(group: GroupSettings) -> tuple[str, ...]:
     """A group's principals, plus its Entra groups and members as the SharePoint connector
     names them (`entra:group:<object id>`, `entra:user:<object id>`, lower case), so that
-    declaring `entra_groups` once covers both Teams askers and SharePoint files."""
-    entra = [f"entra:group:{i}" for i in sorted(_norm(group.entra_groups))]
-    entra += [f"entra:user:{i}" for i in sorted(_norm(group.entra_members))]
-    return tuple(dict.fromkeys((*group.principals, *entra)))
+    declaring `entra_groups` once covers both Teams askers and SharePoint files; and its
+    GitHub teams (lower case, as slugs are), Jira and ServiceNow groups as their connectors
+    name them."""
+    named = [f"entra:group:{i}" for i in sorted(_norm(group.entra_groups))]
+    named += [f"entra:user:{i}" for i in sorted(_norm(group.entra_members))]
+    named += [f"github:team:{t}" for t in sorted(_norm(group.github_teams))]
+    named += [f"jira:group:{g.strip()}" for g in group.jira_groups if g.strip()]
+    named += [f"servicenow:group:{g.strip()}" for g in group.servicenow_groups if g.strip()]
+    return tuple(dict.fromkeys((*group.principals, *named)))
 
 
 class GroupDirectory:
@@ -49,7 +54,7 @@ class GroupDirectory:
         self._groups = [
             _Group(g.name, _norm(g.emails), _norm(d.lstrip("@") for d in g.domains),
                    _norm(g.slack_usergroups), _norm(g.entra_groups), _norm(g.entra_members),
-                   _with_entra(g))
+                   _with_platforms(g))
             for g in groups]
 
     @property

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import urllib.request
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncRateLimitErrorRetryHandler,
-    AsyncServerErrorRetryHandler,
-)
 from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background, Busy
 from bot.settings import Settings
+from bot.slack.client import web_client
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
 from bot.slack.outbound import SlackOutbound
@@ -31,29 +25,8 @@ from rag.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_API_URL = "https://slack.com/api/"
 COMMAND = "/sift"
 SOCKET_CONNECT_TIMEOUT_S = 30.0
-
-
-def web_client(token: str, api_url: str = "", *, retries: int = 2,
-               interval: RetryIntervalCalculator | None = None) -> AsyncWebClient:
-    """The one Web API client; bolt copies its base URL and retry handlers to every request."""
-    base_url = (api_url or DEFAULT_API_URL).rstrip("/") + "/"
-    client = AsyncWebClient(token=token, base_url=base_url)
-    # slack_sdk reads HTTPS_PROXY by itself but not NO_PROXY; the other clients honour both.
-    host = urlsplit(base_url).hostname or ""
-    if client.proxy and urllib.request.proxy_bypass(host):
-        client.proxy = None
-    extra: list[AsyncRetryHandler] = [
-        AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
-        AsyncServerErrorRetryHandler(max_retry_count=retries),
-    ]
-    if interval is not None:
-        for handler in extra:
-            handler.interval_calculator = interval
-    client.retry_handlers.extend(extra)
-    return client
 
 
 def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: str) -> AsyncApp:
@@ -185,10 +158,11 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
     s = settings.slack
     client = web_client(token, settings.slack_api_url, retries=s.api_retries, interval=interval)
     options = SlackOptions(streaming=s.streaming,
-                           follow_ups_without_mention=s.follow_ups_without_mention,
                            ask_why_on_downvote=s.ask_why_on_downvote,
                            assistant_status=s.assistant_status,
                            history_turns=settings.chat.history_turns,
+                           markdown_block=s.assistant if s.markdown_block is None
+                           else s.markdown_block,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
     background = Background("Slack", limit=settings.chat.max_in_flight)

@@ -48,11 +48,12 @@ def settled(preview: str) -> str:
 
 
 async def complete_in_place(outbox: SlackOutbound, channel: str, ts: str, answer: Answer,
-                            buttons: Buttons = NO_BUTTONS) -> None:
+                            buttons: Buttons = NO_BUTTONS, markdown: bool = False) -> None:
     """The whole answer into a message that already shows part of it: a new post would
     leave a half answer next to a whole one."""
     try:
-        await outbox.update(channel, ts, render_answer(answer, buttons=buttons))
+        await outbox.update(channel, ts, render_answer(answer, buttons=buttons,
+                                                       markdown=markdown))
     except Exception:
         log.exception("could not complete the streamed answer %s (reference %s)", ts,
                       current_correlation_id())
@@ -69,10 +70,11 @@ class LiveAnswer:
     def __init__(self, outbox: SlackOutbound, target: StreamTarget,
                  append_every_s: float = APPEND_EVERY_S,
                  clock: Callable[[], float] = time.monotonic,
-                 buttons: Buttons = NO_BUTTONS) -> None:
+                 buttons: Buttons = NO_BUTTONS, markdown: bool = False) -> None:
         self._out = outbox
         self._to = target
         self._buttons = buttons
+        self._markdown = markdown  # a completed answer in a markdown block (render_answer)
         self._every = append_every_s
         self._clock = clock
         self._ts: str | None = None
@@ -139,7 +141,8 @@ class LiveAnswer:
             log.warning("stream of %s broke off (%s); completing it in place", ts, exc)
             whole = False
         if not whole:  # excerpts after a failed model, or text the preview did not foresee
-            await complete_in_place(self._out, self._to.channel, ts, answer, self._buttons)
+            await complete_in_place(self._out, self._to.channel, ts, answer, self._buttons,
+                                    self._markdown)
         return ts
 
     async def replay(self, answer: Answer) -> str:
@@ -152,5 +155,6 @@ class LiveAnswer:
                                           team=to.team, user=to.user)
         except StreamBroken as broken:
             log.warning("stream %s broke off (%s)", broken.ts, broken.__cause__)
-            await complete_in_place(self._out, to.channel, broken.ts, answer, self._buttons)
+            await complete_in_place(self._out, to.channel, broken.ts, answer, self._buttons,
+                                    self._markdown)
             return broken.ts

@@ -9,11 +9,13 @@ from typing import Any
 from bot.render.notes import answer_notes, error_text
 from bot.slack.mrkdwn import escape, link, safe_url, split_text, to_markdown, to_mrkdwn
 from rag import messages
+from rag.markdown import parse
 from rag.types import Answer, AnswerStatus, Citation
 
 Block = dict[str, Any]  # Block Kit JSON: the platform's own format, built only here
 
 SECTION_LIMIT = 3000  # characters of text in one section block
+MARKDOWN_LIMIT = 12_000  # characters of every markdown block in one message
 MAX_BLOCKS = 50  # blocks in one message
 CONTEXT_LIMIT = 3000
 FALLBACK_LIMIT = 3900  # the top-level `text`: notifications, search and thread history
@@ -150,13 +152,25 @@ def _tail(answer: Answer, feedback: bool,
     return before, [*actions_block(answer, buttons), *([feedback_block()] if feedback else [])]
 
 
-def render_answer(answer: Answer, *, feedback: bool = True,
-                  buttons: Buttons = NO_BUTTONS) -> SlackMessage:
-    """The whole answer as one message, within 3,000 characters a section and 50 blocks."""
+def markdown_block(markdown: str) -> Block | None:
+    """Slack's `markdown` block (made for AI apps: Slack renders standard Markdown itself)
+    when it renders what the answer needs; None for tables, which it does not render, and
+    for text beyond its 12,000 characters."""
+    if len(markdown) > MARKDOWN_LIMIT or any(t.type == "table_open" for t in parse(markdown)):
+        return None
+    return {"type": "markdown", "text": markdown}
+
+
+def render_answer(answer: Answer, *, feedback: bool = True, buttons: Buttons = NO_BUTTONS,
+                  markdown: bool = False) -> SlackMessage:
+    """The whole answer as one message, within 3,000 characters a section and 50 blocks;
+    `markdown`: in a `markdown` block where Slack renders all it needs (else mrkdwn)."""
     if answer.status is AnswerStatus.ERROR:
         return render_notice(error_text(answer))
-    body = to_mrkdwn(answer.text, citation_links(answer.citations))
-    sections = [section(piece) for piece in split_text(body, SECTION_LIMIT)]
+    links = citation_links(answer.citations)
+    body = to_mrkdwn(answer.text, links)
+    block = markdown_block(to_markdown(answer.text, links)) if markdown else None
+    sections = [block] if block else [section(p) for p in split_text(body, SECTION_LIMIT)]
     before, after = _tail(answer, feedback, buttons)
     notes = answer_notes(answer)
     room = MAX_BLOCKS - len(before) - len(after) - 1  # one context block kept for the notes

@@ -34,11 +34,11 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class SlackOptions:
     streaming: bool = False
-    follow_ups_without_mention: bool = True
     ask_why_on_downvote: bool = True
     assistant_status: bool = False  # set_status in DM threads instead of the 👀 reaction
     history_turns: int = 10
     append_every_s: float = APPEND_EVERY_S  # live answers: at most one appendStream this often
+    markdown_block: bool = False  # answers in Slack's markdown block where it renders them
 
 
 def _buttons(delivery: Delivery) -> Buttons:
@@ -88,7 +88,8 @@ class SlackSurface:
             target = StreamTarget(msg.channel, msg.answer_thread(threaded=True), msg.team,
                                   msg.user)
             self._live = LiveAnswer(self._out, target, self._options.append_every_s,
-                                    buttons=_buttons(delivery))
+                                    buttons=_buttons(delivery),
+                                    markdown=self._options.markdown_block)
         async with self._indicator():
             yield self._live.show if self._live is not None else None
 
@@ -122,7 +123,8 @@ class SlackSurface:
         buttons = _buttons(delivery)
         if delivery.private:
             return await self._out.ephemeral(self._channel, self._user, self._thread_ts,
-                                             render_answer(answer, buttons=buttons))
+                                             render_answer(answer, buttons=buttons,
+                                                           markdown=self._options.markdown_block))
         live = self._live
         shown = await live.finish(answer) if live else None
         if shown:
@@ -132,17 +134,18 @@ class SlackSurface:
                 return await live.replay(answer)
             except SlackApiError as exc:  # startStream refused: nothing is shown yet
                 log.warning("streaming failed (%s); posting the answer at once", exc)
-        return await self._out.post(self._channel, self._thread_ts,
-                                    render_answer(answer, buttons=buttons))
+        return await self._out.post(self._channel, self._thread_ts, render_answer(
+            answer, buttons=buttons, markdown=self._options.markdown_block))
 
     async def notice(self, text: str) -> None:
         await self._out.ephemeral(self._channel, self._user, self._thread_ts,
                                   render_notice(text))
 
-    async def failure(self, correlation_id: str) -> None:
+    async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
+                      ) -> None:
         """A failed question is reported where its answer would have been; a failed vote
         privately to the voter."""
-        notice = render_error(messages.INTERNAL_ERROR, correlation_id)
+        notice = render_error(message, correlation_id)
         if self._incoming is not None:
             await self._out.post(self._channel, self._thread_ts, notice)
         else:

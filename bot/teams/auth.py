@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration, AuthTypes
 
 from bot.settings import Settings
+from bot.settings_check import is_loopback
 from rag.errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-
-def is_loopback(host: str) -> bool:
-    """True only for addresses nothing outside this machine can reach ("" and 0.0.0.0 are all)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
 
 
 def check_exposure(settings: Settings) -> None:
@@ -36,7 +26,7 @@ def check_exposure(settings: Settings) -> None:
     sentence = (
         f"SIFT_HOST is {settings.host!r}, which is reachable from other machines, but "
         "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set, so anyone could post to "
-        "/api/messages: set them (see the README's Teams section), listen on 127.0.0.1, or "
+        "/api/messages: set them (see docs/teams.md), listen on 127.0.0.1, or "
         "set SIFT_TEAMS__ENABLED=false."
     )
     raise ConfigError(sentence, user_message=sentence)

@@ -145,6 +145,11 @@ def _runs_weaviate(pid: int, binary: Path | None) -> bool:
         binary is not None and program == str(binary))
 
 
+def backup_dir(data_dir: Path) -> Path:
+    """Where a managed server's filesystem backups go: beside its data, not inside it."""
+    return data_dir.with_name(data_dir.name + "-backups")
+
+
 def server_env(data_dir: Path, ports: Ports, api_key: str) -> dict[str, str]:
     """Environment for a single-node server that brings no vectorizers and phones nobody.
 
@@ -160,7 +165,9 @@ def server_env(data_dir: Path, ports: Ports, api_key: str) -> dict[str, str]:
         "AUTHENTICATION_APIKEY_ALLOWED_KEYS": api_key,
         "AUTHENTICATION_APIKEY_USERS": "sift",
         "DEFAULT_VECTORIZER_MODULE": "none",
-        "ENABLE_MODULES": "",
+        # The filesystem backup module only (`sift db backup`): into a folder beside the data.
+        "ENABLE_MODULES": "backup-filesystem",
+        "BACKUP_FILESYSTEM_PATH": str(backup_dir(data_dir)),
         "API_BASED_MODULES_DISABLED": "true",
         "DISABLE_TELEMETRY": "true",
         "PROMETHEUS_MONITORING_ENABLED": "false",

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markdown_it.renderer import RendererHTML
+from markdown_it.utils import EnvType, OptionsDict
 
 from bot.render.notes import answer_notes, error_text
 from rag import messages
-from rag.citations import CODE_SPAN
+from rag.markdown import Token, parse, parser
 from rag.types import Answer, AnswerStatus, Citation
 
 _SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$", re.IGNORECASE)
-_INLINE = re.compile(r"\[(?P<cite>\d+)\]|\*\*(?P<bold>[^*\n]+?)\*\*")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 
 
 def safe_url(url: str) -> str | None:
@@ -23,59 +24,50 @@ def safe_url(url: str) -> str | None:
     return html.escape(url, quote=True) if _SAFE_URL.match(url) else None
 
 
-def _inline(text: str, links: Mapping[int, str]) -> str:
-    out, last = [], 0
-    for m in _INLINE.finditer(text):
-        out.append(html.escape(text[last:m.start()]))
-        if m["cite"] is not None:
-            url = links.get(int(m["cite"]))
-            label = html.escape(m[0])
-            out.append(f'<a class="cite" href="{url}" rel="noopener noreferrer" '
-                       f'target="_blank">{label}</a>' if url else label)
-        else:
-            out.append(f"<strong>{html.escape(m['bold'])}</strong>")
-        last = m.end()
-    out.append(html.escape(text[last:]))
-    return "".join(out)
+class _AnswerHTML(RendererHTML):
+    """The parser's HTML, made for a chat bubble: raw HTML stays text (the parser's rule),
+    links only to http(s) and opened elsewhere, images as their words (nothing is fetched),
+    `[n]` linked to its source, headings a few sizes down (an excerpt's `#` is not the page's)."""
+
+    def citation(self, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                 env: EnvType) -> str:
+        token = tokens[idx]
+        url = env["links"].get(token.meta["n"])
+        label = html.escape(token.content)
+        return (f'<a class="cite" href="{url}" rel="noopener noreferrer" target="_blank">'
+                f"{label}</a>") if url else label
+
+    def link_open(self, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                  env: EnvType) -> str:
+        url = safe_url(str(tokens[idx].attrGet("href") or ""))
+        env["open_links"].append(url is not None)
+        return f'<a href="{url}" rel="noopener noreferrer" target="_blank">' if url else ""
+
+    def link_close(self, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                   env: EnvType) -> str:
+        return "</a>" if env["open_links"].pop() else ""
+
+    def image(self, tokens: Sequence[Token], idx: int, options: OptionsDict,
+              env: EnvType) -> str:
+        return html.escape(self.renderInlineAsText(tokens[idx].children or [], options, env))
+
+    def heading_open(self, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                     env: EnvType) -> str:
+        return f"<h{min(6, int(tokens[idx].tag[1]) + 2)}>"
+
+    def heading_close(self, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                      env: EnvType) -> str:
+        return f"</h{min(6, int(tokens[idx].tag[1]) + 2)}>"
 
 
-def _block(block: str, links: Mapping[int, str]) -> str:
-    lines = [ln for ln in block.splitlines() if ln.strip()]
-    if lines and all(_BULLET.match(ln) for ln in lines):
-        items = "".join(f"<li>{_inline(_BULLET.sub('', ln), links)}</li>" for ln in lines)
-        return f"<ul>{items}</ul>"
-    if lines and all(ln.lstrip().startswith(">") for ln in lines):
-        quoted = "<br>".join(_inline(ln.lstrip()[1:].strip(), links) for ln in lines)
-        return f"<blockquote>{quoted}</blockquote>"
-    if len(lines) == 1 and _HEADING.match(lines[0]):
-        return f"<p><strong>{_inline(_HEADING.sub('', lines[0]), links)}</strong></p>"
-    return "<p>" + "<br>".join(_inline(ln, links) for ln in lines) + "</p>"
+_RENDERER = _AnswerHTML()
 
 
 def to_html(text: str, links: Mapping[int, str]) -> str:
-    """Markdown-ish answer text to HTML; code stays code, everything else is escaped.
-
-    Code is set aside behind placeholders first, so that inline code inside a quote or a
-    list item stays in its line, and fenced blocks become blocks of their own."""
-    codes: list[str] = []
-
-    def aside(m: re.Match[str]) -> str:
-        raw = m.group(0)
-        if raw.startswith("```"):
-            body = raw.strip("`")
-            body = body.split("\n", 1)[1] if "\n" in body else body
-            codes.append(f"<pre><code>{html.escape(body.rstrip())}</code></pre>")
-            return f"\n\n\x00{len(codes) - 1}\x00\n\n"
-        codes.append(f"<code>{html.escape(raw.strip('`'))}</code>")
-        return f"\x00{len(codes) - 1}\x00"
-
-    prose = _prose(CODE_SPAN.sub(aside, text.replace("\x00", "")), links)
-    prose = re.sub(r"<p>(\x00\d+\x00)</p>", lambda m: m.group(1), prose)
-    return re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], prose)
-
-
-def _prose(text: str, links: Mapping[int, str]) -> str:
-    return "".join(_block(b, links) for b in re.split(r"\n\s*\n", text) if b.strip())
+    """Markdown answer text (the model's, or quoted excerpts) as HTML: headings, lists,
+    tables, quotes and code as what they are; every character of the text escaped."""
+    env: dict[str, Any] = {"links": links, "open_links": []}
+    return _RENDERER.render(parse(text.replace("\x00", "")), parser().options, env)
 
 
 def _citation_links(citations: tuple[Citation, ...]) -> dict[int, str]:

@@ -26,6 +26,7 @@ from sync.connectors.confluence_push import ConfluenceReceiver
 from sync.connectors.confluence_storage import storage_to_markdown
 from sync.connectors.convert import DocumentParseError, as_datetime
 from sync.connectors.http_client import JsonClient
+from sync.push import DEFAULT_TOLERANCE_S
 
 
 class ConfluenceSettings(ConnectorSettings):
@@ -41,7 +42,7 @@ class ConfluenceSettings(ConnectorSettings):
     max_wait_s: float = Field(60.0, gt=0)
     backoff_s: float = Field(0.5, gt=0)
     webhook_secret: SecretStr | None = None  # Data Center webhooks' secret (push notifications)
-    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
+    webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
 
 
 class ConfluenceConnector:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -16,6 +15,7 @@ from sync.push import (
     check_fresh,
     check_hex,
     hmac_sha256,
+    json_body,
     require_secret,
 )
 
@@ -37,10 +37,7 @@ class ConfluenceReceiver:
         secret = require_secret(self._secret.get_secret_value() if self._secret else None,
                                 "confluence.webhook_secret")
         check_hex(hmac_sha256(secret, request.body), request.header(SIGNATURE), SIGNATURE)
-        try:
-            event = json.loads(request.body)
-        except ValueError:
-            raise PushRejected("the signed body is not JSON") from None
+        event = json_body(request.body)
         if not isinstance(event, dict) or not isinstance(event.get("timestamp"), int | float):
             raise PushRejected("the signed body has no timestamp: refused as a possible replay")
         check_fresh(event["timestamp"] / 1000, self._tolerance_s, self._clock)

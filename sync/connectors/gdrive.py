@@ -148,7 +148,7 @@ class GDriveConnector:
         if isinstance(permissions, str):
             return DocumentFailure(file_id, f"{where}: cannot read its permissions "
                                    f"({permissions}); skipped")
-        data = await api.content(item)
+        data = await api.content(item, int(limit * 2**20))
         if isinstance(data, str):
             verb = "export" if mime in EXPORTS else "download"
             return DocumentFailure(file_id, f"{where}: the {verb} failed ({data}); skipped")

@@ -32,6 +32,7 @@ from sync.connectors.convert import (
 )
 from sync.connectors.http_client import JsonClient, decode_json
 from sync.connectors.http_push import SignedWebhookReceiver
+from sync.push import DEFAULT_TOLERANCE_S
 
 # SourceDocument field -> key (dotted path) in the platform's JSON; `fields` overrides these.
 DEFAULT_FIELDS = {
@@ -276,7 +277,7 @@ class HttpSettings(ConnectorSettings):
     max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
     item_path: str = ""  # e.g. "/articles/{id}": pushed ids are read one by one through it
     webhook_secret: SecretStr | None = None  # the signed webhook's shared secret
-    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
+    webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
 
 
 def build(source: SourceConfig, options: HttpSettings) -> HttpConnector:

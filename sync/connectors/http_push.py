@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 from pydantic import SecretStr
@@ -15,6 +14,7 @@ from sync.push import (
     check_fresh,
     check_hex,
     hmac_sha256,
+    json_body,
     require_secret,
 )
 
@@ -49,10 +49,7 @@ class SignedWebhookReceiver:
         check_hex(hmac_sha256(secret, stamp.encode() + b"." + request.body),
                   request.header(SIGNATURE), SIGNATURE)
         check_fresh(float(stamp), self._tolerance_s, self._clock)
-        try:
-            payload = json.loads(request.body or b"{}")
-        except ValueError:
-            return PushReply(400, "The body is not JSON.")
+        payload = json_body(request.body)
         ids = payload.get("ids") if isinstance(payload, dict) else None
         if ids is None or ids == []:
             reply = PushReply(202, "Queued: an incremental sync.", resync=True)

@@ -6,8 +6,11 @@ from sync.connectors import (
     confluence,
     folder,
     gdrive,
+    github,
     http,
+    jira,
     notion,
+    servicenow,
     sharepoint,
     web,
     zendesk,
@@ -17,7 +20,8 @@ from sync.connectors.base import ConnectorSpec
 # Adding a connector: its module declares SPEC beside its code, and it is listed here once.
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
-                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC)}
+                       zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC,
+                       servicenow.SPEC, github.SPEC)}
 
 
 def known_kinds() -> str:

@@ -203,7 +203,8 @@ class SharePointConnector:
                                    f"{item.size / 2**20:.1f} MB, over the {limit:g} MB limit "
                                    "(`sharepoint.max_file_mb`): skipped")
         permissions = await api.permissions(item)
-        data = await api.content(item) if isinstance(permissions, list) else b""
+        data = (await api.content(item, int(limit * 2**20)) if isinstance(permissions, list)
+                else b"")
         problem = permissions if isinstance(permissions, str) else data
         if isinstance(problem, str):
             return DocumentFailure(doc_id, f"file {item.name} ({item.url or doc_id}): cannot "

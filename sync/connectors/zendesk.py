@@ -25,6 +25,7 @@ from sync.connectors.convert import DocumentParseError, as_datetime, html_to_mar
 from sync.connectors.http_client import JsonClient
 from sync.connectors.zendesk_api import Denied, Place, ZendeskApi
 from sync.connectors.zendesk_push import ZendeskReceiver
+from sync.push import DEFAULT_TOLERANCE_S
 
 
 class ZendeskSettings(ConnectorSettings):
@@ -32,7 +33,7 @@ class ZendeskSettings(ConnectorSettings):
 
     email: str = ""  # the agent who owns the API token in `token`; empty: an OAuth token
     webhook_secret: SecretStr | None = None  # the webhook's signing secret (push notifications)
-    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
+    webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
     max_retries: int = Field(5, ge=0)
     timeout_s: float = Field(30.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)  # the export allows 10 requests a minute: 429s wait

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 
@@ -16,6 +15,7 @@ from sync.push import (
     check_base64,
     check_fresh,
     hmac_sha256,
+    json_body,
     require_secret,
 )
 
@@ -44,10 +44,7 @@ class ZendeskReceiver:
         check_base64(hmac_sha256(secret, stamp.encode() + request.body),
                      request.header(SIGNATURE), SIGNATURE)
         check_fresh(_epoch(stamp), self._tolerance_s, self._clock)
-        try:
-            event = json.loads(request.body)
-        except ValueError:
-            return PushReply(400, "The body is not JSON.")
+        event = json_body(request.body)
         kind = str(event.get("type") or "") if isinstance(event, dict) else ""
         if not kind.startswith(ARTICLE_EVENT) or kind[len(ARTICLE_EVENT):].startswith(
                 NOT_CONTENT):

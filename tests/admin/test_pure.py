@@ -10,7 +10,8 @@ import pytest
 from bot.admin.charts import Series, hbars, nice_top, stacked_bars
 from bot.admin.console import safe_next, web_link
 from bot.admin.gaps import GapIndexer, group_questions
-from bot.admin.overview import day_cost, price_of
+from bot.admin.overview import day_cost
+from bot.prices import price_of
 from rag.embed import LocalEmbedder
 from storage.columns import utc_now
 from storage.console_docs import GapQuestion

@@ -31,6 +31,7 @@ from storage.models import DocumentStats, Feedback, Interaction
 from storage.sync_state import SyncStateRepository
 from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.llm_rigs import PROVIDERS, running
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 
@@ -383,3 +384,28 @@ def test_fast_mode_quotes_the_runbook_steps_under_one_source(
     docs = [c["doc_id"] for c in data["citations"]]
     assert docs and docs[0] == "eng-runbook-staging-db-creds" and len(docs) == len(set(docs))
     assert re.search(r"^> 1\. ", data["text"], re.M) and re.search(r"^> 2\. ", data["text"], re.M)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_accurate_mode_answers_through_each_provider(
+        provider: str, sift_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`sift ask --mode accurate` graded and cited by Claude on Bedrock, on Vertex AI, or by a
+    model behind an OpenAI-compatible server, each through its SDK client and fake."""
+    async with running(provider, tmp_path) as rig:
+        for name, value in rig.env.items():
+            monkeypatch.setenv(name, value)
+        reasons: dict[str, float] = {}
+        rig.fake.grade_rule = grade_vpn_chunks(reasons)
+        data = await asyncio.to_thread(ask_json, capsys, "--mode", "accurate", QUESTION)
+    assert (data["status"], data["mode"], data["extractive"]) == ("answered", "accurate", False)
+    candidates = data["candidates"]
+    assert {c["grade"]["source"] for c in candidates} == {"llm"}
+    assert {c["grade"]["reason"]: c["grade"]["score"] for c in candidates} == reasons
+    assert len(rig.fake.calls("grade")) == len(candidates)
+    assert len(rig.fake.calls("answer")) == 1
+    assert_citations_valid(data)
+    assert {c["doc_id"] for c in data["citations"]} == {VPN_DOC}
+    assert (data["models"]["grade"], data["models"]["generate"]) == (rig.fast_model,
+                                                                     rig.answer_model)
+    assert data["usage"]["grade"]["input_tokens"] > 0

@@ -24,8 +24,8 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
     lines = surface_lines(Settings(port=4000), {})
     assert lines == [
         "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
-        "Teams: on at http://127.0.0.1:4000/api/messages for local testing only (anonymous: "
-        "SIFT_TEAMS_APP_ID is not set)",
+        "Teams: off (SIFT_TEAMS_APP_ID is not set; to try Teams locally without an app, set "
+        "SIFT_TEAMS__ENABLED=true and listen on 127.0.0.1)",
         "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Web chat: open http://127.0.0.1:4000/ in a browser",
         "Source sample: never synced; a first sync starts now",
@@ -51,6 +51,12 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
                          "notifications at http://127.0.0.1:4000/sync/hooks/help"]
 
 
+def test_teams_turned_on_without_an_app_is_anonymous_local_testing() -> None:
+    lines = surface_lines(Settings(port=4000, teams={"enabled": True}), {})
+    assert lines[1] == ("Teams: on at http://127.0.0.1:4000/api/messages for local testing "
+                        "only (anonymous: SIFT_TEAMS_APP_ID is not set)")
+
+
 def test_slack_over_http_and_teams_switched_off() -> None:
     settings = Settings(slack_bot_token=SecretStr("xoxb-1"),
                         slack_signing_secret=SecretStr("s"), port=4000,
@@ -70,3 +76,12 @@ def test_web_chat_beyond_loopback_needs_the_console_sign_in() -> None:
         "Web chat: on at http://0.0.0.0:4000/ for people signed in to the admin console")
     off = surface_lines(Settings(port=4000, web_chat={"enabled": False}), {})
     assert off[3] == "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
+
+
+def test_behind_a_proxy_the_lines_name_the_public_url() -> None:
+    settings = Settings(port=4000, host="0.0.0.0", public_url="https://sift.example.com/",
+                        slack_bot_token=SecretStr("xoxb-1"), teams={"enabled": False})
+    lines = surface_lines(settings, {}, admin=True)
+    assert lines[0] == "Slack: on, HTTP events at https://sift.example.com/slack/events"
+    assert lines[2] == "Admin console: on at https://sift.example.com/admin/"
+    assert not any("0.0.0.0" in line for line in lines)

@@ -89,6 +89,7 @@ async def add_objects(data_dir: Path, ports: Ports, count: int) -> None:
 
 @pytest.mark.weaviate
 @pytest.mark.slow
+@pytest.mark.weaviate
 def test_start_status_stop(cli_env: tuple[dict[str, str], Ports]) -> None:
     env, ports = cli_env
     data_dir = Path(env["SIFT_DATA_DIR"])

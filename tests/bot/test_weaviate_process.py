@@ -45,6 +45,7 @@ def busy_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.mark.weaviate
 @pytest.mark.parametrize(("field", "setting"), [
     ("gossip", "SIFT_WEAVIATE__GOSSIP_PORT"), ("raft_rpc", "SIFT_WEAVIATE__RAFT_RPC_PORT"),
     ("profiling", "SIFT_WEAVIATE__PROFILING_PORT"), ("http", "SIFT_WEAVIATE__HTTP_PORT")])

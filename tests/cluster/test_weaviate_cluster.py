@@ -26,7 +26,7 @@ pytestmark = pytest.mark.weaviate
 
 def cluster_settings(tmp_path: Path, cluster: WeaviateCluster, collection: str, via: int,
                      **overrides: object) -> Settings:
-    """Sift configured as README's "Several replicas" says (3 copies, QUORUM both ways),
+    """Sift configured as docs/deployment.md's "Several replicas" says (3 copies, QUORUM both ways),
     talking to node `via`; writes get 3 attempts of 10 s."""
     entry = cluster.nodes[via]
     values: dict[str, object] = dict(

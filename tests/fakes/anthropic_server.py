@@ -23,7 +23,8 @@ _DOC = re.compile(r"<document(?: id=\"(?P<id>[^\"]+)\")?[^>]*>\n(?P<body>.*?)</d
 _QUESTION = re.compile(r"Question: (?P<q>.*?)\n\n<document", re.S)
 _KINDS = (("relevance grader (batch)", "grade_batch"), ("relevance grader", "grade"),
           ("answer writer", "answer"), ("question analyst", "understand"),
-          ("faithfulness judge", "judge_faithfulness"), ("accuracy judge", "judge_accuracy"))
+          ("faithfulness judge", "judge_faithfulness"), ("accuracy judge", "judge_accuracy"),
+          ("connection check", "check"))
 _DELTA = re.compile(r"\S*\s*")  # streamed a word at a time, as models roughly do
 _SENTENCE_LINE = re.compile(r"^(\d+)\. ", re.M)
 _JUDGED = re.compile(r"Question: (?P<q>.*?)\n\nReference answer:\n(?P<ref>.*?)\n\n"
@@ -42,6 +43,30 @@ class Reply:
     kind: str = "any"
     break_after: int | None = None  # streaming: an overloaded error event after N text deltas
     page: str | None = None  # a body that is not JSON, as a proxy in the way might send
+    failure: str = ""  # one of FAILURES, sent in the shape of the fake's own API
+
+
+# The failures every provider's fake can send, each in its vendor's documented shape.
+FAILURES = ("authentication", "permission", "model_not_found", "rate_limit", "overloaded",
+            "context_too_long", "server")
+ANTHROPIC_FAILURES = {
+    "authentication": (401, "authentication_error", "invalid x-api-key"),
+    "permission": (403, "permission_error",
+                   "Your API key does not have permission to use the specified resource."),
+    "model_not_found": (404, "not_found_error", "model: claude-nonexistent"),
+    "rate_limit": (429, "rate_limit_error",
+                   "Number of request tokens has exceeded your per-minute rate limit"),
+    "overloaded": (529, "overloaded_error", "Overloaded"),
+    "context_too_long": (400, "invalid_request_error",
+                         "prompt is too long: 214321 tokens > 200000 maximum"),
+    "server": (500, "api_error", "Internal server error"),
+}
+
+
+def failing(name: str, kind: str = "any", retry_after_s: float | None = None) -> Reply:
+    """A scripted failure, rendered by whichever fake takes it in its own API's shape."""
+    headers = {} if retry_after_s is None else {"retry-after": f"{retry_after_s:g}"}
+    return Reply(failure=name, headers=headers, kind=kind)
 
 
 @dataclass
@@ -99,6 +124,13 @@ class Recorded:
     finished: float = 0.0
 
 
+def _as_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"text": text}
+
+
 def overlap_grade(question: str, document: str) -> tuple[float, str]:
     asked = set(_WORDS.findall(question.lower()))
     found = asked & set(_WORDS.findall(document.lower()))
@@ -154,6 +186,11 @@ class FakeAnthropic(LocalServer):
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        return await self.answer(request, body, stream=bool(body.get("stream")))
+
+    async def answer(self, request: web.Request, body: dict[str, Any], *,
+                     stream: bool) -> web.StreamResponse:
+        """One Messages call, whichever route (and platform) carried it in."""
         system = "".join(b.get("text", "") for b in body.get("system", []))
         kind = next((k for marker, k in _KINDS if marker in system.splitlines()[0]), "other")
         record = Recorded(kind, body, dict(request.headers), time.monotonic())
@@ -166,6 +203,8 @@ class FakeAnthropic(LocalServer):
             if scripted is not None and scripted.page is not None:
                 return web.Response(text=scripted.page, status=scripted.status,
                                     content_type="text/html")
+            if scripted is not None and scripted.failure:
+                return self.failure_response(scripted.failure, scripted.headers)
             if scripted is not None and (scripted.status != 200 or scripted.json_body):
                 return web.json_response(scripted.json_body, status=scripted.status,
                                          headers={"request-id": "req_fake", **scripted.headers})
@@ -173,21 +212,30 @@ class FakeAnthropic(LocalServer):
                 else self._default(kind, body)
             message = self._message(body, system, text)
             latency = self.model_latency.draw()
-            if body.get("stream"):  # the per-token time is spent between the deltas
+            if stream:  # the per-token time is spent between the deltas
                 await asyncio.sleep(latency.first_token_s)
                 return await self._sse(request, message, latency,
                                        scripted.break_after if scripted else None)
             await asyncio.sleep(latency.seconds(message["usage"]["output_tokens"]))
-            return web.json_response(message, headers={"request-id": "req_fake"})
+            return self.message_response(message)
         finally:
             self.in_flight -= 1
             record.finished = time.monotonic()
+
+    def message_response(self, message: dict[str, Any]) -> web.Response:
+        return web.json_response(message, headers={"request-id": "req_fake"})
+
+    def failure_response(self, name: str, headers: dict[str, str]) -> web.Response:
+        """A named failure (FAILURES) as this API documents it."""
+        status, kind, message = ANTHROPIC_FAILURES[name]
+        return web.json_response(error(kind, message), status=status,
+                                 headers={"request-id": "req_fake", **headers})
 
     async def _sse(self, request: web.Request, message: dict[str, Any], latency: ModelLatency,
                    break_after: int | None) -> web.StreamResponse:
         """The message as server-sent events, shaped like the Messages API's streaming docs:
         message_start, content_block_start/delta.../stop, message_delta, message_stop."""
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+        response = web.StreamResponse(headers={"Content-Type": self.stream_content_type,
                                                "request-id": "req_fake"})
         await response.prepare(request)
         with contextlib.suppress(ConnectionResetError):  # the client gave up (a deadline)
@@ -198,7 +246,7 @@ class FakeAnthropic(LocalServer):
                       latency: ModelLatency, break_after: int | None) -> None:
 
         async def send(event: str, data: dict[str, Any]) -> None:
-            await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+            await response.write(self.encode_event(event, data))
 
         text, usage = message["content"][0]["text"], message["usage"]
         pieces = [p for p in _DELTA.findall(text) if p]
@@ -221,6 +269,12 @@ class FakeAnthropic(LocalServer):
             "usage": {"output_tokens": usage["output_tokens"]}})
         await send("message_stop", {"type": "message_stop"})
         await response.write_eof()
+
+    stream_content_type = "text/event-stream"
+
+    def encode_event(self, event: str, data: dict[str, Any]) -> bytes:
+        """One streamed event on the wire: here a server-sent event, as the Messages API sends."""
+        return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
     def _default(self, kind: str, body: dict[str, Any]) -> str:
         content = body["messages"][-1]["content"]
@@ -246,6 +300,8 @@ class FakeAnthropic(LocalServer):
                 "search_phrases": [message], "reply": ""})
         if kind.startswith("judge_"):
             return self._judge(kind, content)
+        if kind == "check":  # `sift llm check`: a model that follows the instruction
+            return json.dumps({"ok": True})
         return "ok"
 
     def _judge(self, kind: str, content: str) -> str:
@@ -270,10 +326,15 @@ class FakeAnthropic(LocalServer):
                                        else (0, prefix_tokens))
             self._cached_prefixes.add(system)
         total_in = len(json.dumps(body)) // 4
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        forced = (body.get("tool_choice") or {}).get("name")
+        if forced:  # a forced tool call: the reply is the tool's input
+            content = [{"type": "tool_use", "id": f"toolu_fake{len(self.requests):05d}",
+                        "name": forced, "input": _as_object(text)}]
         return {
             "id": f"msg_fake{next(self._ids):05d}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "stop_sequence": None,
+            "model": body["model"], "content": content,
+            "stop_reason": "tool_use" if forced else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": max(1, total_in - cache_read - cache_write),
                       "output_tokens": max(1, len(text) // 4),
                       "cache_creation_input_tokens": cache_write,

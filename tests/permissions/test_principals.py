@@ -59,3 +59,20 @@ def test_declared_entra_groups_are_known_to_sync(tmp_path: Path) -> None:
     known = App(Settings(data_dir=tmp_path, groups=[legal])).sync_config.known_groups
     assert known is not None  # else SharePoint files granted to them would be reported
     assert {"entra:group:5f1b0c3a-aaaa", "entra:user:9a0c-77"} <= known
+
+
+async def test_platform_groups_read_what_their_connectors_grant() -> None:
+    """`github_teams`, `jira_groups` and `servicenow_groups` are the principals the GitHub, Jira
+    and ServiceNow connectors write, spelt as the platforms show them."""
+    it = GroupSettings(name="it", emails=["ivo@acme.example"], github_teams=["Acme/Platform"],
+                       jira_groups=["it-staff"], servicenow_groups=["Service Desk"])
+    directory = GroupDirectory([it])
+    assert directory.principals == {"github:team:acme/platform", "jira:group:it-staff",
+                                    "servicenow:group:Service Desk"}
+    ivo = Asker(Platform.TERMINAL, "ivo", email="ivo@acme.example")
+    groups = await GroupResolver(directory).groups_for(ivo, Audience(Visibility.PRIVATE))
+    assert groups == ("public", "it", "github:team:acme/platform", "jira:group:it-staff",
+                      "servicenow:group:Service Desk")
+    stranger = Asker(Platform.TERMINAL, "eve", email="eve@elsewhere.example")
+    assert await GroupResolver(directory).groups_for(stranger, Audience(
+        Visibility.PRIVATE)) == ("public",)

@@ -148,5 +148,5 @@ except ConfigError as exc:
 def test_without_openvino_the_default_says_what_to_do(tmp_path: Path) -> None:
     said = run_python(WITHOUT_OPENVINO, str(tmp_path))
     assert said == ("The default embedding runtime, OpenVINO, is not installed: run "
-                    "`make install` (or pip install 'sift[local]'), or set "
+                    "`make install` (or uv pip install 'sift-knowledge-bot[local]'), or set "
                     "SIFT_EMBEDDING__BACKEND=onnx.")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from bot.weaviate.process import free_port, free_ports
@@ -164,6 +165,15 @@ async def test_two_workers_answer_each_question_once(served: Served,
         assert len(list(session.scalars(select(Interaction)))) == QUESTIONS
         runs = list(session.scalars(select(SyncRun)))
     assert len(runs) == 1  # the start-up pass ran in the primary only
+    # Whichever process answers a scrape (a new connection each time), it counts every
+    # process's answers (prometheus-client's multi-process files).
+    for _ in range(6):
+        async with aiohttp.ClientSession() as http, http.get(served.url + "/metrics") as got:
+            assert got.status == 200
+            families = text_string_to_metric_families(await got.text())
+        answered = sum(s.value for f in families for s in f.samples
+                       if s.name == "sift_answers_total")
+        assert answered == QUESTIONS
 
 
 async def test_a_killed_worker_is_started_again_and_stop_stops_all(served: Served) -> None:

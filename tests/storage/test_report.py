@@ -78,3 +78,43 @@ def test_options_change_the_window_and_thresholds(database: Database,
     assert wide.statuses.total == 7 and wide.statuses.error == 1
     assert [d.doc_id for d in wide.low_grade] == ["legacy-vpn"]
     assert len(wide.never_retrieved) == 1 and wide.never_retrieved_total == 2
+
+
+def test_tokens_by_provider_and_model(database: Database) -> None:
+    """Each answer's stage tokens, summed per (provider, model), with the questions using it."""
+    from dataclasses import replace
+
+    from rag.types import Usage
+    from storage.interactions import InteractionRepository
+    from storage.report import ModelUsage
+    from tests.storage.builders import answer
+
+    repository = InteractionRepository(database)
+    bedrock = {"grade": "us.anthropic.claude-haiku-v1:0", "generate": "us.anthropic.claude-x"}
+    for _ in range(2):
+        repository.record(replace(answer(), llm_provider="bedrock", models=bedrock, usage={
+            "grade": Usage(1000, 50, 800, 0, 3), "generate": Usage(400, 200, 0, 100, 1)}))
+    repository.record(replace(answer(), llm_provider="openai", models={"grade": "llama3.1:8b"},
+                              usage={"grade": Usage(10, 5, 0, 0, 1)}))
+    repository.record(replace(answer(), llm_provider="vertex", models={}, usage={}))  # fast
+    assert build_report(database).models == (
+        ModelUsage("bedrock", "us.anthropic.claude-haiku-v1:0", 2, 2 * 1800, 2 * 50, 6),
+        ModelUsage("bedrock", "us.anthropic.claude-x", 2, 2 * 500, 2 * 200, 2),
+        ModelUsage("openai", "llama3.1:8b", 1, 10, 5, 1))
+    from rich.console import Console
+
+    from bot.cli.report import render, to_json
+
+    prices = {"claude-haiku": (1.0, 5.0)}
+    report = build_report(database)
+    console = Console(record=True, width=200, markup=False)
+    render(report, "7 days", console, prices)
+    shown = console.export_text()
+    assert "Tokens and estimated cost by provider and model" in shown
+    # 3,600 in and 100 out at $1 and $5 per million: $0.0041 in all, over two questions.
+    assert "us.anthropic.claude-haiku-v1:0" in shown and "$0.0041" in shown
+    assert "$0.00205" in shown
+    [local] = [line.split() for line in shown.splitlines() if "llama3.1:8b" in line]
+    assert local[-4:] == ["no", "price", "set", "-"]
+    rows = to_json(report, prices)["models"]
+    assert rows[0]["cost_usd"] == pytest.approx(0.0041)  # type: ignore[index]

@@ -34,10 +34,21 @@ def test_fenced_code_is_kept_as_written_and_prose_after_it_is_plain_again() -> N
         "Run:", "```python", "def f(*args, **kwargs):", "    return [x](y)", "```",
         "Then **check** it.", "~~~~", "a \\- b", "```", "still code", "~~~~", "_done_"])
     assert plain_text(text).split("\n") == [
-        "Run:", "python", "def f(*args, **kwargs):", "    return [x](y)", "",
-        "Then check it.", "", "a \\- b", "```", "still code", "", "done"]
+        "Run:", "python", "def f(*args, **kwargs):", "    return [x](y)",
+        "Then check it.", "a \\- b", "```", "still code", "done"]
 
 
 def test_the_embedded_text_is_plain_but_keeps_title_and_section() -> None:
     assert embedding_text("VPN", "Setup > Linux", "Run **`wg-quick up`**, see [docs](x.md).") \
         == "VPN\nSetup > Linux\n\nRun wg-quick up, see docs."
+
+
+def test_a_table_is_its_cells_and_a_list_its_items_without_the_syntax() -> None:
+    text = "| Region | Limit |\n|---|:---:|\n| `eu-west-1` | **80** |\n\n- first\n- second\n"
+    assert plain_text(text).split("\n") == ["Region | Limit", "eu-west-1 | 80", "first",
+                                            "second"]
+
+
+def test_raw_html_and_entities_are_words_not_markup() -> None:
+    # The parser keeps raw HTML as text (it is never rendered from here), entities decoded.
+    assert plain_text("AT&amp;T <b>bold</b> 5 &lt; 6") == "AT&T <b>bold</b> 5 < 6"

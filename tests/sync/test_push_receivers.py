@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from sync.connectors.confluence_push import ConfluenceReceiver
 from sync.connectors.http_push import SignedWebhookReceiver, signature
 from sync.connectors.zendesk_push import ZendeskReceiver
-from sync.push import PushReceiver, PushRejected, PushReply, PushRequest
+from sync.push import MalformedBody, PushReceiver, PushRejected, PushReply, PushRequest
 from tests.fakes.zendesk_server import WEBHOOK_SECRET, article_event, signed
 
 NOW = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
@@ -201,3 +201,13 @@ def test_header_names_are_matched_whatever_their_case() -> None:
     request = PushRequest("POST", {"X-Hub-Signature": "sha256=ab"}, {}, b"")
     assert request.header("x-hub-signature") == "sha256=ab"
     assert request.header("X-Missing") == ""
+
+
+def test_every_receiver_says_the_same_of_a_signed_body_that_is_not_json() -> None:
+    body = b"{not json"
+    calls = [(zendesk(), post(body, signed(body, when=NOW))),
+             (confluence(), post(body, hub(body))),
+             (generic(), post(body, sift_signed(body)))]
+    for receiver, request in calls:
+        with pytest.raises(MalformedBody, match="not JSON"):
+            receiver.receive(request)

@@ -28,8 +28,8 @@ def load(tmp_path: Path, text: str) -> tuple[Path, str]:
 
 
 def test_an_unknown_kind_is_one_sentence_listing_the_known_ones(tmp_path: Path) -> None:
-    path, message = load(tmp_path, '[[sources]]\nname = "w"\nkind = "jira"\n')
-    assert message.startswith(f"Setting 'sources.0.kind' in {path} is invalid (got 'jira')")
+    path, message = load(tmp_path, '[[sources]]\nname = "w"\nkind = "gitlab"\n')
+    assert message.startswith(f"Setting 'sources.0.kind' in {path} is invalid (got 'gitlab')")
     assert message.endswith(".") and ". " not in message  # one sentence
     for kind in SPECS:
         assert kind in message

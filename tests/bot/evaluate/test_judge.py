@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from bot.evaluate.dataset import EvalQuery
 from bot.evaluate.judge import REFUSAL, Judge, parse_accuracy, parse_faithfulness, sentences
 from rag.types import Answer, AnswerStatus, Candidate, Citation, Question
 from tests.fakes.anthropic_server import FakeAnthropic, overloaded
+from tests.fakes.llm_rigs import PROVIDERS, running
 from tests.rag.builders import chunk, make_llm
 
 QUERY = EvalQuery("q1", "How often do signing keys rotate?", "Every ninety days.", {"keys": 1})
@@ -107,3 +109,22 @@ async def test_a_failing_judge_leaves_the_metric_unset(fake_anthropic: FakeAnthr
     llm = make_llm(fake_anthropic.url, max_retries=0)
     judgement = await Judge(llm, "m").judge(QUERY, answered())
     assert (judgement.faithfulness, judgement.accuracy, judgement.failures) == (None, 2, 1)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_the_judge_runs_on_every_provider(provider: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sift eval`'s judge is an LLM-port client like any other: each provider's fake answers."""
+    async with running(provider, tmp_path) as rig:
+        for name, value in rig.env.items():
+            monkeypatch.setenv(name, value)
+        rig.fake.faithfulness_rule = lambda said: ["supported", "unsupported", "no_claim"]
+        rig.fake.accuracy_rule = lambda q, ref, answer: 2
+        llm = rig.llm()
+        try:
+            judgement = await Judge(llm, rig.answer_model).judge(QUERY, answered())
+        finally:
+            await llm.close()
+    assert (judgement.faithfulness, judgement.accuracy, judgement.failures) == (0.5, 2, 0)
+    assert judgement.usage.calls == 2
+    assert [r.body["model"] for r in rig.fake.requests] == [rig.answer_model] * 2

@@ -10,7 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import Settings
-from bot.slack.app import build_slack_adapter, web_client
+from bot.slack.app import build_slack_adapter
+from bot.slack.client import web_client
 from rag.errors import ConfigError
 from tests.bot.slack.conftest import Q_TS, SlackStack
 from tests.fakes.slack_payloads import (

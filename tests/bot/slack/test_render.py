@@ -72,7 +72,11 @@ def test_safe_url(url: str, expected: str | None) -> None:
     ("Rotate it [1].", "Rotate it <https://wiki.example/a|[1]>."),
     ("Both [1][2].", "Both <https://wiki.example/a|[1]><https://wiki.example/b?x=1&amp;y=2|[2]>."),
     ("Unknown [7].", "Unknown [7]."),
-    ("**Bold** and *em* and __u__", "*Bold* and _em_ and _u_"),
+    ("**Bold** and *em* and __u__", "*Bold* and _em_ and *u*"),  # CommonMark: __ is strong
+    ("| City | Dinner |\n|---|---|\n| Toronto | 90 |", "```\nCity     Dinner\nToronto  90\n```"),
+    ("1. first\n2. second", "1. first\n2. second"),
+    ("~~old~~ new", "~old~ new"),
+    ("![diagram](https://x.example/d.png)", "diagram"),
     ("## Steps", "*Steps*"),
     ("- one\n  * two", "• one\n  • two"),
     ("> quoted <!here>", ">quoted &lt;!here&gt;"),
@@ -206,3 +210,17 @@ def test_stream_parts() -> None:
     stream = render_stream(a)
     assert stream.markdown == "Do it [[1]](https://wiki.example/d1)."
     assert [b["type"] for b in stream.blocks] == ["context", "context", "context_actions"]
+
+
+def test_an_answer_in_slacks_markdown_block_where_it_renders_all_it_needs() -> None:
+    a = answer("## Steps\n\n1. Rotate it [1].\n2. Check <!here> `x`", citations=(cite(1),))
+    msg = render_answer(a, markdown=True)
+    assert msg.blocks[0] == {"type": "markdown", "text": (
+        f"## Steps\n\n1. Rotate it [[1]](https://wiki.example/d1).\n2. Check <{ZWSP}!here> `x`")}
+    assert msg.text.startswith("*Steps*")  # notifications and search read mrkdwn
+    assert_valid(msg.blocks)
+    # A table, which the markdown block does not render, keeps mrkdwn (the table as code).
+    table = render_answer(answer("| a | b |\n|---|---|\n| 1 | 2 |"), markdown=True)
+    assert table.blocks[0]["type"] == "section" and "```" in table.blocks[0]["text"]["text"]
+    # Without the setting, sections as before.
+    assert render_answer(a).blocks[0]["type"] == "section"

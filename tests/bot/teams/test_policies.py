@@ -11,7 +11,8 @@ from microsoft_agents.hosting.core.authorization import AuthTypes
 from pydantic import SecretStr
 
 from bot.settings import Settings, TeamsSettings
-from bot.teams.auth import auth_configuration, check_exposure, is_loopback
+from bot.settings_check import is_loopback
+from bot.teams.auth import auth_configuration, check_exposure
 from bot.teams.connector import RetryPolicy
 from rag.errors import ConfigError
 

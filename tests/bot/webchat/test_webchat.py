@@ -183,7 +183,8 @@ def answer(text: str, citations: tuple[Citation, ...] = ()) -> Answer:
 @pytest.mark.parametrize(("text", "present", "absent"), [
     ("<script>alert(1)</script>", "&lt;script&gt;", "<script"),
     ("<img src=x onerror=alert(1)>", "&lt;img", "<img"),
-    ("[click](javascript:alert(1))", "[click](javascript:alert(1))", "href"),
+    # A link to an unsafe scheme keeps its words and loses the link (and the scheme).
+    ("[click](javascript:alert(1))", "<p>click</p>", "javascript"),
     ("`<b>` stays code", "<code>&lt;b&gt;</code>", "<b>"),
     ("**bold** and [1]", "<strong>bold</strong>", "javascript"),
 ])
@@ -236,8 +237,9 @@ async def test_hostile_text_stays_text_in_the_browser(
 
 def test_inline_code_stays_in_its_quote_and_fences_are_blocks() -> None:
     shown = to_html("> Run `vault write x` and restart.\n\n```\nmake <all>\n```", {})
-    assert shown == ("<blockquote>Run <code>vault write x</code> and restart.</blockquote>"
-                     "<pre><code>make &lt;all&gt;</code></pre>")
+    assert shown.replace("\n", "") == (
+        "<blockquote><p>Run <code>vault write x</code> and restart.</p></blockquote>"
+        "<pre><code>make &lt;all&gt;</code></pre>")
 
 
 async def test_a_page_from_one_replica_asks_another(index: MemoryIndex, embedder: Any) -> None:
@@ -258,3 +260,19 @@ async def test_a_page_from_one_replica_asks_another(index: MemoryIndex, embedder
         for replica in replicas:
             await replica.stop()
     assert status == 200 and dict(events)["answer"]["status"] == "answered"
+
+
+def test_quoted_excerpts_render_as_what_they_are() -> None:
+    """Fast mode quotes excerpts line by line; the page shows their headings, tables, lists
+    and code inside the quote, not the characters that mark them."""
+    excerpt = ("> _Limits_\n>\n> ## Meals and daily costs\n> | City | Dinner |\n"
+               "> |---|---|\n> | Toronto | 90 CAD |\n>\n> - receipts within 30 days\n"
+               "> - itemised\n>\n> ```\n> expense submit --id 7\n> ```")
+    shown = to_html(f"**Expenses** [1]\n{excerpt}", {1: "https://kb.example/expenses"})
+    assert "<blockquote>" in shown and "<table>" in shown and "<td>Toronto</td>" in shown
+    assert "<h4>Meals and daily costs</h4>" in shown and "<em>Limits</em>" in shown
+    assert "<li>receipts within 30 days</li>" in shown
+    assert "<pre><code>expense submit --id 7" in shown
+    assert '<a class="cite" href="https://kb.example/expenses"' in shown
+    for raw in ("&gt; ", "|---", "## ", "```", "_Limits_"):
+        assert raw not in shown, raw

@@ -1,0 +1,1 @@
+"""Prometheus metrics of `sift serve`: what is counted, where it is observed, how it is served."""
