@@ -65,7 +65,6 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     if provider is not None:
         sub.router.add_get("/oidc/start", sso.start)
         sub.router.add_get("/oidc/callback", sso.callback)
-        sub.on_cleanup.append(lambda _: provider.close())
     sub[INDEXER] = GapIndexer(db, embedder)
     sub.cleanup_ctx.append(sub[INDEXER].background)  # gap questions embedded as they come
     sub.router.add_get("/login", login_form)
