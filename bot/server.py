@@ -16,6 +16,7 @@ from bot.app import App
 from bot.hooks import PushRoutes
 from bot.startup import announce
 from bot.teams.auth import check_exposure
+from bot.weaviate import keepalive
 from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
 from bot.workers import Workers, worker_command
@@ -32,6 +33,8 @@ async def _start_weaviate(app: App, stack: AsyncExitStack) -> WeaviateSupervisor
     if managed is None:
         log.info("using the Weaviate server at %s", app.settings.weaviate_url)
         return None
+    # One that a command left running is not stopped under us (bot/weaviate/keepalive.py).
+    stack.enter_context(keepalive.in_use(managed.data_dir))
     if managed.status().running:
         log.info("Weaviate already running at %s; leaving it running on exit", managed.url)
         return None

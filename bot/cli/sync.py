@@ -132,25 +132,20 @@ async def _one(runner: SyncRunner, name: str, args: argparse.Namespace,
 @asynccontextmanager
 async def _index(app: App, *, rebuild: list[str],
                  console: Console) -> AsyncIterator[WeaviateIndex]:
-    """A connected index, starting the managed Weaviate (and stopping it after) if needed;
-    with `rebuild` (every source's name) the collection is dropped first."""
-    managed = app.managed_weaviate
-    started = False
-    if managed is not None and not managed.status().running:
-        console.print(f"Starting Weaviate on {managed.url} ...", highlight=False)
-        await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
-        started = True
-    index = app.index()
-    try:
-        await asyncio.to_thread(app.database.upgrade)
-        if rebuild:
-            await _drop(app, index, rebuild, console)
-        await index.connect()
-        yield index
-    finally:
-        await index.close()
-        if started and managed is not None:
-            await asyncio.to_thread(managed.stop)
+    """A connected index, with the managed Weaviate started if needed (bot/runtime.py); with
+    `rebuild` (every source's name) the collection is dropped first."""
+    from bot.runtime import weaviate_running
+
+    async with weaviate_running(app):
+        index = app.index()
+        try:
+            await asyncio.to_thread(app.database.upgrade)
+            if rebuild:
+                await _drop(app, index, rebuild, console)
+            await index.connect()
+            yield index
+        finally:
+            await index.close()
 
 
 async def _drop(app: App, index: WeaviateIndex, names: list[str], console: Console) -> None:
