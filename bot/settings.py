@@ -57,6 +57,10 @@ class WeaviateSettings(_Section):
     grpc_url: str = ""  # gRPC endpoint of an external server; default: same host, port 50051
     collection: str = "SiftChunks"
     start_timeout_s: float = Field(90.0, gt=0)
+    # A server that `sift ask`, `chat`, `sync` or `eval` started keeps running this long after
+    # the last command used it, so the next one need not start it again (seconds saved per
+    # command); 0 stops it when the command ends. `sift weaviate stop` stops it at once.
+    keep_running_minutes: float = Field(15.0, ge=0)
     connect_timeout_s: float = Field(5.0, gt=0)
     query_timeout_s: float = Field(30.0, gt=0)
     insert_timeout_s: float = Field(120.0, gt=0)
