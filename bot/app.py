@@ -24,6 +24,7 @@ from bot.chat.policy import (
     validate,
 )
 from bot.chat.service import Answering, ChatLimits, ChatService, ChatStores, FeedbackStore
+from bot.disk import disk_room
 from bot.hooks import PushEndpoint
 from bot.llm_setup import Endpoint
 from bot.permissions.directory import GroupDirectory
@@ -51,6 +52,7 @@ from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
 from rag.logcontext import CorrelationFilter
 from rag.output_policy import OutputPolicy, hosts_of
+from rag.patience import Patience, Retrying
 from rag.pipeline import Pipeline, Stages
 from rag.ports import (
     LLM,
@@ -68,7 +70,7 @@ from storage.audit import AuditLog
 from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
 from storage.dedupe import DedupeRepository
-from storage.errors import StorageError
+from storage.errors import DatabaseUnavailable, StorageError
 from storage.expiring import ExpiringStore
 from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
@@ -251,7 +253,11 @@ class App:
 
     def health_checks(self) -> dict[str, HealthCheck]:
         """Checks beyond the index that /healthz reports."""
-        return {"database": self._database_health}
+        places = {"the data directory": self.data_dir}
+        if self.database.file is not None:
+            places["the database"] = self.database.file.parent
+        room = disk_room(places, int(self.settings.storage.min_free_mb * 2**20))
+        return {"database": self._database_health, "disk": room}
 
     def index(self, collection: str = "") -> WeaviateIndex:
         """A new index client bound to the configured (or the named) collection; call `connect`."""
@@ -322,6 +328,13 @@ class App:
     def retention(self) -> Retention:
         return Retention(self.database)
 
+    @cached_property
+    def storage_retrying(self) -> Retrying:
+        """How answers' records, votes and the chat's other writes wait out a database
+        server that is away for a moment (SIFT_STORAGE__OUTAGE_WAIT_S)."""
+        return Retrying(Patience(self.settings.storage.outage_wait_s),
+                        lambda exc: isinstance(exc, DatabaseUnavailable))
+
     async def _database_health(self) -> Health:
         try:
             await asyncio.to_thread(self.database.ping)
@@ -336,7 +349,9 @@ class App:
     def connector(self, source: SourceSettings) -> Connector:
         """The connector for one configured source; ConfigError names what is missing."""
         spec = registry.SPECS[source.kind]  # settings validation already refused other kinds
-        return spec.build(source.connector_config(), source.options)
+        config = replace(source.connector_config(),
+                         max_file_bytes=self.sync_config.max_file_bytes)
+        return spec.build(config, source.options)
 
     @cached_property
     def sync_config(self) -> JobConfig:
@@ -481,7 +496,8 @@ class App:
             syncs=syncs,
             circuit=llm,
         )
-        return Pipeline(stages, config, recorder, self.output_policy)
+        return Pipeline(stages, config, recorder, self.output_policy,
+                        recording=self.storage_retrying)
 
     @cached_property
     def output_policy(self) -> OutputPolicy:
@@ -518,8 +534,10 @@ class App:
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""
         defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
-        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults),
-                        self.access_resolver, PendingComments(ExpiringStore(self.database)))
+        retrying = self.storage_retrying
+        return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
+                                          retrying), self.access_resolver,
+                        PendingComments(ExpiringStore(self.database), retrying=retrying))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
@@ -538,7 +556,7 @@ class App:
             feedback = MeteredFeedback(feedback, self.metrics)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
-        return ChatService(answers, stores, limits)
+        return ChatService(answers, stores, limits, self.storage_retrying)
 
     def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:
         """The chat page at /: open on loopback; beyond it only behind `gate` (the admin

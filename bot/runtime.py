@@ -5,28 +5,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
+import warnings
 from collections.abc import AsyncIterator
 
 from bot.app import App
+from bot.weaviate import keepalive
 from rag.index import WeaviateIndex
 
 log = logging.getLogger(__name__)
 
 
+def _kept_note(minutes: float) -> str:
+    shown = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+    return (f"Weaviate keeps running for {shown} after the last command, so the next one "
+            "starts at once (`sift weaviate stop` stops it now; "
+            "SIFT_WEAVIATE__KEEP_RUNNING_MINUTES=0 stops it after each command).")
+
+
 @contextlib.asynccontextmanager
 async def weaviate_running(app: App, *, announce: bool = True) -> AsyncIterator[None]:
-    """Make sure the managed Weaviate runs; stop it afterwards only if we started it."""
+    """Make sure the managed Weaviate runs while the command does. One this command started
+    keeps running for `weaviate.keep_running_minutes` after the last command that used it
+    (bot/weaviate/keepalive.py), or stops at the end when that is 0."""
     managed = app.managed_weaviate
-    if managed is None or managed.status().running:
+    if managed is None:
         yield
         return
-    if announce:
-        print(f"Starting Weaviate on {managed.url} ...", flush=True)
-    await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
-    try:
-        yield
-    finally:
-        await asyncio.to_thread(managed.stop)
+    minutes = app.settings.weaviate.keep_running_minutes
+    with keepalive.in_use(managed.data_dir):
+        started = not managed.status().running
+        if started:
+            if announce:
+                print(f"Starting Weaviate on {managed.url} ...", file=sys.stderr, flush=True)
+            await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
+            if minutes:  # it outlives this process on purpose; Popen would warn at exit
+                warnings.filterwarnings("ignore", "subprocess .* is still running",
+                                        ResourceWarning)
+                keepalive.leave_running(managed.data_dir, minutes * 60)
+                print(_kept_note(minutes), file=sys.stderr, flush=True)
+        try:
+            yield
+        finally:
+            if started and not minutes:
+                await asyncio.to_thread(managed.stop)
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import logging
 import os
@@ -23,6 +24,7 @@ from bot.metrics.route import MetricsRoute
 from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.tracing import start_tracing
+from bot.weaviate import keepalive
 from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
 from bot.workers import Workers, worker_command
@@ -41,6 +43,8 @@ async def _start_weaviate(app: App, stack: AsyncExitStack) -> WeaviateSupervisor
     if managed is None:
         log.info("using the Weaviate server at %s", app.settings.weaviate_url)
         return None
+    # One that a command left running is not stopped under us (bot/weaviate/keepalive.py).
+    stack.enter_context(keepalive.in_use(managed.data_dir))
     if managed.status().running:
         log.info("Weaviate already running at %s; leaving it running on exit", managed.url)
         return None
@@ -173,6 +177,19 @@ def _start_workers(app: App, stack: AsyncExitStack, count: int, config: Path | N
     return workers
 
 
+async def _listen(web_app: web.Application, app: App, *, shared: bool) -> web.AppRunner:
+    """The site on SIFT_HOST:SIFT_PORT; a port something else holds is one sentence."""
+    host, port = app.settings.host, app.settings.port
+    try:
+        return await start_site(web_app, host, port, shared=shared)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise ConfigError(f"http://{host}:{port}: {exc}", user_message=(
+            f"Cannot serve on http://{host}:{port}: something else is already listening "
+            "there (another `sift serve`?); stop it, or set SIFT_PORT to a free port.")) from exc
+
+
 async def serve(app: App, *, started: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None, config: Path | None = None,
                 worker: bool = False, freeze_heap: bool = True) -> None:
@@ -241,9 +258,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         chat_page = app.web_chat(flow, admin_console.chat_gate(console) if console else None)
         if chat_page is not None:
             chat_page.mount(web_app)
-        shared = worker or app.settings.workers > 1
-        runner = await start_site(web_app, app.settings.host, app.settings.port,
-                                  shared=shared)
+        runner = await _listen(web_app, app, shared=worker or app.settings.workers > 1)
         stack.push_async_callback(runner.cleanup)
         workers = _start_workers(app, stack, more, config)  # once the schema is migrated
         if workers is not None:

@@ -57,6 +57,10 @@ class WeaviateSettings(_Section):
     grpc_url: str = ""  # gRPC endpoint of an external server; default: same host, port 50051
     collection: str = "SiftChunks"
     start_timeout_s: float = Field(90.0, gt=0)
+    # A server that `sift ask`, `chat`, `sync` or `eval` started keeps running this long after
+    # the last command used it, so the next one need not start it again (seconds saved per
+    # command); 0 stops it when the command ends. `sift weaviate stop` stops it at once.
+    keep_running_minutes: float = Field(15.0, ge=0)
     connect_timeout_s: float = Field(5.0, gt=0)
     query_timeout_s: float = Field(30.0, gt=0)
     insert_timeout_s: float = Field(120.0, gt=0)
@@ -141,6 +145,9 @@ class RetrievalSettings(_Section):
     diversity: bool = True  # MMR over the hybrid results
     diversity_balance: float = Field(0.8, ge=0.0, le=1.0)  # 1 = pure relevance
     title_boost: float = Field(2.0, ge=1.0)
+    # A search that finds Weaviate unreachable (a restart takes ~10 s) is tried again, with
+    # backoff, for this long before the asker is told; 0 gives up at once.
+    outage_wait_s: float = Field(20.0, ge=0, le=300)
 
 
 class GradingSettings(_Section):
@@ -186,6 +193,12 @@ class StorageSettings(_Section):
     # Conversation turns stay text (follow-ups need it); without store_text, only this long.
     history_hours_without_text: float = Field(24.0, gt=0)
     dedupe_ttl_hours: float = Field(24.0, gt=0)
+    # A chat's records and votes wait this long, retrying, for a database that went away (a
+    # PostgreSQL restart or failover takes seconds) before the person is told.
+    outage_wait_s: float = Field(30.0, ge=0, le=600)
+    # /healthz and /readyz say "disk full" (503) below this much free space for the database
+    # or the data directory: at zero, nothing can be saved and every question fails.
+    min_free_mb: float = Field(64.0, ge=0)
     # The audit log (admin actions): entries older than this go (`sift serve` daily, and
     # `sift db purge`); 0 keeps them forever.
     audit_retention_days: float = Field(365.0, ge=0)

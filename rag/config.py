@@ -12,6 +12,7 @@ class RetrievalConfig:
     alpha: float = 0.5
     diversity: bool = True
     diversity_balance: float = 0.8
+    outage_wait_s: float = 20.0  # how long a search retries an unreachable index
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,15 @@ class ConfigError(SiftError):
 
 
 class RetrievalError(SiftError):
+    """`unreachable`: the index server itself is away (stopped, restarting), so waiting may
+    mend it; otherwise the request was refused and asking again would fail the same way."""
+
     user_message = "I can't reach the knowledge index right now."
+
+    def __init__(self, cause: str, *, user_message: str | None = None,
+                 unreachable: bool = False) -> None:
+        super().__init__(cause, user_message=user_message)
+        self.unreachable = unreachable
 
 
 class LLMError(SiftError):

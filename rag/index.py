@@ -412,8 +412,15 @@ class WeaviateIndex:
             # request cost each answer more of the interpreter than the search itself.
             done, _ = await asyncio.wait({searching}, timeout=self.config.readiness_grace_s)
             if not done and not await self.is_ready():
-                raise RetrievalError(f"{self.where} is not reachable")
+                raise RetrievalError(f"{self.where} is not reachable", unreachable=True)
             response = await searching
+        except RetrievalError as exc:
+            # A failed query on a server that is not ready is the server's absence (worth
+            # waiting for); on a ready one, the query itself was refused.
+            if exc.unreachable or await self.is_ready():
+                raise
+            raise RetrievalError(f"{exc} (and the server is not ready)",
+                                 unreachable=True) from exc
         finally:
             searching.cancel()  # no-op once it is done; stops the retries of a dead server
         return [SearchHit(schema.from_properties(dict(o.properties)), float(o.metadata.score or 0))

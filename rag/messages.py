@@ -37,6 +37,11 @@ QUOTA_EXCEEDED = (
     "You've asked {limit} questions in the last minute; please wait a moment before asking more."
 )
 INTERNAL_ERROR = "Something went wrong on my side."
+DISK_FULL = (
+    "Sift's disk is full, so I can't save anything right now; please tell whoever runs Sift.")
+DATABASE_DOWN = (
+    "I couldn't save that: Sift's database is unreachable right now; please try again in a "
+    "few minutes.")
 ERROR_REFERENCE = "{message} (reference: {correlation_id})"
 FEEDBACK_THANKS = "Thanks for the feedback!"
 DOWNVOTE_PROMPT = "Thanks. What was missing or wrong? Reply in this thread and I'll pass it on."

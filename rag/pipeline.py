@@ -18,6 +18,7 @@ from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.output_policy import OutputPolicy
+from rag.patience import NO_RETRY, Retrying
 from rag.ports import InteractionRecorder, SyncProgress, TextSink
 from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
@@ -81,10 +82,11 @@ class Stages:
 class Pipeline:
     def __init__(self, stages: Stages, config: PipelineConfig,
                  recorder: InteractionRecorder | None = None,
-                 policy: OutputPolicy | None = None) -> None:
+                 policy: OutputPolicy | None = None, recording: Retrying = NO_RETRY) -> None:
         self._s = stages
         self._config = config
         self._recorder = recorder
+        self._recording = recording  # how recording waits out a database away for a moment
         # Every surface receives the pipeline's text, so the policy is applied here, once.
         self._policy = policy or OutputPolicy()
 
@@ -257,10 +259,12 @@ class Pipeline:
         if self._recorder is None:
             return answer
         try:
-            interaction_id = await asyncio.to_thread(self._recorder.record, answer)
+            interaction_id = await self._recording.blocking("recording the answer",
+                                                            self._recorder.record, answer)
         except Exception:
             # The person still gets the answer; the log keeps the cause for the operator.
-            log.exception("could not record the interaction")
+            log.exception("could not record the answer (%s); it is given unrecorded",
+                          answer.status)
             return answer
         return replace(answer, interaction_id=interaction_id)
 

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Sequence
 
 from rag.config import RetrievalConfig
+from rag.errors import RetrievalError
+from rag.patience import Patience, Retrying
 from rag.ports import Diversity, Embedder, SearchIndex
 from rag.types import Candidate, SearchFilters, SearchHit
 
@@ -33,6 +35,7 @@ class Retriever:
         self._index = index
         self._embedder = embedder
         self._config = config
+        self._retrying = Retrying(Patience(config.outage_wait_s), _unreachable)
 
     async def retrieve(self, phrases: Sequence[str], filters: SearchFilters | None,
                        *, alpha: float | None = None, limit: int | None = None,
@@ -47,10 +50,15 @@ class Retriever:
         vectors = await asyncio.gather(*(self._embedder.embed_query(p) for p in phrases))
 
         async def one(phrase: str, vector: list[float]) -> list[SearchHit]:
-            return await self._index.search(
+            return await self._retrying.call("search", lambda: self._index.search(
                 phrase, vector, limit=limit,
                 alpha=self._config.alpha if alpha is None else alpha,
-                diversity=diversity, filters=filters)
+                diversity=diversity, filters=filters))
 
         results = await asyncio.gather(*(one(p, v) for p, v in zip(phrases, vectors, strict=True)))
         return merge(results, limit)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """The index server is away (a restart): a search may succeed once it is back."""
+    return isinstance(exc, RetrievalError) and exc.unreachable

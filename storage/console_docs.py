@@ -42,13 +42,21 @@ class SourceCounts:
     ok: int
     failed: int
     chunks: int
+    warned: int = 0  # indexed, with something wrong (a misspelt `access`)
 
 
 @dataclass(frozen=True)
 class FailedDocument:
+    """A document that failed (`error`), or was indexed with a `warning`."""
+
     doc_id: str
     error: str
     last_synced: datetime
+    warning: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return not self.warning or bool(self.error)
 
 
 @dataclass(frozen=True)
@@ -110,14 +118,16 @@ def _never(db: Database, text: str, offset: int, limit: int) -> list[DocHealth]:
 
 def source_counts(db: Database) -> dict[str, SourceCounts]:
     d = SourceDocument
-    query = select(d.source, d.status, func.count(), func.sum(d.chunk_count)) \
-        .group_by(d.source, d.status)
+    warned = d.warning != ""
+    query = select(d.source, d.status, warned, func.count(), func.sum(d.chunk_count)) \
+        .group_by(d.source, d.status, warned)
     found: dict[str, list[int]] = {}
     with db.read() as session:
-        for source, status, count, chunks in session.execute(query):
-            entry = found.setdefault(source, [0, 0, 0])
+        for source, status, has_warning, count, chunks in session.execute(query):
+            entry = found.setdefault(source, [0, 0, 0, 0])
             entry[0 if status == "ok" else 1] += int(count)
             entry[2] += int(chunks or 0)
+            entry[3] += int(count) if has_warning and status == "ok" else 0
     return {s: SourceCounts(s, *v) for s, v in found.items()}
 
 
@@ -128,12 +138,17 @@ def last_runs(db: Database, source: str, limit: int = 10) -> list[SyncRun]:
         return list(session.scalars(query))
 
 
-def failed_documents(db: Database, source: str, limit: int = 50) -> list[FailedDocument]:
-    query = (select(SourceDocument).where(SourceDocument.source == source,
-                                          SourceDocument.status != "ok")
-             .order_by(SourceDocument.doc_id).limit(limit))
+def problem_documents(db: Database, source: str, *, after: str = "",
+                      limit: int = 50) -> list[FailedDocument]:
+    """The source's documents that failed or were indexed with a warning, by id, from the
+    one after `after` (the last id of the page before): every one of them, page by page."""
+    d = SourceDocument
+    query = (select(d).where(d.source == source, or_(d.status != "ok", d.warning != ""),
+                             d.doc_id > after)
+             .order_by(d.doc_id).limit(limit))
     with db.read() as session:
-        return [FailedDocument(d.doc_id, d.error, d.last_synced) for d in session.scalars(query)]
+        return [FailedDocument(r.doc_id, r.error if r.status != "ok" else "", r.last_synced,
+                               r.warning) for r in session.scalars(query)]
 
 
 def restricted_ids(db: Database, doc_ids: list[str]) -> set[str]:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import InvalidatePoolError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.errors import StorageError
+from storage.faults import translated
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -28,7 +29,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 DEFAULT_URL = "sqlite:///.sift/sift.db"
 # The newest migration. A database stamped with it needs no Alembic at all, which keeps
 # `sift ask` quick; a test holds this to storage/migrations (bump it with each new one).
-HEAD = "0014"
+HEAD = "0015"
 MIGRATION_LOCK = 0x51F7  # the advisory lock id PostgreSQL migrations serialise on
 # A pooled PostgreSQL connection unused for this long is pinged before it is handed out.
 IDLE_PING_S = 2.0
@@ -129,6 +130,11 @@ class Database:
         return self.engine.dialect.name
 
     @property
+    def file(self) -> Path | None:
+        """The SQLite database's file; None for a server (PostgreSQL) or an in-memory one."""
+        return _sqlite_file(self.url) if self.dialect == "sqlite" else None
+
+    @property
     def safe_url(self) -> str:
         """The URL without its password, for messages and logs."""
         return self.url.render_as_string(hide_password=True)
@@ -137,13 +143,13 @@ class Database:
     def read(self) -> Iterator[Session]:
         """A read-only unit of work: rolled back at the end on SQLite; on PostgreSQL each
         statement runs on its own (no transaction), so nothing written here would be undone."""
-        with self._reader() as session:
+        with translated(self.safe_url, self.file), self._reader() as session:
             yield session
 
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One transaction: committed if the block succeeds, rolled back if it raises."""
-        with self._writer.begin() as session:
+        with translated(self.safe_url, self.file), self._writer.begin() as session:
             yield session
 
     @contextmanager
@@ -155,7 +161,7 @@ class Database:
             with self.write() as session:
                 yield session
         else:
-            with self._reader() as session:
+            with translated(self.safe_url, self.file), self._reader() as session:
                 yield session
 
     def ping(self) -> None:
@@ -184,7 +190,7 @@ class Database:
         engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         before = self.current_revision_or_none()
         try:
-            with engine.begin() as connection:
+            with translated(self.safe_url, self.file), engine.begin() as connection:
                 if self.dialect == "postgresql":
                     # Replicas starting together: one migrates, the others wait then no-op.
                     connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),

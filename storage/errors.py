@@ -20,3 +20,12 @@ class UnknownSyncRun(StorageError):
     def __init__(self, run_id: int) -> None:
         super().__init__(f"No sync run with id {run_id}; nothing was written.")
         self.run_id = run_id
+
+
+class DatabaseUnavailable(StorageError):
+    """The database server could not be reached or went away mid-way (a restart, a failover):
+    nothing of the unit of work was kept, so it may be done again once the server is back."""
+
+
+class DiskFull(StorageError):
+    """The disk under the database is full: nothing can be written until room is made."""

@@ -310,6 +310,8 @@ class SourceDocument(Base):
     status: Mapped[str] = mapped_column(String(16))  # ok, failed
     error: Mapped[str] = mapped_column(Text, default="")
     restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Indexed, but something is wrong with it (a misspelt `access`): the console lists it.
+    warning: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class EventKey(Base):

@@ -32,6 +32,7 @@ class DocumentRecord:
     last_synced: datetime
     error: str = ""
     restricted: bool = False
+    warning: str = ""
 
 
 class SyncStateRepository:
@@ -44,18 +45,19 @@ class SyncStateRepository:
         with self._db.read() as session:
             return {d.doc_id: DocumentRecord(d.doc_id, d.content_hash, d.chunk_count, d.status,
                                              d.updated_at, d.last_synced, d.error,
-                                             d.restricted)
+                                             d.restricted, d.warning)
                     for d in session.scalars(query)}
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
-                        error: str = "", restricted: bool = False) -> None:
+                        error: str = "", restricted: bool = False, warning: str = "") -> None:
         row = {"source": source, "doc_id": doc_id, "content_hash": content_hash,
                "chunk_count": chunk_count, "updated_at": updated_at,
                "last_synced": self._clock(), "status": status,
-               "error": error[:MAX_ERROR_CHARS], "restricted": restricted}
+               "error": error[:MAX_ERROR_CHARS], "restricted": restricted,
+               "warning": warning[:MAX_ERROR_CHARS]}
         changed = ("content_hash", "chunk_count", "updated_at", "last_synced", "status", "error",
-                   "restricted")
+                   "restricted", "warning")
         with self._db.write() as session:
             session.execute(upsert(self._db.dialect, table(SourceDocument),
                                    keys=("source", "doc_id"), replace=changed), [row])

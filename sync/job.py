@@ -214,11 +214,13 @@ class SyncJob:
             if old is not None and self._up_to_date(run, old, digest):
                 run.tally.unchanged += 1
                 self.progress.documents(1)
-                if old.restricted != ("public" not in doc.access):  # a row from before 0006
+                restricted = "public" not in doc.access
+                # Rows from before 0006 (restricted) and 0015 (warning) say less than this run.
+                if (old.restricted, old.warning) != (restricted, _warning(doc)):
                     await self._state(self.state.record_document, self.source, doc.doc_id,
                                       content_hash=digest, chunk_count=old.chunk_count,
-                                      updated_at=doc.updated_at,
-                                      restricted="public" not in doc.access)
+                                      updated_at=doc.updated_at, restricted=restricted,
+                                      warning=_warning(doc))
                 return
             chunks = to_chunks(self.source, doc, digest, self.config.chunking)
         existed = bool(old and old.content_hash) or doc.doc_id in run.indexed
@@ -276,7 +278,8 @@ class SyncJob:
                 await self.index.delete_document(self.source, doc.doc_id, keep_hash=item.digest)
         await self._state(self.state.record_document, self.source, doc.doc_id,
                           content_hash=item.digest, chunk_count=len(item.chunks),
-                          updated_at=doc.updated_at, restricted="public" not in doc.access)
+                          updated_at=doc.updated_at, restricted="public" not in doc.access,
+                          warning=_warning(doc))
         setattr(run.tally, item.kind, getattr(run.tally, item.kind) + 1)
         run.tally.chunks_written += len(item.chunks)
         self.progress.documents(1)
@@ -357,6 +360,10 @@ class SyncJob:
                            dry_run=run.dry_run, errors=tuple(run.errors),
                            phases=dict(self.timers.seconds), chunks_embedded=run.embedded,
                            warnings=tuple(run.warnings))
+
+
+def _warning(doc: SourceDocument) -> str:
+    return "; ".join(doc.warnings)
 
 
 def _aware(value: datetime) -> datetime:

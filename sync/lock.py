@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -28,8 +29,11 @@ class SourceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -41,9 +45,19 @@ class SourceLock:
                 user_message=f"Another sync of '{self.source}' is running{by}; "
                 "try again when it has finished.",
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError as exc:
+            os.close(fd)  # and with it the lock: no run started
+            raise self._unwritable(exc) from exc
         self._fd = fd
+
+    def _unwritable(self, exc: OSError) -> SyncError:
+        why = ("the disk is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+               else exc.strerror or str(exc))
+        return SyncError(f"cannot write the lock {self.path}: {exc}", user_message=(
+            f"Cannot sync '{self.source}': {why} (writing {self.path})."))
 
     def release(self) -> None:
         if self._fd is not None:

@@ -45,6 +45,9 @@ class DocumentState(Protocol):
     @property
     def restricted(self) -> bool: ...
 
+    @property
+    def warning(self) -> str: ...  # indexed, with this wrong (a misspelt `access`)
+
 
 @dataclass(frozen=True)
 class RunCounts:
@@ -72,6 +75,7 @@ class SyncState(Protocol):
         status: str = "ok",
         error: str = "",
         restricted: bool = False,  # not readable by the public: reports hide its id
+        warning: str = "",  # indexed, but the console should show what is wrong with it
     ) -> None: ...
 
     def forget_document(self, source: str, doc_id: str) -> None: ...

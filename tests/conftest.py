@@ -20,11 +20,28 @@ from tests.crash_report import (  # noqa: F401
     pytest_handlecrashitem,
     pytest_unconfigure,
 )
+from tests.disk import small_disk  # noqa: F401
 from tests.fakes.fixtures import fake_anthropic, fake_slack  # noqa: F401
+from tests.fakes.tls import local_ca
 from tests.parallel import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401
-from tests.pg import postgres_url  # noqa: F401
+from tests.pg import own_postgres, postgres_url  # noqa: F401
 
 WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", WeaviateSettings().version)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def trust_the_local_ca() -> Iterator[None]:
+    """HTTPS fakes (the Entra token service: msal accepts only https authorities) carry a
+    certificate from a CA made for this run; requests, under msal, trusts it through
+    REQUESTS_CA_BUNDLE, as behind a company's TLS-inspecting proxy. Child processes (the CLI
+    tests) inherit it."""
+    before = os.environ.get("REQUESTS_CA_BUNDLE")
+    os.environ["REQUESTS_CA_BUNDLE"] = str(local_ca().bundle)
+    yield
+    if before is None:
+        os.environ.pop("REQUESTS_CA_BUNDLE", None)
+    else:
+        os.environ["REQUESTS_CA_BUNDLE"] = before
 
 
 @pytest.fixture(scope="session")

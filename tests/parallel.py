@@ -23,12 +23,25 @@ def unit_of(nodeid: str) -> str:
 SERVICE_FIXTURES = frozenset({"weaviate_server", "postgres_url", "browser"})
 
 
+# Contract tests run one body against each backend, choosing the real one by parameter and
+# asking for its fixture only then (request.getfixturevalue): the parameter says it.
+SERVICE_PARAMS = frozenset({"weaviate", "real", "postgresql", "postgres"})
+
+
+def needs_services(item: pytest.Item) -> bool:
+    if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    if item.get_closest_marker("weaviate") or item.get_closest_marker("postgres"):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(isinstance(v, str) and v in SERVICE_PARAMS for v in params.values())
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Units with a test marked `slow` go first (order within a unit kept). A worker that took
     a 50-second module last would keep the run waiting while the other workers sit idle."""
     for item in items:
-        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())) or \
-                item.get_closest_marker("weaviate") or item.get_closest_marker("postgres"):
+        if needs_services(item):
             item.add_marker(pytest.mark.services)
     first_seen: dict[str, int] = {}
     slow: set[str] = set()

@@ -55,15 +55,25 @@ class Cluster:
     def start(self) -> str:
         self._run(str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+        self.resume()
+        admin = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {DATABASE}")
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{DATABASE}"
+
+    def resume(self) -> None:
+        """Start the server on its data directory (again, after `pause`)."""
         options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
                    f"-c max_connections=200 {self.extra_options}").strip()
         self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", options,
                   "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
-        admin = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f"CREATE DATABASE {DATABASE}")
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{DATABASE}"
+
+    def pause(self) -> None:
+        """Stop the server as an operator's restart does (fast shutdown: open sessions are
+        ended, new connections refused), keeping its data for `resume`."""
+        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
+                  "stop")
 
     def stop(self) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if self.as_root else []
@@ -79,6 +89,26 @@ def postgres_url() -> Iterator[str]:
     if explicit:
         yield explicit
         return
+    cluster = Cluster(local_server())
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[tuple[Cluster, str]]:
+    """A local PostgreSQL server of the test's own, which it may stop and start (an outage);
+    its URL. It needs the local server binaries even when SIFT_TEST_POSTGRES_URL is set."""
+    cluster = Cluster(local_server())
+    try:
+        yield cluster, cluster.start()
+    finally:
+        cluster.stop()
+
+
+def local_server() -> Path:
+    """The local server's bin directory; fails the run (never skips) when it cannot run."""
     bin_dir = _bin_dir()
     if bin_dir is None:
         pytest.fail(f"PostgreSQL tests need {ENV_URL} or a local PostgreSQL server: no "
@@ -93,8 +123,4 @@ def postgres_url() -> Iterator[str]:
         except KeyError:
             pytest.fail("Running as root, the local PostgreSQL must run as user `postgres`, "
                         f"which does not exist; set {ENV_URL} instead.", pytrace=False)
-    cluster = Cluster(bin_dir)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    return bin_dir

@@ -1,20 +1,23 @@
-"""OpenID Connect for the console: discovery, authorization code with PKCE, ID token checks."""
+"""OpenID Connect for the console through Authlib: discovery, code with PKCE, ID token checks."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import hashlib
-import logging
 import secrets
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import quote_plus, urlencode, urlsplit
+from urllib.parse import quote_plus, urlsplit
 
-import aiohttp
-import jwt
+import httpx2  # the HTTP library under Authlib's httpx integration: its errors name the cause
+from authlib.integrations.base_client import OAuthError
+from authlib.integrations.base_client.async_app import AsyncOAuth2Mixin
+from authlib.integrations.base_client.async_openid import AsyncOpenIDMixin
+from authlib.integrations.httpx_client import AsyncOAuth2Client
+from joserfc.errors import JoseError
 
 from bot.admin.auth import ADMIN, VIEWER
 from bot.settings import OidcSettings
@@ -22,11 +25,11 @@ from rag.errors import ConfigError
 from rag.safe_compare import same_secret
 from storage.expiring import ExpiringStore
 
-log = logging.getLogger(__name__)
-
-# Asymmetric only: a symmetric alg would turn the client secret into a signing key.
+# Asymmetric only: "none" would accept an unsigned token, and a symmetric alg would turn the
+# client secret into a signing key. Authlib verifies with what discovery offers, so the offer
+# is narrowed to these before Authlib reads it.
 SAFE_ALGORITHMS = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
-                   "ES512", "EdDSA"}
+                   "ES512", "EdDSA", "Ed25519"}
 PENDING_S = 600.0  # how long a started sign-in may take at the provider
 LEEWAY_S = 60  # clock skew allowed between Sift and the provider
 
@@ -38,6 +41,10 @@ class Refused(Exception):
     def __init__(self, sentence: str, cause: str) -> None:
         super().__init__(cause)
         self.sentence = sentence
+
+
+class Unreachable(Exception):
+    """The provider did not answer at all (connection refused, time-out): the cause."""
 
 
 NOT_STARTED = "This sign-in did not start here or has expired: please start again."
@@ -58,12 +65,6 @@ def check(settings: OidcSettings) -> None:
     if not settings.client_id:
         problem = "SIFT_ADMIN__OIDC__CLIENT_ID is required when SIFT_ADMIN__OIDC__ISSUER is set."
         raise ConfigError(problem, user_message=problem)
-
-
-def challenge_of(verifier: str) -> str:
-    """PKCE S256: base64url(sha256(verifier)) without padding (RFC 7636)."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -105,54 +106,81 @@ def role_of(settings: OidcSettings, claims: dict[str, Any]) -> str | None:
     return None
 
 
-@dataclass
+def _form_encoded_basic(client: Any, method: str, uri: str, headers: dict[str, str],
+                        body: str) -> tuple[str, dict[str, str], str]:
+    """client_secret_basic as RFC 6749 §2.3.1 has it, each part form-encoded before base64:
+    Authlib sends them raw, which breaks a secret holding '+' or '%' at providers that
+    decode (Keycloak does)."""
+    pair = f"{quote_plus(client.client_id)}:{quote_plus(client.client_secret)}"
+    headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return uri, headers, body
+
+
+class _OpenId(AsyncOAuth2Mixin, AsyncOpenIDMixin):
+    """Authlib's asynchronous OAuth 2 and OpenID client (what its Starlette integration is
+    made of), without a web framework: the pending sign-ins are Sift's own."""
+
+    client_cls = AsyncOAuth2Client
+
+
+@contextmanager
+def _answers(step: str, verifying: bool = False) -> Iterator[None]:
+    """Authlib's and the HTTP library's failures as Refused or Unreachable, the cause named."""
+    try:
+        yield
+    except httpx2.TransportError as exc:
+        raise Unreachable(f"{step} failed: {exc!r}") from None
+    except httpx2.HTTPStatusError as exc:
+        raise Refused(PROVIDER_SAID_NO, f"{step}: {exc.request.url} answered HTTP "
+                      f"{exc.response.status_code}") from None
+    except OAuthError as exc:  # the error code only: a description may echo what was sent
+        raise Refused(PROVIDER_SAID_NO, f"{step}: the provider answered {exc.error}") from None
+    except JoseError as exc:
+        raise Refused(UNVERIFIED, f"{step} was refused: {exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:  # a body that is not what was asked for
+        raise Refused(UNVERIFIED if verifying else PROVIDER_SAID_NO,
+                      f"{step}: {type(exc).__name__}: {exc}") from None
+
+
 class Provider:
-    """One configured issuer: its discovery document and keys, fetched when first needed."""
+    """One configured issuer: discovery and keys fetched when first needed (a new `kid`
+    fetches the keys again: a rotation), sign-ins kept in the database meanwhile."""
 
-    settings: OidcSettings
-    # Started sign-ins, in the database: the provider may send the browser back to any
-    # replica. Kept PENDING_S at most, keyed by a hash of the state, and used up once.
-    pending: ExpiringStore
-    clock: Callable[[], float] = time.monotonic
-    _discovery: dict[str, Any] | None = None
-    _keys: jwt.PyJWKSet | None = None
-    _keys_at: float = -1e9
-    _http: aiohttp.ClientSession | None = None
-
-    async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._http is None:
-            self._http = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s))
-        return self._http
-
-    async def _get_json(self, url: str) -> dict[str, Any]:
-        async with self._client().get(url) as response:
-            if response.status != 200:
-                raise Refused(PROVIDER_SAID_NO, f"GET {url} answered HTTP {response.status}")
-            try:
-                found = await response.json(content_type=None)
-            except ValueError:
-                found = None
-        if not isinstance(found, dict):
-            raise Refused(PROVIDER_SAID_NO, f"GET {url} did not answer a JSON object")
-        return found
+    def __init__(self, settings: OidcSettings, pending: ExpiringStore) -> None:
+        self.settings = settings
+        # Started sign-ins, in the database: the provider may send the browser back to any
+        # replica. Kept PENDING_S at most, keyed by a hash of the state, and used up once.
+        self.pending = pending
+        self._issuer = settings.issuer.rstrip("/")
+        self._http = {"scope": " ".join(settings.scopes), "code_challenge_method": "S256",
+                      "timeout": settings.timeout_s}
+        secret = settings.client_secret
+        self._openid = _OpenId(
+            None, client_id=settings.client_id, client_kwargs=self._http,
+            client_secret=secret.get_secret_value() if secret is not None else None,
+            server_metadata_url=self._issuer + "/.well-known/openid-configuration",
+            client_auth_methods=[("client_secret_basic", _form_encoded_basic)])
+        self._checked = False
 
     async def discovery(self) -> dict[str, Any]:
-        if self._discovery is None:
-            issuer = self.settings.issuer.rstrip("/")
-            found = await self._get_json(issuer + "/.well-known/openid-configuration")
-            if str(found.get("issuer", "")).rstrip("/") != issuer:  # OIDC Discovery §4.3
-                raise Refused(PROVIDER_SAID_NO, f"the discovery document names issuer "
-                              f"{found.get('issuer')!r}, not {issuer!r}")
-            for name in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
-                if not isinstance(found.get(name), str):
-                    raise Refused(PROVIDER_SAID_NO, f"the discovery document has no {name}")
-            self._discovery = found
-        return self._discovery
+        """The discovery document, checked once (OIDC Discovery §4.3: it names our issuer)."""
+        with _answers("discovery"):
+            found: dict[str, Any] = await self._openid.load_server_metadata()
+        if not self._checked:
+            problem = next((f"the discovery document has no {name}" for name in (
+                "authorization_endpoint", "token_endpoint", "jwks_uri")
+                if not isinstance(found.get(name), str)), None)
+            if str(found.get("issuer", "")).rstrip("/") != self._issuer:
+                problem = (f"the discovery document names issuer {found.get('issuer')!r}, "
+                           f"not {self._issuer!r}")
+            if problem is not None:
+                found.clear()  # not kept: the next sign-in reads it again
+                raise Refused(PROVIDER_SAID_NO, problem)
+            offered = found.get("id_token_signing_alg_values_supported") or ["RS256"]
+            found["id_token_signing_alg_values_supported"] = [
+                a for a in offered if a in SAFE_ALGORITHMS] or ["RS256"]
+            self._checked = True
+        return found
 
     async def start(self, redirect_uri: str, next_: str) -> tuple[str, str]:
         """(state, the provider's authorization URL) for a new sign-in."""
@@ -161,13 +189,11 @@ class Provider:
         verifier = secrets.token_urlsafe(64)
         await asyncio.to_thread(self.pending.put, _pending_key(state), asdict(
             Pending(nonce, verifier, next_, redirect_uri)), PENDING_S)
-        query = urlencode({
-            "response_type": "code", "client_id": self.settings.client_id,
-            "redirect_uri": redirect_uri, "scope": " ".join(self.settings.scopes),
-            "state": state, "nonce": nonce, "code_challenge": challenge_of(verifier),
-            "code_challenge_method": "S256"})
-        endpoint = found["authorization_endpoint"]
-        return state, f"{endpoint}{'&' if '?' in endpoint else '?'}{query}"
+        async with AsyncOAuth2Client(self.settings.client_id, **self._http) as client:
+            url, _ = client.create_authorization_url(
+                found["authorization_endpoint"], state=state, code_verifier=verifier,
+                nonce=nonce, redirect_uri=redirect_uri)
+        return state, str(url)
 
     async def take(self, state: str, cookie_state: str) -> Pending:
         """The pending sign-in for this callback, used up: a state is good once, and only in
@@ -181,7 +207,7 @@ class Provider:
 
     async def finish(self, pending: Pending, code: str) -> Person:
         """Exchange the code, verify the ID token, decide the role; Refused otherwise."""
-        claims = await self._verified(await self._id_token(pending, code), pending.nonce)
+        claims = await self._verified(pending, code)
         role = role_of(self.settings, claims)
         email = str(claims.get("email") or "")
         if role is None:
@@ -190,67 +216,19 @@ class Provider:
                           "admin to allow it.", f"{who} matches no admin or viewer rule")
         return Person(email, role)
 
-    async def _id_token(self, pending: Pending, code: str) -> str:
+    async def _verified(self, pending: Pending, code: str) -> dict[str, Any]:
+        """The ID token's claims: signed by a key of the provider's set with an allowed
+        algorithm, from our issuer, for us (aud, and azp when there are several audiences),
+        this sign-in's nonce, not expired."""
         found = await self.discovery()
-        form = {"grant_type": "authorization_code", "code": code,
-                "redirect_uri": pending.redirect_uri, "code_verifier": pending.verifier,
-                "client_id": self.settings.client_id}
-        async with self._client().post(found["token_endpoint"], data=form,
-                                       headers=self._client_auth()) as response:
-            if response.status != 200:  # the body may echo what we sent: not logged
-                raise Refused(PROVIDER_SAID_NO,
-                              f"the token endpoint answered HTTP {response.status}")
-            try:
-                body = await response.json(content_type=None)
-            except ValueError:
-                body = None
-        token = body.get("id_token") if isinstance(body, dict) else None
-        if not isinstance(token, str):
+        with _answers("the token exchange"):
+            token = await self._openid.fetch_access_token(
+                redirect_uri=pending.redirect_uri, code=code, code_verifier=pending.verifier)
+        if not isinstance(token.get("id_token"), str):
             raise Refused(PROVIDER_SAID_NO, "the token response has no id_token")
-        return token
-
-    def _client_auth(self) -> dict[str, str]:
-        """client_secret_basic (RFC 6749 §2.3.1: each part form-encoded, then base64)."""
-        secret = self.settings.client_secret
-        if secret is None:
-            return {}
-        pair = f"{quote_plus(self.settings.client_id)}:{quote_plus(secret.get_secret_value())}"
-        return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode("ascii")}
-
-    async def _key(self, kid: str | None) -> Any:
-        """The provider's signing key for `kid`; the key set is re-read when a kid is new
-        (a rotation), at most once a minute."""
-        for attempt in range(2):
-            if self._keys is not None:
-                for key in self._keys.keys:
-                    if kid is None or key.key_id == kid:
-                        return key.key
-            if attempt or self.clock() - self._keys_at < 60:
-                break
-            self._keys_at = self.clock()
-            found = await self._get_json((await self.discovery())["jwks_uri"])
-            try:
-                self._keys = jwt.PyJWKSet.from_dict(found)
-            except jwt.PyJWTError as exc:
-                raise Refused(UNVERIFIED, f"the provider's key set is unusable: {exc}") from None
-        raise Refused(UNVERIFIED, f"no key {kid!r} in the provider's key set")
-
-    async def _verified(self, token: str, nonce: str) -> dict[str, Any]:
-        found = await self.discovery()
-        offered = set(found.get("id_token_signing_alg_values_supported") or ["RS256"])
-        algorithms = sorted(offered & SAFE_ALGORITHMS) or ["RS256"]
-        try:
-            kid = jwt.get_unverified_header(token).get("kid")
-            claims = jwt.decode(token, await self._key(kid), algorithms=algorithms,
-                                audience=self.settings.client_id, issuer=found["issuer"],
-                                leeway=LEEWAY_S,
-                                options={"require": ["exp", "iat", "iss", "aud", "sub"]})
-        except jwt.PyJWTError as exc:
-            raise Refused(UNVERIFIED, f"the ID token was refused: {exc}") from None
-        if not same_secret(str(claims.get("nonce", "")), nonce):
-            raise Refused(UNVERIFIED, "the ID token's nonce is not this sign-in's")
-        audience = claims.get("aud")
-        if isinstance(audience, list) and len(audience) > 1 and \
-                claims.get("azp") != self.settings.client_id:
-            raise Refused(UNVERIFIED, "the ID token was issued to another party (azp)")
+        expected = {"iss": {"essential": True, "value": found["issuer"]},
+                    "aud": {"essential": True, "value": self.settings.client_id}}
+        with _answers("the ID token", verifying=True):
+            claims = await self._openid.parse_id_token(token, pending.nonce, expected,
+                                                       leeway=LEEWAY_S)
         return dict(claims)

@@ -15,10 +15,12 @@ from bot.admin.charts import hbars
 from bot.admin.console import KEY, PREFIX, audit, render, require_admin
 from rag.errors import SyncError
 from storage.channel_policies import ChannelPolicyRepository
-from storage.console_docs import failed_documents, last_runs, source_counts
+from storage.console_docs import FailedDocument, last_runs, problem_documents, source_counts
 
 log = logging.getLogger(__name__)
 METRICS = ("recall@5", "recall@10", "mrr@10", "ndcg@10")
+SHOWN = 20  # documents with problems on the Sources page; the rest a click away, paged
+PAGE = 100
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class SourceView:
     next_run: Any
     counts: Any
     runs: list[Any]
-    failed: list[Any]
+    problems: list[FailedDocument]  # the first SHOWN that failed or have a warning
 
 
 def _source_views(request: web.Request) -> list[SourceView]:
@@ -44,16 +46,30 @@ def _source_views(request: web.Request) -> list[SourceView]:
         views.append(SourceView(
             s.name, s.kind, schedule,
             console.sync.next_run(s.name) if console.sync is not None else None,
-            counts.get(s.name), last_runs(console.db, s.name), failed_documents(console.db,
-                                                                                s.name)))
+            counts.get(s.name), last_runs(console.db, s.name),
+            problem_documents(console.db, s.name, limit=SHOWN)))
     return views
 
 
 async def sources_page(request: web.Request) -> web.StreamResponse:
     views = await asyncio.to_thread(_source_views, request)
-    return render(request, "sources.html", sources=views,
+    return render(request, "sources.html", sources=views, page_size=PAGE,
                   can_sync=request.app[KEY].sync is not None,
                   notice=request.query.get("started", ""))
+
+
+async def source_documents_page(request: web.Request) -> web.StreamResponse:
+    """Every document of one source that failed or has a warning, PAGE at a time by id."""
+    console = request.app[KEY]
+    name = request.match_info["name"]
+    if name not in {s.name for s in console.settings.resolved_sources}:
+        return render(request, "message.html", 404, title="Unknown source",
+                      message=f"There is no source named '{name}'.")
+    after = request.query.get("after", "")
+    found = await asyncio.to_thread(problem_documents, console.db, name, after=after,
+                                    limit=PAGE + 1)
+    return render(request, "source_documents.html", source=name, documents=found[:PAGE],
+                  after=after, next_after=found[PAGE - 1].doc_id if len(found) > PAGE else "")
 
 
 async def sync_now(request: web.Request) -> web.StreamResponse:

@@ -22,8 +22,16 @@ from bot.admin.console import (
     session_of,
     templates,
 )
+from bot.admin.failures import failures
 from bot.admin.gaps import INDEXER, GapIndexer, gaps_page
-from bot.admin.ops import channels_page, eval_chart, evaluation_page, sources_page, sync_now
+from bot.admin.ops import (
+    channels_page,
+    eval_chart,
+    evaluation_page,
+    source_documents_page,
+    sources_page,
+    sync_now,
+)
 from bot.admin.overview import overview_page
 from bot.admin.pages import documents_page, question_page, questions_page
 from bot.settings import Settings
@@ -47,7 +55,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     admin.password = admin.viewer_password = None
     if not credentials.enabled and not admin.oidc.enabled:
         return None
-    sub = web.Application(middlewares=[guard])
+    sub = web.Application(middlewares=[failures, guard])
     shared = ExpiringStore(db)  # what every replica must see: sessions, sign-ins under way
     provider = oidc.Provider(admin.oidc, shared) if admin.oidc.enabled else None
     sub[KEY] = Console(db, settings, embedder, sync, credentials,
@@ -57,7 +65,6 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     if provider is not None:
         sub.router.add_get("/oidc/start", sso.start)
         sub.router.add_get("/oidc/callback", sso.callback)
-        sub.on_cleanup.append(lambda _: provider.close())
     sub[INDEXER] = GapIndexer(db, embedder)
     sub.cleanup_ctx.append(sub[INDEXER].background)  # gap questions embedded as they come
     sub.router.add_get("/login", login_form)
@@ -69,6 +76,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_get("/gaps", gaps_page)
     sub.router.add_get("/documents", documents_page)
     sub.router.add_get("/sources", sources_page)
+    sub.router.add_get("/sources/{name}/documents", source_documents_page)
     sub.router.add_post("/sources/{name}/sync", sync_now)
     sub.router.add_get("/evaluation", evaluation_page)
     sub.router.add_get("/evaluation/{name}/chart.png", eval_chart)

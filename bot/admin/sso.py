@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import secrets
 
-import aiohttp
 from aiohttp import web
 
 from bot.admin.console import (
@@ -18,7 +17,7 @@ from bot.admin.console import (
     safe_next,
     secure_cookies,
 )
-from bot.admin.oidc import Provider, Refused
+from bot.admin.oidc import Provider, Refused, Unreachable
 from bot.proxy import base_url, client_of
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,8 @@ async def start(request: web.Request) -> web.StreamResponse:
         state, url = await provider.start(redirect_uri, safe_next(request.query.get("next")))
     except Refused as refused:
         return await _refused(request, refused.sentence, str(refused), 502)
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return await _refused(request, UNREACHABLE, f"discovery failed: {exc!r}", 502)
+    except Unreachable as exc:
+        return await _refused(request, UNREACHABLE, str(exc), 502)
     response = web.HTTPSeeOther(url)
     # Lax, not Strict: the provider's redirect back is a navigation from another site.
     response.set_cookie(STATE_COOKIE, state, path=SSO, httponly=True, samesite="Lax",
@@ -65,8 +64,8 @@ async def callback(request: web.Request) -> web.StreamResponse:
         person = await provider.finish(pending, request.query.get("code", ""))
     except Refused as refused:
         return await _refused(request, refused.sentence, str(refused), 403)
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return await _refused(request, UNREACHABLE, f"token exchange failed: {exc!r}", 502)
+    except Unreachable as exc:
+        return await _refused(request, UNREACHABLE, str(exc), 502)
     log.info("console: %s signed in through single sign-on as %s from %s", person.role,
              person.email or "?", client_of(request).address)
     await audit(request, "sign_in", "single sign-on", actor=person.email or person.role,

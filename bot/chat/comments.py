@@ -4,9 +4,10 @@ reply counts whichever replica or worker receives it; it lapses after `ttl_s`.""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from rag.patience import NO_RETRY, Retrying
 
 
 class Expiring(Protocol):
@@ -31,20 +32,24 @@ class CommentKey:
 
 
 class PendingComments:
-    def __init__(self, store: Expiring, ttl_s: float = 3600.0) -> None:
+    def __init__(self, store: Expiring, ttl_s: float = 3600.0,
+                 retrying: Retrying = NO_RETRY) -> None:
         self._store = store
         self._ttl = ttl_s
+        self._call = retrying.blocking
 
     async def expect(self, key: CommentKey, interaction_id: int) -> None:
-        await asyncio.to_thread(self._store.put, key.stored, {"interaction": interaction_id},
-                                self._ttl)
+        await self._call("awaiting a comment", self._store.put, key.stored,
+                         {"interaction": interaction_id}, self._ttl)
 
     async def peek(self, key: CommentKey) -> int | None:
-        return _interaction(await asyncio.to_thread(self._store.get, key.stored))
+        return _interaction(await self._call("looking for an awaited comment", self._store.get,
+                                             key.stored))
 
     async def take(self, key: CommentKey) -> int | None:
         """The awaited interaction, no longer awaited: of two messages at once, one is it."""
-        return _interaction(await asyncio.to_thread(self._store.take, key.stored))
+        return _interaction(await self._call("taking an awaited comment", self._store.take,
+                                             key.stored))
 
 
 def _interaction(found: dict[str, Any] | None) -> int | None:

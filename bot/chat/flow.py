@@ -3,7 +3,6 @@ remember, and look up → dedupe → vote → escalate → acknowledge. Platform
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import replace
 
@@ -14,8 +13,10 @@ from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
 from bot.chat.policy import ChannelPolicy, PolicyDefaults, PolicyStore, Respond, resolve
 from bot.chat.service import ChatService
 from bot.chat.surface import Delivery, Surface
+from bot.faults import failure_sentence
 from rag import messages
 from rag.logcontext import correlated, current_correlation_id
+from rag.patience import NO_RETRY, Retrying
 from rag.types import UNANSWERED, Answer, AnswerStatus, AskContext, Platform, Question, Turn
 
 log = logging.getLogger(__name__)
@@ -25,17 +26,20 @@ ADDRESSED = frozenset({Kind.MENTION, Kind.DIRECT, Kind.COMMAND})
 class Policies:
     """Finds the policy for a conversation on every message, so an edit applies at once."""
 
-    def __init__(self, store: PolicyStore | None, defaults: PolicyDefaults) -> None:
+    def __init__(self, store: PolicyStore | None, defaults: PolicyDefaults,
+                 retrying: Retrying = NO_RETRY) -> None:
         self._store = store
         self._defaults = defaults
+        self._retrying = retrying
 
     async def find(self, platform: Platform, channel: str, *, direct: bool,
                    team: str = "") -> ChannelPolicy:
         if self._store is None:
             return self._defaults.direct(platform) if direct else \
                 self._defaults.channel(platform)
-        return await asyncio.to_thread(resolve, self._store, self._defaults, platform.value,
-                                       channel, direct=direct, team=team)
+        return await self._retrying.blocking(
+            "reading the channel policy", resolve, self._store, self._defaults,
+            platform.value, channel, direct=direct, team=team)
 
     async def for_message(self, msg: ChatMessage) -> ChannelPolicy:
         return await self.find(msg.platform, msg.channel, direct=msg.kind is Kind.DIRECT,
@@ -65,10 +69,10 @@ class ChatFlow:
                     return
                 addressed = True
                 await self._answer(msg, surface, policy, history)
-            except Exception:
+            except Exception as exc:
                 log.exception("%s message %s failed", msg.platform, msg.event_key)
                 if addressed:
-                    await _tell_failure(surface, cid)
+                    await _tell_failure(surface, cid, failure_sentence(exc))
 
     async def _addressed(self, msg: ChatMessage, surface: Surface,
                          policy: ChannelPolicy) -> tuple[Turn, ...] | None:
@@ -154,9 +158,9 @@ class ChatFlow:
         with correlated() as cid:
             try:
                 await self._vote(vote, surface)
-            except Exception:
+            except Exception as exc:
                 log.exception("vote on %s failed", vote.message_ref)
-                await _tell_failure(surface, cid)
+                await _tell_failure(surface, cid, failure_sentence(exc))
 
     async def _vote(self, vote: Vote, surface: Surface) -> None:
         interaction = await self.service.interaction_for(vote.platform, vote.channel,
@@ -245,8 +249,9 @@ def may_share(policy: ChannelPolicy, answer: Answer) -> bool:
         all(visible_to(access, channel_groups) for access in used)
 
 
-async def _tell_failure(surface: Surface, cid: str) -> None:
+async def _tell_failure(surface: Surface, cid: str,
+                        message: str = messages.INTERNAL_ERROR) -> None:
     try:
-        await surface.failure(cid)
+        await surface.failure(cid, message)
     except Exception:
         log.exception("could not send the error message to the asker either")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from rag import messages
+from rag.patience import NO_RETRY, Retrying
 from rag.ports import TextSink
 from rag.types import (
     Answer,
@@ -150,14 +150,18 @@ class Answering(Protocol):
 
 
 class ChatService:
-    def __init__(self, pipeline: Answering, stores: ChatStores, limits: ChatLimits) -> None:
+    """`retrying`: how a store call waits out a database that is away for a moment."""
+
+    def __init__(self, pipeline: Answering, stores: ChatStores, limits: ChatLimits,
+                 retrying: Retrying = NO_RETRY) -> None:
         self._pipeline = pipeline
         self._stores = stores
         self._limits = limits
+        self._store = retrying.blocking
 
     async def claim(self, event_key: str) -> bool:
         """False for a redelivered event (a platform retry), which must not be acted on twice."""
-        return await asyncio.to_thread(self._claim, event_key)
+        return await self._store("claiming an event", self._claim, event_key)
 
     def _claim(self, event_key: str) -> bool:
         if self._stores.dedupe.claim(event_key, self._limits.dedupe_ttl_s):
@@ -169,11 +173,21 @@ class ChatService:
         """Dedupe first: a redelivered event is dropped silently, it is not the person's doing.
         One trip off the event loop for both lookups (each trip waits for a thread and the GIL,
         which under load costs more than the queries)."""
-        return await asyncio.to_thread(self._admit, event_key, user, text)
+        claimed = False
 
-    def _admit(self, event_key: str, user: str, text: str) -> Gate:
-        if not self._claim(event_key):
-            return Gate(False)
+        def attempt() -> Gate:
+            # A retry after the claim committed (the database went away before the quota
+            # check) must not read the event's own claim as a redelivery and drop it.
+            nonlocal claimed
+            if not claimed:
+                if not self._claim(event_key):
+                    return Gate(False)
+                claimed = True
+            return self._check(user, text)
+
+        return await self._store("admitting a message", attempt)
+
+    def _check(self, user: str, text: str) -> Gate:
         if not text.strip():
             return Gate(False, messages.EMPTY_QUESTION)
         if len(text) > self._limits.max_message_chars:
@@ -191,37 +205,39 @@ class ChatService:
     async def link(self, answer: Answer, channel: str, message_ref: str) -> None:
         """Remember which platform message carries the answer, so reactions find it."""
         if answer.interaction_id is not None:
-            await asyncio.to_thread(self._stores.links.attach_message, answer.interaction_id,
-                                    channel, message_ref)
+            await self._store("linking the answer", self._stores.links.attach_message,
+                              answer.interaction_id, channel, message_ref)
 
     async def interaction_for(self, platform: str, channel: str, message_ref: str) -> int | None:
-        return await asyncio.to_thread(self._stores.links.find_by_message, platform, channel,
-                                       message_ref)
+        return await self._store("finding the voted answer", self._stores.links.find_by_message,
+                                 platform, channel, message_ref)
 
     async def vote(self, interaction_id: int, user: str, vote: int, channel: str,
                    comment: str | None = None) -> None:
-        await asyncio.to_thread(self._stores.feedback.vote, interaction_id, user, vote, channel,
-                                comment)
+        await self._store("saving a vote", self._stores.feedback.vote, interaction_id, user, vote,
+                          channel, comment)
 
     async def retract(self, interaction_id: int, user: str) -> None:
-        await asyncio.to_thread(self._stores.feedback.retract, interaction_id, user)
+        await self._store("retracting a vote", self._stores.feedback.retract, interaction_id, user)
 
     async def retract_matching(self, interaction_id: int, user: str, vote: int,
                                channel: str) -> bool:
         """Retract only a vote that is still `vote` from `channel`; True when one was."""
-        return await asyncio.to_thread(self._stores.feedback.retract_matching, interaction_id,
-                                       user, vote, channel)
+        return await self._store("retracting a vote", self._stores.feedback.retract_matching,
+                                 interaction_id, user, vote, channel)
 
     async def comment(self, interaction_id: int, user: str, comment: str) -> None:
-        await asyncio.to_thread(self._stores.feedback.add_comment, interaction_id, user, comment)
+        await self._store("saving a comment", self._stores.feedback.add_comment, interaction_id,
+                          user, comment)
 
     async def history(self, conversation_key: str) -> tuple[Turn, ...]:
-        rows = await asyncio.to_thread(self._stores.history.recent, conversation_key,
-                                       self._limits.history_turns)
+        rows = await self._store("reading the conversation", self._stores.history.recent,
+                                 conversation_key, self._limits.history_turns)
         return tuple(Turn(role, text) for role, text in rows)
 
     async def remember(self, conversation_key: str, question: str, answer: Answer) -> None:
-        await asyncio.to_thread(self._remember, conversation_key, question, answer.text)
+        await self._store("keeping the conversation", self._remember, conversation_key, question,
+                          answer.text)
 
     def _remember(self, conversation_key: str, question: str, answer: str) -> None:
         self._stores.history.append(conversation_key, [("user", question), ("assistant", answer)],
@@ -229,7 +245,7 @@ class ChatService:
 
     async def recall(self, interaction_id: int) -> Answer | None:
         """A stored answer as an Answer again (for sharing it); None when it cannot be."""
-        found = await asyncio.to_thread(self._stores.links.recall, interaction_id)
+        found = await self._store("recalling an answer", self._stores.links.recall, interaction_id)
         if found is None:
             return None
         context = AskContext(platform=Platform(found.platform), channel=found.channel,
@@ -246,5 +262,6 @@ class ChatService:
                       citations=citations, candidates=used, interaction_id=interaction_id)
 
     async def asked_by(self, platform: Platform, user: str, limit: int = 5) -> list[str]:
-        rows = await asyncio.to_thread(self._stores.links.asked_by, platform.value, user, limit)
+        rows = await self._store("reading earlier questions", self._stores.links.asked_by,
+                                 platform.value, user, limit)
         return [r.question for r in rows]

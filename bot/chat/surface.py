@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.chat.message import Thread, Vote
+from rag import messages
 from rag.ports import TextSink
 from rag.types import Answer
 
@@ -44,8 +45,10 @@ class Surface(Protocol):
         """One sentence for the asker only (a refusal, a thank-you)."""
         ...
 
-    async def failure(self, correlation_id: str) -> None:
-        """Tell the asker that it failed, with a reference the operator can find in the log."""
+    async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
+                      ) -> None:
+        """Tell the asker that it failed (`message`: why, in one sentence), with a reference
+        the operator can find in the log."""
         ...
 
     async def escalate(self, people: Sequence[str]) -> None:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bot.faults import operator_sentence
 from rag.errors import ConfigError, SiftError
 from storage.errors import StorageError
 
@@ -108,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except StorageError as exc:  # its message is already one sentence naming the problem
         print(f"sift: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        sentence = operator_sentence(exc)  # a full disk, anywhere Sift writes
+        if sentence is None:
+            raise
+        print(f"sift: {sentence}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sift: interrupted", file=sys.stderr)

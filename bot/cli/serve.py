@@ -66,11 +66,13 @@ def serving_process() -> None:
 def _serve(args: argparse.Namespace) -> int:
     from bot.app import App, load_settings
     from bot.server import serve
+    from bot.source_check import check_folders
     from bot.workers import follow_primary
 
     if args.worker_of is not None:
         follow_primary(args.worker_of)
     settings = load_settings(args.config)
+    check_folders(settings)  # as `sift sync` does: one sentence, before anything starts
     if args.workers is not None:
         settings.workers = args.workers
     serving_defaults(settings)

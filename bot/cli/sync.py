@@ -56,6 +56,7 @@ def _sync(args: argparse.Namespace) -> int:
                           user_message="--rebuild drops the whole index and re-syncs every "
                           "source; it cannot be combined with --dry-run or --source.")
     from bot.app import App, load_settings
+    from bot.source_check import check_folders
 
     app = App(load_settings(args.config))
     names = [s.name for s in app.settings.resolved_sources]
@@ -64,24 +65,8 @@ def _sync(args: argparse.Namespace) -> int:
                           user_message=f"There is no source named '{args.source}'; "
                           f"configured sources: {', '.join(names)}.")
     selected = [args.source] if args.source else names
-    _check_folders(app, selected)
+    check_folders(app.settings, selected)
     return asyncio.run(_run(app, args, selected))
-
-
-def _check_folders(app: App, names: list[str]) -> None:
-    """A folder that is not there is a settings mistake: say so before starting anything."""
-    where = f" in {app.settings.config}" if app.settings.config else ""
-    for source in app.settings.resolved_sources:
-        if source.name not in names or source.kind != "folder":
-            continue
-        if source.path is None:
-            problem = f"Source '{source.name}' is a folder but has no `path`{where}."
-        elif not source.path.is_dir():
-            problem = (f"Source '{source.name}': the folder {source.path} does not exist; "
-                       f"correct its `path`{where}.")
-        else:
-            continue
-        raise ConfigError(problem, user_message=problem)
 
 
 async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
@@ -132,25 +117,20 @@ async def _one(runner: SyncRunner, name: str, args: argparse.Namespace,
 @asynccontextmanager
 async def _index(app: App, *, rebuild: list[str],
                  console: Console) -> AsyncIterator[WeaviateIndex]:
-    """A connected index, starting the managed Weaviate (and stopping it after) if needed;
-    with `rebuild` (every source's name) the collection is dropped first."""
-    managed = app.managed_weaviate
-    started = False
-    if managed is not None and not managed.status().running:
-        console.print(f"Starting Weaviate on {managed.url} ...", highlight=False)
-        await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
-        started = True
-    index = app.index()
-    try:
-        await asyncio.to_thread(app.database.upgrade)
-        if rebuild:
-            await _drop(app, index, rebuild, console)
-        await index.connect()
-        yield index
-    finally:
-        await index.close()
-        if started and managed is not None:
-            await asyncio.to_thread(managed.stop)
+    """A connected index, with the managed Weaviate started if needed (bot/runtime.py); with
+    `rebuild` (every source's name) the collection is dropped first."""
+    from bot.runtime import weaviate_running
+
+    async with weaviate_running(app):
+        index = app.index()
+        try:
+            await asyncio.to_thread(app.database.upgrade)
+            if rebuild:
+                await _drop(app, index, rebuild, console)
+            await index.connect()
+            yield index
+        finally:
+            await index.close()
 
 
 async def _drop(app: App, index: WeaviateIndex, names: list[str], console: Console) -> None:

@@ -24,9 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions.add_parser(
         "install", help="get the pinned server binary (cache, release tarball, or Go build)"
     ).set_defaults(handler=_install)
-    actions.add_parser("start", help="start the server in the background and wait until ready"
+    actions.add_parser("start", help="start the server in the background and wait until "
+                       "ready; it runs until `sift weaviate stop`"
                        ).set_defaults(handler=_start)
-    actions.add_parser("stop", help="stop the server started by `start`"
+    actions.add_parser("stop", help="stop the server (started by `start`, or left running by "
+                       "a command for SIFT_WEAVIATE__KEEP_RUNNING_MINUTES)"
                        ).set_defaults(handler=_stop)
     status = actions.add_parser("status", help="report version, ports and object count")
     status.add_argument("--json", action="store_true", help="print one JSON object")
@@ -65,8 +67,11 @@ def _start(args: argparse.Namespace) -> int:
         raise ConfigError("no binary", user_message="No Weaviate binary found at "
                           f"{cached_binary(_app(args).settings.weaviate.version)}: "
                           "run `sift weaviate install` first.")
+    from bot.weaviate.keepalive import stop_watching
+
     print(f"Starting Weaviate on {managed.url} (data: {managed.data_dir}) ...", flush=True)
     pid = managed.start()
+    stop_watching(managed.data_dir)  # started on purpose: it runs until `sift weaviate stop`
     # The server outlives this command on purpose; Popen would warn about that at exit.
     warnings.filterwarnings("ignore", "subprocess .* is still running", ResourceWarning)
     print(f"Weaviate is ready (pid {pid}, http {managed.ports.http}, grpc {managed.ports.grpc}).")
@@ -74,7 +79,10 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
+    from bot.weaviate.keepalive import stop_watching
+
     managed = _managed(_app(args))
+    stop_watching(managed.data_dir)
     print("Weaviate stopped." if managed.stop() else "Weaviate was not running.")
     return 0
 
@@ -94,9 +102,14 @@ def _status(args: argparse.Namespace) -> int:
     report: dict[str, object] = {"managed": managed is not None, "url": app.index_config.http_url}
     if managed is not None:
         state = managed.status()
+        from bot.weaviate.keepalive import watcher
+
         report.update(running=state.running, pid=state.pid, version=state.version,
                       http_port=state.ports.http, grpc_port=state.ports.grpc,
                       data_dir=str(state.data_dir), binary=str(managed.binary or ""))
+        if state.running and watcher(managed.data_dir) is not None:
+            minutes = app.settings.weaviate.keep_running_minutes
+            report["stops_when_idle"] = f"after {minutes:g} min unused (`sift weaviate stop`)"
         if not state.running:
             report["objects"] = None
             _print_status(report, args.json)

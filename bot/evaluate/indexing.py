@@ -69,6 +69,7 @@ class _Doc:
     chunk_count: int
     status: str
     restricted: bool = False
+    warning: str = ""
 
 
 class BuildState:
@@ -83,8 +84,9 @@ class BuildState:
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
-                        error: str = "", restricted: bool = False) -> None:
-        self._docs[doc_id] = _Doc(doc_id, content_hash, chunk_count, status, restricted)
+                        error: str = "", restricted: bool = False, warning: str = "") -> None:
+        self._docs[doc_id] = _Doc(doc_id, content_hash, chunk_count, status, restricted,
+                                  warning)
 
     def forget_document(self, source: str, doc_id: str) -> None:
         self._docs.pop(doc_id, None)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from bot.permissions.directory import GroupDirectory
-from bot.permissions.graph import GraphCredentials, GraphMembership
+from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
+from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
 from sync.connectors.slack_client import web_client
 
 
@@ -20,11 +21,13 @@ def build_resolver(settings: Settings) -> GroupResolver:
                             settings.slack_api_url, retries=settings.slack.api_retries)
         slack = SlackDirectory(client, directory.slack_handles, ttl)
     graph = None
-    p = settings.permissions
-    if directory.entra_group_ids and settings.teams_app_password is not None \
-            and settings.teams_app_id and settings.teams_tenant_id:
-        graph = GraphMembership(GraphCredentials(
-            settings.teams_tenant_id, settings.teams_app_id,
-            settings.teams_app_password.get_secret_value(), p.graph_url, p.login_url),
-            directory.entra_group_ids)
+    p, pfx = settings.permissions, settings.teams.certificate_pfx
+    if directory.entra_group_ids and settings.teams_app_id and settings.teams_tenant_id and (
+            settings.teams_app_password is not None or pfx is not None):
+        # The Teams bot's app reads Graph, with its secret or else its certificate.
+        app = EntraApp(settings.teams_tenant_id, settings.teams_app_id,
+                       settings.teams_app_password, pfx if settings.teams_app_password is None
+                       else None, authority=p.login_url, timeout_s=10.0)
+        graph = GraphMembership(EntraToken(app, NAMES, GRAPH_SCOPE),
+                                directory.entra_group_ids, p.graph_url)
     return GroupResolver(directory, slack=slack, graph=graph, ttl_s=ttl)

@@ -141,10 +141,11 @@ class SlackSurface:
         await self._out.ephemeral(self._channel, self._user, self._thread_ts,
                                   render_notice(text))
 
-    async def failure(self, correlation_id: str) -> None:
+    async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
+                      ) -> None:
         """A failed question is reported where its answer would have been; a failed vote
         privately to the voter."""
-        notice = render_error(messages.INTERNAL_ERROR, correlation_id)
+        notice = render_error(message, correlation_id)
         if self._incoming is not None:
             await self._out.post(self._channel, self._thread_ts, notice)
         else:

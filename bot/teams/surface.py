@@ -82,9 +82,10 @@ class TeamsSurface:
     async def notice(self, text: str) -> None:
         await self._send(render_notice(text))
 
-    async def failure(self, correlation_id: str) -> None:
+    async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
+                      ) -> None:
         """The person hears that it failed and gets a reference; an open stream ends with it."""
-        notice = render_notice(messages.with_reference(messages.INTERNAL_ERROR, correlation_id))
+        notice = render_notice(messages.with_reference(message, correlation_id))
         await self._finish(to_activity(notice))
 
     async def escalate(self, people: Sequence[str]) -> None:

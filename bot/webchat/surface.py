@@ -45,9 +45,10 @@ class WebSurface:
     async def notice(self, text: str) -> None:
         await self._send("notice", {"html": html.escape(text)})
 
-    async def failure(self, correlation_id: str) -> None:
+    async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
+                      ) -> None:
         await self._send("error", {"html": html.escape(messages.with_reference(
-            messages.INTERNAL_ERROR, correlation_id))})
+            message, correlation_id))})
 
     async def escalate(self, people: Sequence[str]) -> None:
         await self.notice(messages.ESCALATION_SENT)

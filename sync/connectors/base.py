@@ -115,6 +115,8 @@ class SourceConfig:
     token: str | None = None
     path: Path | None = None
     default_access: tuple[str, ...] = ("public",)  # for documents that declare none
+    # A file or page over this is skipped before it is read whole (SIFT_SYNC__MAX_FILE_MB).
+    max_file_bytes: int = 50 * 2**20
 
 
 @dataclass(frozen=True)

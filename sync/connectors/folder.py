@@ -42,10 +42,12 @@ class FolderConnector:
     cheap_ids = True  # a directory walk: every run prunes deleted files
 
     def __init__(self, root: Path, *, url_base: str = "",
-                 default_access: tuple[str, ...] = ("public",)) -> None:
+                 default_access: tuple[str, ...] = ("public",),
+                 max_file_bytes: int = 50 * 2**20) -> None:
         self.root = root
         self.url_base = url_base.rstrip("/")
         self.default_access = default_access
+        self.max_file_bytes = max_file_bytes
 
     def _walk(self) -> Iterator[tuple[Path, str, str]]:
         """(path, relative path, why it is not read: "" when it is) for every candidate file,
@@ -111,7 +113,8 @@ class FolderConnector:
         if kind not in ("markdown", "html"):
             return ""
         try:
-            head = path.read_bytes()[:65536].decode("utf-8-sig", errors="replace")
+            with path.open("rb") as handle:  # the head only: the file may be huge
+                head = handle.read(65536).decode("utf-8-sig", errors="replace")
         except OSError:
             return ""
         pattern = _DOC_ID_LINE if kind == "markdown" else _HTML_DOC_ID
@@ -137,7 +140,7 @@ class FolderConnector:
 
     def _parse(self, path: Path) -> Parsed:
         kind = KINDS[path.suffix.lower()]
-        data = path.read_bytes()
+        data = self._read(path)
         if kind == "file":
             return file_to_markdown(data, path.name)
         try:
@@ -149,6 +152,23 @@ class FolderConnector:
         if kind == "markdown":
             return split_front_matter(text)
         return Parsed(text, {"title": _first_line(text)})
+
+    def _read(self, path: Path) -> bytes:
+        """The file's bytes, if it is within the size limit: its size is checked before it is
+        read, and the read stops past the limit (the file may grow in between). Read whole,
+        decoded and parsed, a 100 MB file cost ~100 MB of peak memory just to be refused."""
+        limit = self.max_file_bytes
+        size = path.stat().st_size
+        if size <= limit:
+            with path.open("rb") as handle:
+                data = handle.read(size + 1)  # read(n) sets n bytes aside: ask for no more
+                if len(data) > size:  # it grew since: read on, to the limit at most
+                    data += handle.read(limit + 1 - len(data))
+            if len(data) <= limit:
+                return data
+            size = len(data)
+        raise DocumentParseError(f"the file is {size / 2**20:.1f} MB, over the "
+                                 f"{limit / 2**20:g} MB limit (SIFT_SYNC__MAX_FILE_MB): skipped")
 
 
 def _outside(path: Path, root: Path, device: int) -> str:
@@ -187,7 +207,8 @@ def build(source: SourceConfig, _: FolderSettings) -> FolderConnector:
         raise ConfigError(f"source {source.name} has no path", user_message=f"Source "
                           f"'{source.name}' is a folder but has no `path`.")
     return FolderConnector(source.path, url_base=source.url,
-                           default_access=source.default_access)
+                           default_access=source.default_access,
+                           max_file_bytes=source.max_file_bytes)
 
 
 SPEC = ConnectorSpec("folder", FolderSettings, build, "a directory of Markdown, HTML, text "

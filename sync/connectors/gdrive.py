@@ -87,7 +87,7 @@ class GDriveConnector:
         async with httpx.AsyncClient(base_url=self.base, timeout=s.timeout_s,
                                      follow_redirects=True) as http:
             http.auth = auth = RenewingToken(
-                lambda: access_token(http, self.account, s.subject, self.label))
+                lambda _refused: access_token(http, self.account, s.subject, self.label))
             await auth.renew()  # a revoked key stops the run before anything is read
             http.headers["User-Agent"] = "sift-sync"
             yield DriveApi(JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
@@ -148,7 +148,7 @@ class GDriveConnector:
         if isinstance(permissions, str):
             return DocumentFailure(file_id, f"{where}: cannot read its permissions "
                                    f"({permissions}); skipped")
-        data = await api.content(item)
+        data = await api.content(item, int(limit * 2**20))
         if isinstance(data, str):
             verb = "export" if mime in EXPORTS else "download"
             return DocumentFailure(file_id, f"{where}: the {verb} failed ({data}); skipped")

@@ -14,7 +14,7 @@ import httpx
 import jwt
 
 from rag.errors import ConfigError, SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.http_client import JsonClient, TooLarge, decode_json
 from sync.connectors.oauth import fetch_token
 
 SCOPE = "https://www.googleapis.com/auth/drive.readonly"
@@ -136,15 +136,21 @@ class DriveApi:
                 return found
             params["pageToken"] = body["nextPageToken"]
 
-    async def content(self, item: dict[str, Any]) -> bytes | str:
-        """A Google format exported (HTML, text, CSV), any other file downloaded."""
+    async def content(self, item: dict[str, Any], max_bytes: int) -> bytes | str:
+        """A Google format exported (HTML, text, CSV), any other file downloaded; stopped past
+        `max_bytes` (an export has no size in the listing to check before)."""
         file_id, export = str(item["id"]), EXPORTS.get(str(item.get("mimeType")))
-        if export:
-            response = await self.api.get(f"drive/v3/files/{file_id}/export",
-                                          {"mimeType": export}, accept=REFUSED)
-        else:
-            response = await self.api.get(f"drive/v3/files/{file_id}", {
-                "alt": "media", "supportsAllDrives": "true"}, accept=REFUSED)
+        try:
+            if export:
+                response = await self.api.get(f"drive/v3/files/{file_id}/export",
+                                              {"mimeType": export}, accept=REFUSED,
+                                              max_bytes=max_bytes)
+            else:
+                response = await self.api.get(f"drive/v3/files/{file_id}", {
+                    "alt": "media", "supportsAllDrives": "true"}, accept=REFUSED,
+                    max_bytes=max_bytes)
+        except TooLarge as exc:
+            return f"it is {exc.user_message}, `gdrive.max_file_mb`"
         return reason(response) if response.status_code in REFUSED else response.content
 
 

@@ -95,7 +95,7 @@ class GitHubConnector:
                                      timeout=s.timeout_s) as http:
             token: Callable[[], Awaitable[str]]
             if s.app_id:
-                renewing = RenewingToken(lambda: installation_token(
+                renewing = RenewingToken(lambda _refused: installation_token(
                     http, s.app_id, s.installation_id, self.pem, self.label))
                 http.auth, token = renewing, renewing.renew
                 hint = "the app's permissions and its installation on the repositories"

@@ -17,6 +17,18 @@ from rag.http_retry import retry_after
 log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 Sleep = Callable[[float], Awaitable[None]]
+# Headers of a response read in full here: its body is kept decoded, so they no longer apply.
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+class TooLarge(SyncError):
+    """A response body over the size limit: refused from its Content-Length, or stopped as
+    it streamed in, so that it never sat whole in memory."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        super().__init__(f"GET {url}: the body is over {limit} bytes", user_message=(
+            f"over the {limit / 2**20:g} MB limit"))
+        self.limit = limit
 # A platform's own "slow down" that is not a 429 (GitHub's 403 with x-ratelimit-remaining: 0):
 # the seconds to wait before trying again, or None when the response is no such thing.
 Throttled = Callable[[httpx.Response], float | None]
@@ -67,20 +79,26 @@ class JsonClient:
 
     async def get(self, url: str, params: Mapping[str, Any] | None = None, *,
                   headers: Mapping[str, str] | None = None,
-                  accept: frozenset[int] = frozenset()) -> httpx.Response:
-        return await self.request("GET", url, params=params, headers=headers, accept=accept)
+                  accept: frozenset[int] = frozenset(),
+                  max_bytes: int | None = None) -> httpx.Response:
+        return await self.request("GET", url, params=params, headers=headers, accept=accept,
+                                  max_bytes=max_bytes)
 
     async def request(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
                       json: Any = None, headers: Mapping[str, str] | None = None,
-                      accept: frozenset[int] = frozenset()) -> httpx.Response:
+                      accept: frozenset[int] = frozenset(),
+                      max_bytes: int | None = None) -> httpx.Response:
+        """`max_bytes`: a body over it raises TooLarge (not retried) before it is read whole."""
         attempt = 0
         while True:
             if self._pacer is not None:
                 await self._pacer.wait(self._sleep)
             try:
                 # An empty params dict would make httpx drop the query of a next link.
-                response = await self._client.request(method, url, params=params or None,
-                                                      json=json, headers=headers)
+                request = self._client.build_request(method, url, params=params or None,
+                                                     json=json, headers=headers)
+                response = await (self._client.send(request) if max_bytes is None
+                                  else self._capped(request, max_bytes))
                 outcome = self._judge(response, accept, attempt)
             except httpx.TransportError as exc:  # connection refused, reset, timeout
                 outcome = self._delay(attempt, None), f"{type(exc).__name__}: {exc}"
@@ -95,6 +113,26 @@ class JsonClient:
             log.info("%s %s: %s; retrying in %.1fs", method, url, problem, wait)
             await self._sleep(wait)
             attempt += 1
+
+    async def _capped(self, request: httpx.Request, max_bytes: int) -> httpx.Response:
+        """The response, its body read as it streams in, up to `max_bytes` (decoded)."""
+        response = await self._client.send(request, stream=True)
+        try:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise TooLarge(str(response.url), max_bytes)
+            parts, size = [], 0
+            async for part in response.aiter_bytes():
+                size += len(part)
+                if size > max_bytes:  # no length given, or a wrong one, or a zip bomb
+                    raise TooLarge(str(response.url), max_bytes)
+                parts.append(part)
+        finally:
+            await response.aclose()
+        headers = [(k, v) for k, v in response.headers.multi_items()
+                   if k.lower() not in _BODY_HEADERS]
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(parts),
+                              request=response.request)
 
     def _judge(self, response: httpx.Response, accept: frozenset[int],
                attempt: int) -> httpx.Response | tuple[float, str]:

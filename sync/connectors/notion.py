@@ -1,16 +1,17 @@
-"""The Notion connector: pages shared with an integration, found by search, blocks as Markdown."""
+"""The Notion connector: pages shared with an integration (found by search, or the rows of chosen
+databases' data sources), blocks as Markdown."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 import httpx
 from pydantic import Field
 
-from rag.errors import ConfigError
+from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
     ConnectorSettings,
     ConnectorSpec,
@@ -23,8 +24,13 @@ from sync.connectors.convert import DocumentParseError, as_datetime
 from sync.connectors.http_client import JsonClient, Pacer, decode_json
 from sync.connectors.notion_blocks import Block, blocks_to_markdown, rich_text
 
-API_VERSION = "2022-06-28"
+# 2025-09-03: a database is a container of one or more data sources, which hold the rows; a
+# row's parent is its data source, and the data source is what a query names.
+API_VERSION = "2025-09-03"
 GONE = frozenset({403, 404})  # the integration lost access to this page: skip it
+NEWEST_FIRST = {"timestamp": "last_edited_time", "direction": "descending"}
+SEARCH = {"filter": {"property": "object", "value": "page"}, "sort": NEWEST_FIRST}
+QUERY = {"sorts": [NEWEST_FIRST]}
 
 
 class NotionSettings(ConnectorSettings):
@@ -36,6 +42,9 @@ class NotionSettings(ConnectorSettings):
     timeout_s: float = Field(30.0, gt=0)
     max_wait_s: float = Field(60.0, gt=0)
     backoff_s: float = Field(0.5, gt=0)
+    # Database ids: index only these databases' rows (every data source of each), instead of
+    # every page the integration can find.
+    databases: list[str] = Field(default_factory=list)
 
 
 class NotionConnector:
@@ -46,6 +55,7 @@ class NotionConnector:
     def __init__(self, source: SourceConfig, settings: NotionSettings) -> None:
         self.source, self.settings = source, settings
         self.base = (source.url or "https://api.notion.com").rstrip("/") + "/v1/"
+        self.label = f"Source '{source.name}' (Notion)"
         self._pacer = Pacer(settings.requests_per_second)
 
     @asynccontextmanager
@@ -57,35 +67,61 @@ class NotionConnector:
                                      timeout=s.timeout_s) as http:
             yield JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
                              max_wait_s=s.max_wait_s, pacer=self._pacer,
-                             label=f"Source '{self.source.name}' (Notion)",
+                             label=self.label,
                              auth_hint="the source's `token` (the integration secret) and "
                              "that the pages are shared with the integration")
 
-    async def _search(self, api: JsonClient) -> AsyncIterator[dict[str, Any]]:
-        body: dict[str, Any] = {"filter": {"property": "object", "value": "page"},
-                                "sort": {"direction": "descending",
-                                         "timestamp": "last_edited_time"}, "page_size": 100}
+    async def _listing(self, api: JsonClient, path: str,
+                       query: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """The pages of a search or a data source query, newest edit first, page by page."""
+        body: dict[str, Any] = {**query, "page_size": 100}
         while True:
-            page = decode_json(await api.request("POST", "search", json=body))
+            page = decode_json(await api.request("POST", path, json=body))
             for item in page.get("results") or ():
-                if isinstance(item, dict) and not item.get("archived") and not item.get(
-                        "in_trash"):
+                if isinstance(item, dict) and item.get("object") == "page" and not item.get(
+                        "archived") and not item.get("in_trash"):
                     yield item
             if not page.get("has_more") or not page.get("next_cursor"):
                 return
             body["start_cursor"] = page["next_cursor"]
 
+    async def _data_sources(self, api: JsonClient) -> list[str]:
+        """Every data source of the configured databases (retrieving a database lists them)."""
+        found: list[str] = []
+        for database in self.settings.databases:
+            response = await api.get(f"databases/{database}", accept=GONE)
+            if response.status_code in GONE:
+                raise SyncError(f"database {database}: HTTP {response.status_code}",
+                                user_message=f"{self.label}: the database {database} in "
+                                "`notion.databases` does not exist or is not shared with "
+                                "the integration.")
+            found += [str(d["id"]) for d in decode_json(response).get("data_sources") or ()
+                      if isinstance(d, dict) and d.get("id")]
+        return found
+
+    async def _listings(self, api: JsonClient) -> AsyncIterator[
+            AsyncGenerator[dict[str, Any], None]]:
+        """Search, or one query per data source of the configured databases."""
+        if not self.settings.databases:
+            yield self._listing(api, "search", SEARCH)
+            return
+        for data_source in await self._data_sources(api):
+            yield self._listing(api, f"data_sources/{data_source}/query", QUERY)
+
     async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
         async with self._api() as api:
-            async for item in self._search(api):
-                edited = as_datetime(item.get("last_edited_time"), "last_edited_time")
-                if since is not None and edited is not None and edited < since:
-                    return  # sorted newest first: the rest is older still
-                yield await self._document(api, item, edited)
+            async for listing in self._listings(api):
+                async with aclosing(listing):
+                    async for item in listing:
+                        edited = as_datetime(item.get("last_edited_time"), "last_edited_time")
+                        if since is not None and edited is not None and edited < since:
+                            break  # sorted newest first: the rest is older still
+                        yield await self._document(api, item, edited)
 
     async def list_ids(self) -> set[str]:
         async with self._api() as api:
-            return {str(item["id"]) async for item in self._search(api)}
+            return {str(item["id"]) async for listing in self._listings(api)
+                    async for item in listing}
 
     async def _children(self, api: JsonClient, block_id: str) -> list[Block] | None:
         """Every child block of one block (paged), or None when the page is not shared."""

@@ -38,10 +38,11 @@ async def fetch_token(http: httpx.AsyncClient, url: str, form: Mapping[str, str]
 
 class RenewingToken(httpx.Auth):
     """Bearer auth that asks for a new token when the platform answers 401: access tokens
-    live about an hour, and a first sync of a large drive takes longer. `issue` fetches one
-    (`fetch_token`); a refusal then is the one-sentence error of expired credentials."""
+    live about an hour, and a first sync of a large drive takes longer. `issue(refused)`
+    fetches one ("" at first, then the token the platform refused, so a cache skips it); a
+    refusal then is the one-sentence error of expired credentials."""
 
-    def __init__(self, issue: Callable[[], Awaitable[str]]) -> None:
+    def __init__(self, issue: Callable[[str], Awaitable[str]]) -> None:
         self._issue = issue
         self._token = ""
         self._lock = asyncio.Lock()
@@ -50,7 +51,7 @@ class RenewingToken(httpx.Auth):
         """A fresh token, fetched once however many requests found `stale` refused."""
         async with self._lock:
             if not self._token or self._token == stale:
-                self._token = await self._issue()
+                self._token = await self._issue(stale)
             return self._token
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[

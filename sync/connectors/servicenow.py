@@ -64,7 +64,7 @@ class ServiceNowConnector:
             return None
         form = {"grant_type": "client_credentials", "client_id": s.client_id,
                 "client_secret": secret}
-        return RenewingToken(lambda: fetch_token(
+        return RenewingToken(lambda _refused: fetch_token(
             http, f"{self.site}oauth_token.do", form, label=self.label,
             hint="the source's `token` and `servicenow.client_id`"))
 

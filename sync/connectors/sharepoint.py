@@ -6,12 +6,13 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 from pydantic import Field, SecretStr
 
-from rag.errors import ConfigError
+from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
     Checkpoint,
     ConnectorSettings,
@@ -28,9 +29,17 @@ from sync.connectors.convert import (
     as_datetime,
     html_to_markdown,
 )
+from sync.connectors.entra import (
+    GRAPH_SCOPE,
+    PUBLIC_CLOUD,
+    EntraApp,
+    EntraError,
+    EntraNames,
+    EntraToken,
+)
 from sync.connectors.files import file_to_markdown
 from sync.connectors.http_client import JsonClient
-from sync.connectors.oauth import RenewingToken, fetch_token
+from sync.connectors.oauth import RenewingToken
 from sync.connectors.sharepoint_graph import (
     DriveItem,
     GraphApi,
@@ -41,17 +50,28 @@ from sync.connectors.sharepoint_graph import (
 from sync.connectors.sharepoint_push import GraphReceiver
 
 GRAPH = "https://graph.microsoft.com/v1.0"
+NAMES = EntraNames(tenant="`sharepoint.tenant_id`", client_id="`sharepoint.client_id`",
+                   secret="the source's `token` (the client secret: expired?)",
+                   certificate="`sharepoint.certificate_path` (and its `certificate_thumbprint`"
+                   " or `certificate_password`; is the certificate uploaded to the app?)",
+                   authority="`sharepoint.authority`")
 TEXT = (".md", ".markdown", ".txt")
 FILES = (".docx", ".pptx", ".xlsx", ".pdf", ".html", ".htm", *TEXT)
 PAGE_OVERLAP = timedelta(minutes=5)  # clocks differ: pages edited near the cursor are re-read
 
 
 class SharePointSettings(ConnectorSettings):
-    """The `[sources.sharepoint]` table; the source's `token` is the app's client secret."""
+    """The `[sources.sharepoint]` table; the source's `token` is the app's client secret, or
+    `certificate_path` names the app's certificate instead (tenants that forbid secrets)."""
 
     tenant_id: str = ""
     client_id: str = ""  # the Entra app (the Teams bot's SIFT_TEAMS_APP_ID can be reused)
-    authority: str = "https://login.microsoftonline.com"
+    authority: str = PUBLIC_CLOUD
+    # A PEM file with the private key and the certificate (or the key alone and the SHA-1
+    # `certificate_thumbprint` the portal shows), or a .pfx / .p12 file.
+    certificate_path: Path | None = None
+    certificate_thumbprint: str = ""
+    certificate_password: SecretStr | None = None  # of an encrypted key or of the PFX
     sites: list[str] = Field(default_factory=list)  # site ids: every library and the pages
     drives: list[str] = Field(default_factory=list)  # drive ids: a library or a OneDrive
     pages: bool = True  # index the sites' modern pages
@@ -73,19 +93,25 @@ class SharePointConnector:
         self.source, self.settings = source, settings
         self.base = (source.url or GRAPH).rstrip("/") + "/"
         self.label = f"Source '{source.name}' (SharePoint)"
+        s = settings
+        # One per connector, so its cached token serves every run until near expiry.
+        self._entra = EntraToken(EntraApp(
+            s.tenant_id, s.client_id, SecretStr(source.token) if source.token else None,
+            s.certificate_path, s.certificate_thumbprint, s.certificate_password, s.authority,
+            s.timeout_s), NAMES, GRAPH_SCOPE)
+
+    async def _token(self, refused: str) -> str:
+        try:
+            return await self._entra.get(refused)
+        except EntraError as exc:
+            raise SyncError(str(exc), user_message=f"{self.label}: {exc.sentence}") from None
 
     @asynccontextmanager
     async def _api(self) -> AsyncIterator[GraphApi]:
         s = self.settings
         async with httpx.AsyncClient(base_url=self.base, timeout=s.timeout_s,
                                      follow_redirects=True) as http:
-            http.auth = auth = RenewingToken(lambda: fetch_token(
-                http, f"{s.authority.rstrip('/')}/{s.tenant_id}/oauth2/v2.0/token",
-                {"client_id": s.client_id, "client_secret": self.source.token or "",
-                 "scope": "https://graph.microsoft.com/.default",
-                 "grant_type": "client_credentials"}, label=self.label,
-                hint="the source's `token` (the client secret: expired?), "
-                "`sharepoint.client_id` and `sharepoint.tenant_id`"))
+            http.auth = auth = RenewingToken(self._token)
             await auth.renew()  # wrong credentials stop the run before anything is read
             http.headers["User-Agent"] = "sift-sync"
             client = JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
@@ -177,7 +203,8 @@ class SharePointConnector:
                                    f"{item.size / 2**20:.1f} MB, over the {limit:g} MB limit "
                                    "(`sharepoint.max_file_mb`): skipped")
         permissions = await api.permissions(item)
-        data = await api.content(item) if isinstance(permissions, list) else b""
+        data = (await api.content(item, int(limit * 2**20)) if isinstance(permissions, list)
+                else b"")
         problem = permissions if isinstance(permissions, str) else data
         if isinstance(problem, str):
             return DocumentFailure(doc_id, f"file {item.name} ({item.url or doc_id}): cannot "
@@ -246,13 +273,19 @@ def _load(cursor: str | None) -> dict[str, Any]:
 
 
 def build(source: SourceConfig, settings: SharePointSettings) -> SharePointConnector:
-    needed = ((source.token, "token", "the app's client secret"),
+    needed = ((source.token or settings.certificate_path, "token",
+               "the app's client secret, or `sharepoint.certificate_path`"),
               (settings.tenant_id, "sharepoint.tenant_id", "the directory (tenant) id"),
               (settings.client_id, "sharepoint.client_id", "the app (client) id"))
     for value, setting, what in needed:
         if not value:
             raise ConfigError(f"source {source.name} has no {setting}", user_message=f"Source "
                               f"'{source.name}' is sharepoint but has no `{setting}` ({what}).")
+    path = settings.certificate_path
+    if path is not None and not path.is_file():
+        raise ConfigError(f"source {source.name} certificate {path}", user_message=f"Source "
+                          f"'{source.name}': `sharepoint.certificate_path` names {path}, which "
+                          "is not a file.")
     if not settings.sites and not settings.drives:
         raise ConfigError(f"source {source.name} names no site or drive", user_message=f"Source "
                           f"'{source.name}' is sharepoint but names no `sharepoint.sites` and "

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.http_client import JsonClient, TooLarge, decode_json
 
 log = logging.getLogger(__name__)
 MISSING = frozenset({403, 404})  # an item this app may not read, or gone since the listing
@@ -143,10 +143,14 @@ class GraphApi:
             found += [p async for p in self._values(self._own(str(follow)))]
         return found
 
-    async def content(self, item: DriveItem) -> bytes | str:
-        """The file's bytes (Graph redirects to a pre-authenticated download URL)."""
-        response = await self.api.get(f"drives/{item.drive}/items/{item.id}/content",
-                                      accept=MISSING)
+    async def content(self, item: DriveItem, max_bytes: int) -> bytes | str:
+        """The file's bytes (Graph redirects to a pre-authenticated download URL), stopped
+        past `max_bytes` whatever the listing said of its size."""
+        try:
+            response = await self.api.get(f"drives/{item.drive}/items/{item.id}/content",
+                                          accept=MISSING, max_bytes=max_bytes)
+        except TooLarge as exc:
+            return f"it is {exc.user_message}, `sharepoint.max_file_mb`"
         if response.status_code in MISSING:
             return f"HTTP {response.status_code}"
         return response.content

@@ -23,7 +23,7 @@ from sync.connectors.base import (
     SourceDocument,
 )
 from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient
+from sync.connectors.http_client import JsonClient, TooLarge
 from sync.connectors.web_pages import Entry, canonical, extract, links, sitemap_entries
 
 AGENT = "sift-sync"
@@ -143,7 +143,11 @@ class WebConnector:
                     lastmod: datetime | None) -> Fetched | tuple[Fetched | None, list[str]] | None:
         """One page: a document (crawls also get its links), a failure, or None if unchanged."""
         await asyncio.sleep(self.settings.delay_s)
-        response, target = await self._fetch(client, url, since)
+        try:
+            response, target = await self._fetch(client, url, since)
+        except TooLarge as exc:
+            return DocumentFailure(url, f"{url}: the page is {exc.user_message} "
+                                   "(SIFT_SYNC__MAX_FILE_MB); skipped")
         if isinstance(response, str):
             return DocumentFailure("", f"{url}: {response}; not followed")
         seen = self._seen.get(url)
@@ -167,7 +171,8 @@ class WebConnector:
             headers["If-Modified-Since"] = format_datetime(since.astimezone(UTC), usegmt=True)
         target = url
         for _ in range(5):
-            response = await client.get(target, headers=headers, accept=KEEP)
+            response = await client.get(target, headers=headers, accept=KEEP,
+                                        max_bytes=self.source.max_file_bytes)
             if response.status_code not in REDIRECTS:
                 return response, target
             target = canonical(str(response.url.join(response.headers.get("location", ""))))

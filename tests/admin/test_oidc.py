@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
@@ -40,8 +41,8 @@ CLIENT_ID, SECRET = "sift-console", "client-secret-4b1d9e0c7a"
 NOT_ALLOWED = "The account mallory@evil.example is not allowed to use this console"
 
 
-def oidc_settings(issuer: str) -> dict[str, Any]:
-    return {"issuer": issuer, "client_id": CLIENT_ID, "client_secret": SECRET,
+def oidc_settings(issuer: str, secret: str = SECRET) -> dict[str, Any]:
+    return {"issuer": issuer, "client_id": CLIENT_ID, "client_secret": secret,
             "admin_emails": ["ada@example.com"], "admin_groups": ["sift-admins"],
             "viewer_domains": ["example.com"]}
 
@@ -74,8 +75,9 @@ class Sso:
         await self.client.post("/admin/logout", data={"csrf": csrf_of(page)})
 
 
-@pytest.fixture
-async def sso(embedder: LocalEmbedder, tmp_path: Path) -> AsyncIterator[Sso]:
+@asynccontextmanager
+async def console_with_sso(embedder: LocalEmbedder, tmp_path: Path,
+                           secret: str = SECRET) -> AsyncIterator[Sso]:
     db = Database(f"sqlite:///{tmp_path / 'sift.db'}")
     db.upgrade()
     index = MemoryIndex()
@@ -83,16 +85,22 @@ async def sso(embedder: LocalEmbedder, tmp_path: Path) -> AsyncIterator[Sso]:
     service = ChatService(make_pipeline(index, embedder, None, recorder=stores.interactions),
                           stores.chat_stores(), ChatLimits())
     access = RecordingAccess()
-    async with FakeOidc(CLIENT_ID, SECRET) as fake:
+    async with FakeOidc(CLIENT_ID, secret) as fake:
         assert isinstance(fake, FakeOidc)
         root = build_web_app({})
-        sub = mount(root, db, Settings(admin={"oidc": oidc_settings(fake.url)}), embedder,
-                    None)
+        sub = mount(root, db, Settings(admin={"oidc": oidc_settings(fake.url, secret)}),
+                    embedder, None)
         assert sub is not None  # OIDC alone turns the console on
         WebChat(make_flow(service, access=access), gate=chat_gate(sub)).mount(root)
         async with TestClient(TestServer(root)) as client:
             yield Sso(client, fake, access)
     db.dispose()
+
+
+@pytest.fixture
+async def sso(embedder: LocalEmbedder, tmp_path: Path) -> AsyncIterator[Sso]:
+    async with console_with_sso(embedder, tmp_path) as site:
+        yield site
 
 
 async def test_sign_in_through_the_provider(sso: Sso) -> None:
@@ -133,6 +141,7 @@ async def test_roles_come_from_domains_and_groups(sso: Sso, account: Account,
 @pytest.mark.parametrize(("attack", "sentence"), [
     ({"nonce": "a-nonce-from-another-sign-in"}, UNVERIFIED),
     ({"aud": "some-other-client"}, UNVERIFIED),
+    ({"aud": "some-other-client", "azp": CLIENT_ID}, UNVERIFIED),  # azp cannot stand for aud
     ({"exp": 1_700_000_000, "iat": 1_699_999_000}, UNVERIFIED),  # long expired
     ({"iss": "https://evil.example"}, UNVERIFIED),
     ({"email": "mallory@evil.example"}, NOT_ALLOWED),
@@ -153,6 +162,69 @@ async def test_a_token_signed_with_another_key_is_refused(sso: Sso) -> None:
     refused = await sso.callback(await sso.consent())
     assert refused.status == 403 and UNVERIFIED in unescape(await refused.text())
     assert not await sso.signed_in()
+
+
+async def test_a_rotated_signing_key_is_fetched_once_then_kept(sso: Sso) -> None:
+    assert (await sso.callback(await sso.consent())).status == 200
+    assert sso.fake.jwks_requests == 1
+    await sso.sign_out()
+    sso.fake.rotate()  # a new kid: the key set Sift holds has no such key
+    assert (await sso.callback(await sso.consent())).status == 200 and await sso.signed_in()
+    assert sso.fake.jwks_requests == 2
+    await sso.sign_out()
+    assert (await sso.callback(await sso.consent())).status == 200
+    assert sso.fake.jwks_requests == 2  # the new set is kept, not read per sign-in
+
+
+async def test_a_kid_the_provider_never_published_is_refused(sso: Sso) -> None:
+    sso.fake.signer, sso.fake.signer_kid = new_key(), "attacker-key"
+    refused = await sso.callback(await sso.consent())
+    assert refused.status == 403 and UNVERIFIED in unescape(await refused.text())
+    assert sso.fake.jwks_requests == 2  # looked again, as for a rotation: still unknown
+    assert not await sso.signed_in()
+
+
+@pytest.mark.parametrize("algorithm", ["none", "HS256"])
+async def test_an_algorithm_outside_the_allowlist_is_refused_even_when_offered(
+        sso: Sso, algorithm: str) -> None:
+    # An unsigned token, or one keyed with the client secret: discovery offers the
+    # algorithm, Sift still verifies with asymmetric ones only.
+    sso.fake.algorithms, sso.fake.algorithm = ["RS256", algorithm], algorithm
+    refused = await sso.callback(await sso.consent())
+    assert refused.status == 403 and UNVERIFIED in unescape(await refused.text())
+    assert not await sso.signed_in()
+
+
+@pytest.mark.parametrize(("claims", "signed_in"), [
+    ({"aud": [CLIENT_ID, "reporting-app"]}, False),  # several audiences, no azp
+    ({"aud": [CLIENT_ID, "reporting-app"], "azp": "reporting-app"}, False),
+    ({"aud": CLIENT_ID, "azp": "reporting-app"}, False),  # issued to another party
+    ({"aud": [CLIENT_ID, "reporting-app"], "azp": CLIENT_ID}, True),
+])
+async def test_the_authorized_party_must_be_this_console(
+        sso: Sso, claims: dict[str, Any], signed_in: bool) -> None:
+    sso.fake.claims = claims
+    answer = await sso.callback(await sso.consent())
+    assert (answer.status == 200) is signed_in and await sso.signed_in() is signed_in
+    if not signed_in:
+        assert UNVERIFIED in unescape(await answer.text())
+
+
+async def test_discovery_naming_another_issuer_is_refused(sso: Sso) -> None:
+    sso.fake.issuer = "https://evil.example"
+    start = await sso.client.get("/admin/oidc/start", allow_redirects=False)
+    assert start.status == 502 and PROVIDER_SAID_NO in unescape(await start.text())
+    assert sso.fake.authorize_queries == []
+    sso.fake.issuer = None  # the provider fixed: the document is read again, not kept
+    assert (await sso.callback(await sso.consent())).status == 200
+
+
+async def test_a_secret_with_reserved_characters_is_form_encoded(
+        embedder: LocalEmbedder, tmp_path: Path) -> None:
+    # RFC 6749 §2.3.1: id and secret are form-encoded before the Basic header's base64.
+    async with console_with_sso(embedder, tmp_path, secret="s3:cr+t%2F~x y") as sso:
+        assert (await sso.callback(await sso.consent())).status == 200
+        assert await sso.signed_in()
 
 
 async def test_a_callback_with_the_wrong_state_is_refused(sso: Sso) -> None:

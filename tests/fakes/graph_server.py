@@ -1,4 +1,4 @@
-"""A local fake of Microsoft Graph's checkMemberGroups and the Entra client-credentials token."""
+"""A local fake of Microsoft Graph's checkMemberGroups, beside a fake Entra for its tokens."""
 
 from __future__ import annotations
 
@@ -6,12 +6,10 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.entra_server import CLIENT_ID, SECRET, TENANT, TOKEN, FakeEntra
 from tests.fakes.http import LocalServer
 
-TENANT = "tenant-1"
-CLIENT_ID = "app-id-1"
-SECRET = "app-secret-1"
-TOKEN = "graph-token-1"
+__all__ = ["CLIENT_ID", "SECRET", "TENANT", "TOKEN", "FakeGraph"]
 
 
 class FakeGraph(LocalServer):
@@ -22,8 +20,16 @@ class FakeGraph(LocalServer):
         self.memberships: dict[str, set[str]] = {}
         self.requests: list[dict[str, Any]] = []
         self.fail_status = 0  # set to e.g. 503 to make checkMemberGroups fail
-        self.app.router.add_post("/login/{tenant}/oauth2/v2.0/token", self._token)
+        self.entra = FakeEntra()
         self.app.router.add_post("/v1.0/users/{oid}/checkMemberGroups", self._check)
+
+    async def start(self) -> str:
+        await self.entra.start()
+        return await super().start()
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.entra.stop()
 
     @property
     def graph_url(self) -> str:
@@ -31,17 +37,7 @@ class FakeGraph(LocalServer):
 
     @property
     def login_url(self) -> str:
-        return f"{self.url}/login"
-
-    async def _token(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        if request.match_info["tenant"] != TENANT or form.get("client_id") != CLIENT_ID \
-                or form.get("client_secret") != SECRET:
-            return web.json_response({"error": "invalid_client", "error_description":
-                                      "AADSTS7000215: Invalid client secret provided."},
-                                     status=401)
-        return web.json_response({"token_type": "Bearer", "expires_in": 3599,
-                                  "ext_expires_in": 3599, "access_token": TOKEN})
+        return self.entra.url
 
     async def _check(self, request: web.Request) -> web.Response:
         body = await request.json()

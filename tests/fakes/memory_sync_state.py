@@ -19,6 +19,7 @@ class StoredDocument:
     error: str = ""
     updated_at: datetime | None = None
     restricted: bool = False
+    warning: str = ""
 
 
 @dataclass
@@ -48,11 +49,12 @@ class MemorySyncState:
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
-                        error: str = "", restricted: bool = False) -> None:
+                        error: str = "", restricted: bool = False, warning: str = "") -> None:
         with self._lock:
             self.writes += 1
             self.docs.setdefault(source, {})[doc_id] = StoredDocument(
-                doc_id, content_hash, chunk_count, status, error, updated_at, restricted)
+                doc_id, content_hash, chunk_count, status, error, updated_at, restricted,
+                warning)
 
     def forget_document(self, source: str, doc_id: str) -> None:
         with self._lock:

@@ -2,7 +2,8 @@
 
 Payloads follow OpenID Connect Discovery 1.0 §3/§4 and Core 1.0 §3.1.3.3 (token response);
 PKCE (RFC 7636, S256) and single-use codes are enforced as real providers do. ID tokens are
-signed with a test RSA key; `claims` and `signer` let a test play a forged or stale token.
+signed with a test RSA key; `claims`, `signer`, `signer_kid` and `algorithm` let a test play a
+forged or stale token, `rotate()` a provider that replaces its signing key.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import unquote_plus, urlencode
 
 import jwt
 from aiohttp import web
@@ -52,7 +53,13 @@ class FakeOidc(LocalServer):
         super().__init__()
         self.client_id, self.client_secret = client_id, client_secret
         self.key = new_key()
+        self.kid = KID
         self.signer: rsa.RSAPrivateKey = self.key  # a test swaps in another key
+        self.signer_kid = KID  # the kid the ID tokens name
+        self.algorithm = "RS256"  # "none" or "HS256" (keyed with the secret): forgeries
+        self.algorithms = ["RS256"]  # what discovery offers
+        self.issuer: str | None = None  # what discovery names; None: this server's URL
+        self.jwks_requests = 0
         self.account = Account()
         self.claims: dict[str, Any] = {}  # overrides for the next ID tokens (aud, exp, nonce)
         self.grants: dict[str, Grant] = {}
@@ -67,19 +74,25 @@ class FakeOidc(LocalServer):
 
     async def discovery(self, _: web.Request) -> web.Response:
         return web.json_response({
-            "issuer": self.url, "authorization_endpoint": f"{self.url}/authorize",
+            "issuer": self.issuer or self.url, "authorization_endpoint": f"{self.url}/authorize",
             "token_endpoint": f"{self.url}/token", "jwks_uri": f"{self.url}/jwks",
             "response_types_supported": ["code"], "subject_types_supported": ["public"],
-            "id_token_signing_alg_values_supported": ["RS256"],
+            "id_token_signing_alg_values_supported": self.algorithms,
             "scopes_supported": ["openid", "email", "profile"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic"],
             "code_challenge_methods_supported": ["S256"],
             "claims_supported": ["sub", "iss", "aud", "exp", "iat", "nonce", "email",
                                  "email_verified", "groups"]})
 
+    def rotate(self) -> None:
+        """A new signing key under a new kid; the key set publishes only the new one."""
+        self.key = self.signer = new_key()
+        self.kid = self.signer_kid = f"key-{secrets.token_hex(4)}"
+
     async def jwks(self, _: web.Request) -> web.Response:
+        self.jwks_requests += 1
         public = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
-        return web.json_response({"keys": [{**public, "kid": KID, "use": "sig",
+        return web.json_response({"keys": [{**public, "kid": self.kid, "use": "sig",
                                             "alg": "RS256"}]})
 
     async def authorize(self, request: web.Request) -> web.StreamResponse:
@@ -96,10 +109,17 @@ class FakeOidc(LocalServer):
         raise web.HTTPFound(f"{query['redirect_uri']}?{back}")
 
     def _client_ok(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        self.token_auth.append(header.split(" ")[0])
-        expected = base64.b64encode(f"{self.client_id}:{self.client_secret}".encode()).decode()
-        return secrets.compare_digest(header, f"Basic {expected}")
+        """client_secret_basic as RFC 6749 §2.3.1 defines it: base64 of the form-encoded id
+        and secret, joined by a colon (so a ':' inside the secret arrives as %3A)."""
+        scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
+        self.token_auth.append(scheme)
+        try:
+            pair = base64.b64decode(encoded, validate=True).decode()
+        except ValueError:
+            return False
+        client_id, _, secret = pair.partition(":")
+        return scheme == "Basic" and unquote_plus(client_id) == self.client_id and \
+            secrets.compare_digest(unquote_plus(secret).encode(), self.client_secret.encode())
 
     async def token(self, request: web.Request) -> web.Response:
         form = {k: str(v) for k, v in (await request.post()).items()}
@@ -126,4 +146,6 @@ class FakeOidc(LocalServer):
         claims = {"iss": self.url, "sub": a.sub, "aud": self.client_id, "iat": now,
                   "exp": now + 300, "nonce": nonce, "email": a.email,
                   "email_verified": a.email_verified, "groups": a.groups, **self.claims}
-        return jwt.encode(claims, self.signer, algorithm="RS256", headers={"kid": KID})
+        key: Any = {"RS256": self.signer, "none": None, "HS256": self.client_secret}
+        return jwt.encode(claims, key[self.algorithm], algorithm=self.algorithm,
+                          headers={"kid": self.signer_kid})

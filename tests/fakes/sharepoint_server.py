@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT, TOKEN
+from tests.fakes.entra_server import TOKEN, FakeEntra
 from tests.fakes.http import LocalServer
 
 PAGE_SIZE = 2  # small pages, so that every listing follows @odata.nextLink
@@ -73,7 +73,8 @@ class FakeSharePoint(LocalServer):
         self.pages: dict[str, dict[str, FakePage]] = {}  # site -> id -> page
         self.log: list[tuple[int, str, str]] = []  # (seq, drive, item id)
         self.revoked: set[str] = set()
-        self.secret = SECRET
+        self.entra = FakeEntra()  # the tenant's token service: each token it issues is ours
+        self.entra.issue = self._issue
         self.unreadable: set[str] = set()  # item ids whose permissions answer 403
         self.requests: list[str] = []
         self.token, self.tokens_issued = TOKEN, 0
@@ -82,7 +83,6 @@ class FakeSharePoint(LocalServer):
         self._seq = itertools.count(1)
         self._snapshots: dict[str, list[dict[str, Any]]] = {}
         r = self.app.router
-        r.add_post("/login/{tenant}/oauth2/v2.0/token", self._token)
         r.add_get("/v1.0/sites/{site}/drives", self._drives)
         r.add_get("/v1.0/drives/{drive}/root/delta", self._delta)
         r.add_get("/v1.0/drives/{drive}/items/{item}", self._get_item)
@@ -98,7 +98,23 @@ class FakeSharePoint(LocalServer):
 
     @property
     def login_url(self) -> str:
-        return f"{self.url}/login"
+        return self.entra.url
+
+    @property
+    def secret(self) -> str | None:
+        return self.entra.secret
+
+    @secret.setter
+    def secret(self, value: str | None) -> None:
+        self.entra.secret = value
+
+    async def start(self) -> str:
+        await self.entra.start()
+        return await super().start()
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.entra.stop()
 
     def put(self, drive: str, file: FakeFile) -> None:
         self.files.setdefault(drive, {})[file.id] = file
@@ -124,18 +140,9 @@ class FakeSharePoint(LocalServer):
                 self.on_expiry()
         return None
 
-    async def _token(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        if request.match_info["tenant"] != TENANT or form.get("client_id") != CLIENT_ID:
-            return web.json_response({"error": "unauthorized_client", "error_description":
-                                      "AADSTS700016: Application not found."}, status=400)
-        if form.get("client_secret") != self.secret:
-            return web.json_response({"error": "invalid_client", "error_description":
-                                      "AADSTS7000222: The provided client secret keys for app "
-                                      f"'{CLIENT_ID}' are expired."}, status=401)
+    def _issue(self) -> str:
         self.tokens_issued += 1
-        return web.json_response({"token_type": "Bearer", "expires_in": 3599,
-                                  "ext_expires_in": 3599, "access_token": self.token})
+        return self.token
 
     async def _drives(self, request: web.Request) -> web.Response:
         refused = self._gate(request)

@@ -31,7 +31,8 @@ class SitePage:
 
 class FakeSite(LocalServer):
     """Serves `pages` by path; `redirects` map a path to a Location; sitemap.xml is a nested
-    index of the pages under /docs/. Counts 200s and 304s per path."""
+    index of the pages under /docs/. Counts 200s and 304s per path. `large` pages are HTML of
+    the given size, declared in Content-Length or (chunked) not; `sent` counts what went out."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -39,6 +40,8 @@ class FakeSite(LocalServer):
         self.redirects: dict[str, str] = {}
         self.robots = "User-agent: *\nDisallow: /docs/private/\n"
         self.served: list[tuple[str, int]] = []
+        self.large: dict[str, tuple[int, bool]] = {}  # path -> (bytes, chunked)
+        self.sent: dict[str, int] = {}
         self.app.router.add_get("/robots.txt", self._robots)
         self.app.router.add_get("/sitemap.xml", self._index)
         self.app.router.add_get("/sitemaps/docs.xml", self._urlset)
@@ -64,8 +67,10 @@ class FakeSite(LocalServer):
             '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/'
             f'schemas/sitemap/0.9">{rows}</urlset>'))
 
-    async def _page(self, request: web.Request) -> web.Response:
+    async def _page(self, request: web.Request) -> web.StreamResponse:
         path = request.path
+        if path in self.large:
+            return await self._large(request, *self.large[path])
         if path in self.redirects:
             self.served.append((path, 301))
             return web.Response(status=301, headers={"Location": self.redirects[path]})
@@ -84,3 +89,22 @@ class FakeSite(LocalServer):
             return web.Response(status=304, headers=headers)
         self.served.append((path, 200))
         return web.Response(text=html, content_type="text/html", headers=headers)
+
+    async def _large(self, request: web.Request, size: int, chunked: bool) -> web.StreamResponse:
+        self.served.append((request.path, 200))
+        response = web.StreamResponse(headers={"Content-Type": "text/html"})
+        if chunked:
+            response.enable_chunked_encoding()
+        else:
+            response.content_length = size
+        await response.prepare(request)
+        part = b"<p>" + b"x" * 65_529 + b"</p>"
+        self.sent[request.path] = 0
+        try:
+            while self.sent[request.path] < size:
+                await response.write(part)
+                self.sent[request.path] += len(part)
+        except (ConnectionError, RuntimeError):  # the reader went away: that is the point
+            return response
+        await response.write_eof()
+        return response

@@ -12,18 +12,21 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.app import App
 from bot.chat.access import PUBLIC, Asker, Audience, Visibility
+from bot.permissions.build import build_resolver
 from bot.permissions.directory import GroupDirectory, Identity
-from bot.permissions.graph import GraphCredentials, GraphMembership
+from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
-from bot.settings import GroupSettings, TeamsSettings
+from bot.settings import GroupSettings, Settings, TeamsSettings
 from bot.weaviate.process import ManagedWeaviate
 from rag.types import Platform
+from sync.connectors.entra import EntraApp, EntraToken
 from tests.conftest import unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT, FakeGraph
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import Failure, FakeSlack
+from tests.fakes.tls import AppCertificate
 from tests.scenarios.stack import ServedSift, settings_for
 
 GROUPS = [
@@ -33,6 +36,11 @@ GROUPS = [
 ]
 CHANNEL = Audience(Visibility.CHANNEL, ("hr",))
 PRIVATE = Audience(Visibility.PRIVATE)
+
+
+def graph_token(graph: FakeGraph, secret: str) -> EntraToken:
+    return EntraToken(EntraApp(TENANT, CLIENT_ID, SecretStr(secret), authority=graph.login_url),
+                      NAMES)
 
 
 class Clock:
@@ -158,9 +166,8 @@ async def test_teams_uses_upn_static_members_and_graph(slack: FakeSlack) -> None
     async with FakeGraph() as graph:
         assert isinstance(graph, FakeGraph)
         graph.memberships["oid-2"] = {"g-sec", "g-other"}
-        membership = GraphMembership(GraphCredentials(
-            TENANT, CLIENT_ID, SECRET, graph.graph_url, graph.login_url),
-            GroupDirectory(GROUPS).entra_group_ids)
+        membership = GraphMembership(graph_token(graph, SECRET),
+                                     GroupDirectory(GROUPS).entra_group_ids, graph.graph_url)
         r = resolver(slack, graph=membership)
         assert await r.groups_for(Asker(Platform.TEAMS, "oid-2", "tenant"), teams) == \
             SECURITY
@@ -175,8 +182,8 @@ async def test_a_wrong_graph_secret_means_public_only(slack: FakeSlack) -> None:
     async with FakeGraph() as graph:
         assert isinstance(graph, FakeGraph)
         graph.memberships["oid-2"] = {"g-sec"}
-        membership = GraphMembership(GraphCredentials(
-            TENANT, CLIENT_ID, "wrong", graph.graph_url, graph.login_url), frozenset({"g-sec"}))
+        membership = GraphMembership(graph_token(graph, "wrong"), frozenset({"g-sec"}),
+                                     graph.graph_url)
         r = resolver(slack, graph=membership)
         assert await r.groups_for(Asker(Platform.TEAMS, "oid-2", "t"), PRIVATE) == (PUBLIC,)
         assert graph.requests == []
@@ -209,3 +216,20 @@ async def test_serve_names_a_missing_slack_usergroup_at_start_up(
     problems = [r.getMessage() for r in caplog.records if "permissions:" in r.getMessage()]
     assert len(problems) == 1
     assert "'legal'" in problems[0] and "'legal-team'" in problems[0]
+
+
+async def test_graph_reads_with_the_teams_certificate_when_there_is_no_password(
+        tmp_path: Path) -> None:
+    cert = AppCertificate.new("sift-bot")
+    async with FakeGraph() as graph:
+        assert isinstance(graph, FakeGraph)
+        graph.entra.certificate, graph.entra.secret = cert.cert, None
+        graph.memberships["oid-2"] = {"g-sec"}
+        settings = Settings(
+            groups=GROUPS, teams_app_id=CLIENT_ID, teams_tenant_id=TENANT,
+            teams=TeamsSettings(certificate_pfx=cert.pfx_file(tmp_path)),
+            permissions={"graph_url": graph.graph_url, "login_url": graph.login_url})
+        r = build_resolver(settings)
+        groups = await r.groups_for(Asker(Platform.TEAMS, "oid-2", TENANT), PRIVATE)
+        assert "security" in groups and "entra:group:g-sec" in groups  # Graph said so
+        assert len(graph.entra.assertions) == 1 and graph.requests[-1]["oid"] == "oid-2"

@@ -16,6 +16,12 @@ from tests.rag.test_embed_reference import ROWS, cosine
 ov = import_openvino()
 
 
+def int8_dot_products() -> bool:
+    """Whether this CPU multiplies int8 vectors in one instruction (VNNI or AMX)."""
+    flags = Path("/proc/cpuinfo").read_text(encoding="utf-8").split()
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags))
+
+
 @pytest.fixture(scope="module")
 def static_int8() -> LocalEmbedder:
     # The machine's model cache, as `sift sync` uses it: built once, shared by the test workers.
@@ -30,9 +36,13 @@ async def test_the_vectors_stay_near_the_reference_models(static_int8: LocalEmbe
     # (0.968; 0.984 before the widest channels went around the int8 products, which brought
     # every real text closer: these from 0.9967-0.9989 to 0.9982-0.9992).
     assert similarities.pop("") > 0.95
-    # Over 400 AWS chunks (bench.embed_runtimes): 0.9977 at the lowest, 0.9989 on average.
-    assert min(similarities.values()) > 0.9978, similarities
-    assert sum(similarities.values()) / len(similarities) > 0.9985
+    lowest, mean = (0.9978, 0.9985) if int8_dot_products() else (0.990, 0.994)
+    # With int8 dot products (VNNI, AMX), over 400 AWS chunks (bench.embed_runtimes): 0.9977 at
+    # the lowest, 0.9989 on average. Without them (AVX2 only: an AMD EPYC host on 2026-12-01)
+    # the CPU sums pairs of u8 x s8 products in 16 bits, which can saturate: these rows then read
+    # 0.9923 at the lowest, 0.9957 on average.
+    assert min(similarities.values()) > lowest, similarities
+    assert sum(similarities.values()) / len(similarities) > mean
     assert max(similarities.values()) < 0.99999  # it did quantise
     assert static_int8.name == "local:all-MiniLM-L6-v2-static-int8-v3"  # its own vector space
 

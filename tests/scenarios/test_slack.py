@@ -13,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.app import App
-from bot.settings import ChatSettings, SlackSettings
+from bot.settings import ChatSettings, RetrievalSettings, SlackSettings
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages, prompts
 from rag.errors import ConfigError, RetrievalError
@@ -173,7 +173,8 @@ async def test_weaviate_down_gives_a_clear_message_in_the_thread(
     own = ManagedWeaviate(weaviate_server.binary, tmp_path_factory.mktemp("down"), free_ports())
     own.start(timeout_s=120)
     try:
-        s = await make_served(weaviate=own)
+        # No waiting for it to come back (test_weaviate_restart.py holds that wait).
+        s = await make_served(weaviate=own, retrieval=RetrievalSettings(outage_wait_s=0))
     finally:
         own.stop()  # Weaviate goes away while Sift keeps serving
     await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts=Q_TS)

@@ -17,7 +17,13 @@ from pydantic import SecretStr
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import ChannelSettings, Settings, SourceSettings, TeamsSettings
+from bot.settings import (
+    ChannelSettings,
+    RetrievalSettings,
+    Settings,
+    SourceSettings,
+    TeamsSettings,
+)
 from bot.teams.app import ROUTE
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
@@ -196,7 +202,8 @@ async def test_weaviate_down_gives_a_clear_message(
                           free_ports())
     own.start(timeout_s=120)
     try:
-        sift = await make_served(weaviate=own)
+        # No waiting for it to come back (test_weaviate_restart.py holds that wait).
+        sift = await make_served(weaviate=own, retrieval=RetrievalSettings(outage_wait_s=0))
     finally:
         own.stop()  # Weaviate goes away while Sift keeps serving
     await sift.post(p.channel_mention(sift.connector.service_url, "how do I set up the VPN?"))

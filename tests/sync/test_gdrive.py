@@ -213,3 +213,15 @@ async def test_the_connector_is_a_cheap_lister(drive: FakeDrive, tmp_path: Path)
     connector = build(SourceConfig("gd", url=drive.url), settings(drive, tmp_path))
     assert isinstance(connector, GDriveConnector) and connector.cheap_ids
     assert await connector.list_ids() == {"d1", "s1", "p1", "f1", "x1"}
+
+
+async def test_an_export_past_the_size_limit_is_stopped_as_it_downloads(
+        drive: FakeDrive, tmp_path: Path) -> None:
+    """A Google Doc's listing has no size to check first: its export is capped as it comes."""
+    account = Account(drive, tmp_path, max_file_mb=1)
+    drive.put(DriveFile("huge", "Huge notes", DOC, b"<p>" + b"words " * 400_000 + b"</p>",
+                        [permission("anyone")], modified=now()))
+    summary = await account.sync()
+    [error] = [e for e in summary.errors if "Huge notes" in e]
+    assert "the export failed (it is over the 1 MB limit, `gdrive.max_file_mb`)" in error
+    assert "huge" not in await account.bodies()

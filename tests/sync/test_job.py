@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -262,3 +263,15 @@ async def test_items_without_an_id_are_counted_but_not_recorded() -> None:
                             state).run()
     assert (summary.counts.failed, summary.counts.added) == (2, 1)
     assert set(state.documents("api")) == {"a"}
+
+
+async def test_a_warning_is_kept_with_the_document_until_it_is_fixed(backend: Backend,
+                                                                   kb: Path) -> None:
+    write(kb, "hr.md", article("Leave", paragraph("leave", 2), acess="hr"))
+    await job(kb, backend.index, backend.embedder, backend.state).run()
+    kept = (await asyncio.to_thread(backend.state.documents, SOURCE))["hr.md"]
+    assert kept.status == "ok" and "did you mean 'access'" in kept.warning
+    write(kb, "hr.md", article("Leave", paragraph("leave", 2), access="hr"))
+    await job(kb, backend.index, backend.embedder, backend.state).run(full=True)
+    fixed = (await asyncio.to_thread(backend.state.documents, SOURCE))["hr.md"]
+    assert fixed.warning == ""

@@ -12,6 +12,7 @@ import pytest
 
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
+from sync.connectors.base import DocumentFailure
 from sync.connectors.folder import FolderConnector
 from sync.interrupt import StopRequest, SyncInterrupted
 from sync.job import SyncJob
@@ -96,3 +97,25 @@ def test_runs_left_running_by_a_kill_are_marked_abandoned(state: SyncStateReposi
     state.start_run(SOURCE, full=False)
     statuses = {r.id: r.status for r in state.runs()}
     assert statuses[killed] == "abandoned" and statuses[other] == "running"
+
+
+async def test_a_file_over_the_limit_is_refused_before_it_is_read(kb: Path) -> None:
+    """A sparse 100 MB file costs no disk; read whole (as it once was) it cost 100 MB of
+    memory, and more to decode and split, only to be skipped."""
+    import tracemalloc
+
+    long_document(kb)
+    with (kb / "huge.md").open("wb") as handle:
+        handle.truncate(100 * 2**20)
+    connector = FolderConnector(kb, max_file_bytes=20 * 2**20)
+
+    tracemalloc.start()
+    try:
+        items = [item async for item in connector.documents(None)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    [refused] = [i for i in items if isinstance(i, DocumentFailure)]
+    assert refused == DocumentFailure("huge.md", "huge.md: the file is 100.0 MB, over the "
+                                      "20 MB limit (SIFT_SYNC__MAX_FILE_MB): skipped")
+    assert len(items) == 3 and peak < 5 * 2**20

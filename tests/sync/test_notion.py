@@ -13,7 +13,15 @@ from sync.connectors.notion import NotionConnector, NotionSettings
 from sync.job import JobConfig, SyncJob
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
-from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
+from tests.fakes.notion_server import (
+    SECRET,
+    DataSource,
+    FakeNotion,
+    NotionDatabase,
+    NotionPage,
+    block,
+    text,
+)
 from tests.fakes.platform_server import rate_limited
 from tests.sync.conftest import HashEmbedder
 from tests.sync.harness import FailingEmbedder, SpyIndex, snapshot
@@ -53,10 +61,12 @@ async def notion() -> AsyncIterator[FakeNotion]:
 
 
 class Source:
-    def __init__(self, server: FakeNotion, secret: str = SECRET, rate: float = 1000) -> None:
+    def __init__(self, server: FakeNotion, secret: str = SECRET, rate: float = 1000,
+                 **options: Any) -> None:
         self.connector = NotionConnector(SourceConfig("notes", url=server.url, token=secret),
                                          NotionSettings(requests_per_second=rate,
-                                                        backoff_s=0.01, max_wait_s=5))
+                                                        backoff_s=0.01, max_wait_s=5,
+                                                        **options))
         self.index, self.state = SpyIndex(MemoryIndex()), MemorySyncState()
 
     async def sync(self, full: bool = False, embedder: Any = None) -> Any:
@@ -148,3 +158,59 @@ async def test_a_run_that_dies_midway_is_finished_by_the_next(notion: FakeNotion
     clean = Source(notion)
     await clean.sync()
     assert await snapshot(source.index) == await snapshot(clean.index)
+
+
+def engineering(notion: FakeNotion) -> None:
+    """One database holding two data sources (2025-09-03's multi-source databases)."""
+    def row(page_id: str, title: str, edited: str = "2026-01-04T09:00:00.000Z") -> NotionPage:
+        return NotionPage(page_id, title, [block(f"{page_id}b", "paragraph",
+                                                  rich_text=text(f"{title}: the details."))],
+                          edited=edited, tags=["eng"])
+    notion.add_database(
+        NotionDatabase("db-eng", "Engineering", [DataSource("ds-runbooks", "Runbooks"),
+                                                 DataSource("ds-postmortems", "Postmortems")]),
+        {"ds-runbooks": [row("r-1", "Restart the queue"), row("r-2", "Rotate the keys")],
+         "ds-postmortems": [row("pm-1", "March outage", "2026-01-05T09:00:00.000Z")]})
+
+
+async def test_a_database_with_two_data_sources_is_read_from_both(notion: FakeNotion) -> None:
+    engineering(notion)
+    source = Source(notion, databases=["db-eng"])
+    first = await source.sync()
+    assert (first.counts.added, first.counts.failed) == (3, 0)  # the rows only, of both
+    assert set(await source.index.list_documents("notes")) == {"r-1", "r-2", "pm-1"}
+    docs = await source.docs()
+    assert (docs["pm-1"].title, docs["pm-1"].tags) == ("March outage", ("eng",))
+    assert "March outage: the details." in docs["pm-1"].body
+    assert "/v1/search" not in notion.paths
+    assert {"/v1/databases/db-eng", "/v1/data_sources/ds-runbooks/query",
+            "/v1/data_sources/ds-postmortems/query"} <= set(notion.paths)
+    notion.pages["r-2"].blocks = [block("r2b", "paragraph", rich_text=text("Rotated."))]
+    notion.pages["r-2"].edited = "2099-01-01T00:00:00.000Z"  # the first source's rows change
+    del notion.pages["pm-1"]  # the second's go
+    changed = await source.sync()
+    assert changed.counts.updated == 1
+    full = await source.sync(full=True)
+    assert (full.counts.deleted, full.counts.unchanged) == (1, 2)  # pm-1 gone; r-1, r-2 kept
+    assert set(await source.index.list_documents("notes")) == {"r-1", "r-2"}
+
+
+async def test_search_finds_the_rows_of_every_data_source_beside_the_pages(
+        notion: FakeNotion) -> None:
+    engineering(notion)  # search can answer data source objects too: they are no documents
+    source = Source(notion)
+    summary = await source.sync()
+    assert (summary.counts.added, summary.counts.failed) == (8, 0)
+    docs = await source.docs()
+    assert set(docs) == {"p-1", "p-2", "p-n0", "p-n1", "p-n2", "r-1", "r-2", "pm-1"}
+    assert docs["r-1"].title == "Restart the queue"  # the row's title property is "Name"
+
+
+async def test_a_database_not_shared_names_the_setting(notion: FakeNotion) -> None:
+    engineering(notion)
+    notion.unshared.add("db-eng")
+    with pytest.raises(SyncError) as caught:
+        await Source(notion, databases=["db-eng"]).sync()
+    message = caught.value.user_message
+    assert message.startswith("Source 'notes' (Notion)") and "`notion.databases`" in message
+    assert "db-eng" in message

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rag.errors import SyncError
+from rag.errors import ConfigError, SyncError
 from sync.connectors.base import SourceConfig, SourceDocument
-from sync.connectors.sharepoint import SharePointConnector, SharePointSettings
+from sync.connectors.sharepoint import SharePointConnector, SharePointSettings, build
 from sync.connectors.sharepoint_graph import access_of
 from sync.job import JobConfig, SyncJob
 from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT
@@ -24,6 +25,7 @@ from tests.fakes.sharepoint_server import (
     people_link,
     site_group,
 )
+from tests.fakes.tls import AppCertificate
 from tests.sync.conftest import HashEmbedder
 from tests.sync.harness import FailingEmbedder, SpyIndex, snapshot
 from tests.sync.pdf import make_pdf
@@ -155,6 +157,38 @@ async def test_an_unreadable_or_corrupt_file_keeps_its_previous_version(
     assert any("Expenses.docx" in e for e in summary.errors)
     assert any("Pay bands.pdf" in e and "HTTP 403" in e for e in summary.errors)
     assert await snapshot(tenant.index) == before
+
+
+async def test_a_certificate_instead_of_a_secret(graph: FakeSharePoint,
+                                                 tmp_path: Path) -> None:
+    cert = AppCertificate.new()
+    graph.entra.certificate, graph.secret = cert.cert, None  # the tenant forbids secrets
+    summary = await Tenant(graph).sync(token=None, certificate_path=cert.pfx_file(
+        tmp_path, b"pfx-pass-2"), certificate_password="pfx-pass-2")
+    assert (summary.counts.added, summary.counts.failed) == (5, 0)
+    assert len(graph.entra.assertions) == 1  # one verified client assertion, no secret sent
+    assert all("client_secret" not in form for form in graph.entra.token_requests)
+
+
+async def test_one_token_serves_every_run_until_near_expiry(graph: FakeSharePoint) -> None:
+    source = connector(graph)
+    for _ in range(3):
+        await SyncJob("sp", source, MemoryIndex(), HashEmbedder(), MemorySyncState(),
+                      JobConfig(embed_batch=4)).run()
+    assert graph.tokens_issued == 1  # msal's cache, kept by the connector across runs
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"token": None}, "`token`"),
+    ({"token": None, "certificate_path": "/nonexistent/sift.pem"},
+     "`sharepoint.certificate_path` names /nonexistent/sift.pem"),
+])
+def test_credentials_that_cannot_work_are_named(options: dict[str, Any], named: str) -> None:
+    token = options.pop("token")
+    with pytest.raises(ConfigError) as caught:
+        build(SourceConfig("sp", token=token), SharePointSettings(
+            tenant_id=TENANT, client_id=CLIENT_ID, sites=[SITE], **options))
+    assert named in caught.value.user_message
 
 
 async def test_expired_credentials_are_one_sentence_naming_source_and_setting(

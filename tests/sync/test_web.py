@@ -102,3 +102,21 @@ async def test_a_second_run_reads_nothing_unchanged(site: FakeSite) -> None:
 async def test_page_limit(site: FakeSite) -> None:
     docs = await Source(site, "/docs/", max_pages=2).docs()
     assert len(docs) == 2
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_page_over_the_size_limit_is_skipped_before_it_is_read_whole(
+        site: FakeSite, chunked: bool) -> None:
+    site.pages["/docs/"] = SitePage("Docs home", LONG, ("/docs/huge", "/docs/faq"))
+    site.large["/docs/huge"] = (40 * 2**20, chunked)  # 40 MB against a 1 MB limit
+    source = Source(site, "/docs/")
+    source.connector = WebConnector(SourceConfig("docs", url=site.url + "/docs/",
+                                                 max_file_bytes=2**20),
+                                    WebSettings(delay_s=0, backoff_s=0.01))
+    summary = await source.sync()
+    [error] = summary.errors
+    assert error == (f"{site.url}/docs/huge: the page is over the 1 MB limit "
+                     "(SIFT_SYNC__MAX_FILE_MB); skipped")
+    assert summary.counts.failed == 1 and summary.counts.added == 2  # the others are in
+    # Refused from its length, or stopped while it streamed: far from all 40 MB came in.
+    assert site.sent["/docs/huge"] < 8 * 2**20

@@ -40,6 +40,7 @@ class MemorySurface:
     delivered: list[tuple[Answer, Delivery]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    failure_messages: list[str] = field(default_factory=list)
     calls: list[tuple[str, ...]] = field(default_factory=list)
     comment_thread: str | None = None
     working_with: list[Delivery] = field(default_factory=list)
@@ -61,8 +62,10 @@ class MemorySurface:
     async def notice(self, text: str) -> None:
         self.notices.append(text)
 
-    async def failure(self, correlation_id: str) -> None:
+    async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
+                      ) -> None:
         self.failures.append(correlation_id)
+        self.failure_messages.append(message)
 
     async def escalate(self, people: Sequence[str]) -> None:
         self.calls.append(tuple(people))
