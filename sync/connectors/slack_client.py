@@ -1,4 +1,4 @@
-"""The one Slack Web API client factory (chat, permission lookups, channel sync): retries, NO_PROXY."""
+"""The one Slack Web API client factory (chat, permissions, channel sync): retries, NO_PROXY."""
 
 from __future__ import annotations
 
