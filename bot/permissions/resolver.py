@@ -10,6 +10,7 @@ from bot.chat.access import PUBLIC, Asker, Audience, Visibility
 from bot.permissions.cache import TtlCache
 from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import GraphMembership
+from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import LookupFailed, SlackDirectory
 from rag.types import Platform
 
@@ -21,11 +22,13 @@ class GroupResolver:
     search ("public", *the asker's own groups). Any failed lookup means public only."""
 
     def __init__(self, directory: GroupDirectory, *, slack: SlackDirectory | None = None,
-                 graph: GraphMembership | None = None, ttl_s: float = 300.0,
+                 graph: GraphMembership | None = None,
+                 channels: SlackChannelMembers | None = None, ttl_s: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = directory
         self._slack = slack
         self._graph = graph
+        self._channels = channels if channels is not None and channels.configured else None
         self._cache: TtlCache[tuple[str, ...]] = TtlCache(ttl_s, clock)
         self._warned: set[str] = set()
 
@@ -46,22 +49,41 @@ class GroupResolver:
         return [g for g in groups if g in known]
 
     async def own_groups(self, asker: Asker) -> tuple[str, ...]:
-        """The declared groups the asker belongs to; () when who they are is unknown."""
-        if not self.directory.names:  # nothing to belong to: no lookups
+        """The declared groups the asker belongs to, and the private Slack channels they are
+        a member of (`slack:channel:<id>`); () when who they are is unknown."""
+        if not self.directory.names and self._channels is None:  # nothing to belong to
             return ()
         key = (asker.platform, asker.workspace, asker.user, asker.email.casefold())
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        groups: tuple[str, ...] = ()
+        complete = True
         try:
-            identity = await self._identify(asker)
+            if self.directory.names:
+                groups = self.directory.groups_of(await self._identify(asker))
         except LookupFailed as exc:  # not cached: the next question tries again
+            complete = False
             log.warning("%s user %s gets public answers only: %s", asker.platform.value,
                         asker.user or "?", exc)
-            return ()
-        groups = self.directory.groups_of(identity)
-        self._cache.put(key, groups)
+        try:
+            groups += await self._channel_principals(asker)
+        except LookupFailed as exc:  # each part fails closed on its own
+            complete = False
+            log.warning("%s user %s gets no private Slack channel's threads: %s",
+                        asker.platform.value, asker.user or "?", exc)
+        if complete:
+            self._cache.put(key, groups)
         return groups
+
+    async def _channel_principals(self, asker: Asker) -> tuple[str, ...]:
+        """A Slack asker by their id; anyone else by their email's Slack account."""
+        if self._channels is None:
+            return ()
+        user = asker.user if asker.platform is Platform.SLACK else ""
+        if not user and asker.email:
+            user = await self._channels.user_by_email(asker.email)
+        return await self._channels.principals_of(user) if user else ()
 
     async def _identify(self, asker: Asker) -> Identity:
         if asker.platform is Platform.SLACK:
