@@ -15,13 +15,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background, Busy
 from bot.settings import Settings
-from sync.connectors.slack_client import web_client
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
 from bot.slack.surface import SlackOptions
 from rag.errors import ConfigError
+from sync.connectors.slack_client import web_client
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from pydantic import SecretStr
 
 from bot.settings import Settings
 from bot.slack.app import build_slack_adapter
-from sync.connectors.slack_client import web_client
 from rag.errors import ConfigError
+from sync.connectors.slack_client import web_client
 from tests.bot.slack.conftest import Q_TS, SlackStack
 from tests.fakes.slack_payloads import (
     APP_TOKEN,
