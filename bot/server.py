@@ -12,6 +12,7 @@ import signal
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -21,6 +22,7 @@ from bot.hooks import PushRoutes
 from bot.llm_setup import verify_models
 from bot.metrics.registry import Metrics, reset_directory
 from bot.metrics.route import MetricsRoute
+from bot.settings import Settings
 from bot.startup import announce
 from bot.teams.auth import check_exposure
 from bot.tracing import start_tracing
@@ -33,6 +35,10 @@ from rag.index import WeaviateIndex
 from storage.audit import AuditLog
 from storage.columns import utc_now
 from sync.push_queue import PushSyncs
+
+if TYPE_CHECKING:
+    from bot.slack.app import SlackAdapter
+    from bot.slack.channel_events import ThreadChanged
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +183,18 @@ def _start_workers(app: App, stack: AsyncExitStack, count: int, config: Path | N
     return workers
 
 
+
+def _push_threads(slack: SlackAdapter, pushes: PushSyncs, settings: Settings) -> None:
+    """Slack sources hear of replies, edits and deletions through the chat's own events."""
+    names = [s.name for s in settings.resolved_sources if s.kind == "slack"]
+
+    def submit(changed: ThreadChanged) -> None:
+        for name in names:
+            pushes.submit(name, [changed.doc_id])
+
+    if names:
+        slack.handlers.on_thread_changed = submit
+
 async def _listen(web_app: web.Application, app: App, *, shared: bool) -> web.AppRunner:
     """The site on SIFT_HOST:SIFT_PORT; a port something else holds is one sentence."""
     host, port = app.settings.host, app.settings.port
@@ -236,6 +254,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
             stack.push_async_callback(teams.close)  # after the site stops: drain answers
         # --- end Teams ---------------------------------------------------------------------
         # --- Slack: POST /slack/events (signed), or Socket Mode with SIFT_SLACK_APP_TOKEN ----
+        slack = None
         if app.settings.slack_bot_token is not None:
             slack = app.slack(flow)
             if slack.socket_mode:
@@ -252,6 +271,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
         PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim, app.metrics).mount(web_app)
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
+        if slack is not None:  # a message event in a channel re-reads its thread
+            _push_threads(slack, pushes, app.settings)
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
         # --- Web chat: the page at /; beyond loopback only behind the console's sign-in ---

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 
 from pydantic import Field
@@ -12,6 +12,7 @@ from sync.connectors.base import (
     ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
+    DocumentGone,
     Fetched,
     SourceConfig,
     SourceDocument,
@@ -146,10 +147,46 @@ class SlackConnector:
             if cut is not None and not self._changed(root, cut):
                 continue
             thread = await api.replies(channel.id, root.ts) if root.reply_count else [root]
-            spoken = [m for m in thread if self._wanted(me, m)]
-            if not spoken or (len(spoken) == 1 and not self._stands_alone(me, spoken[0])):
+            doc = await self._thread(api, me, channel, names, root, thread)
+            if doc is not None:
+                yield doc
+
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        """Threads by id (`<channel>:<root ts>`), as message events at /slack/events name
+        them: edited, answered or deleted. Ids of channels this source does not read are
+        passed over; a thread Slack no longer has, or that no longer qualifies, leaves."""
+        api = SlackApi(self._client(), self.label)
+        me = await api.me()
+        channels, _ = await self._channels(api)
+        by_id = {c.id: c for c in channels}
+        names = {c.id: c.name for c in channels}
+        for doc_id in doc_ids:
+            channel_id, _, ts = doc_id.partition(":")
+            channel = by_id.get(channel_id)
+            if channel is None or not ts:
                 continue
-            yield await self._document(api, me, channel, names, root, spoken)
+            try:
+                thread = await api.replies(channel.id, ts)
+            except ChannelUnreadable as exc:
+                yield self._unreadable(f"#{channel.name}", channel.id, exc)
+                continue
+            except SyncError as exc:
+                if "thread_not_found" in str(exc) or "message_not_found" in str(exc):
+                    yield DocumentGone(doc_id)
+                    continue
+                raise
+            root = thread[0] if thread and thread[0].ts == ts else None
+            doc = None if root is None else await self._thread(api, me, channel, names, root,
+                                                                thread)
+            yield doc if doc is not None else DocumentGone(doc_id)
+
+    async def _thread(self, api: SlackApi, me: Me, channel: Channel, names: dict[str, str],
+                      root: Message, thread: list[Message]) -> SourceDocument | None:
+        """The thread's document, or None when nothing in it is worth indexing."""
+        spoken = [m for m in thread if self._wanted(me, m)]
+        if not spoken or (len(spoken) == 1 and not self._stands_alone(me, spoken[0])):
+            return None
+        return await self._document(api, me, channel, names, root, spoken)
 
     @staticmethod
     def _changed(root: Message, cut: float) -> bool:

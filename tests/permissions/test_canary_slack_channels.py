@@ -82,8 +82,8 @@ class Workspace:
                              JobConfig(live_principals=("slack:channel:",))).run(full=full)
 
 
-@pytest.fixture
-async def workspace(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
+@pytest.fixture(name="workspace")  # named apart, so that other modules may import it
+async def workspace_fixture(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
                     ) -> AsyncIterator[Workspace]:
     slack = FakeSlack()
     await slack.start()
@@ -107,8 +107,8 @@ async def workspace(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
     await slack.stop()
 
 
-@pytest.fixture
-async def served(tmp_path: Path, weaviate_server: ManagedWeaviate, embedder: LocalEmbedder,
+@pytest.fixture(name="served")
+async def served_fixture(tmp_path: Path, weaviate_server: ManagedWeaviate, embedder: LocalEmbedder,
                  fake_anthropic: FakeAnthropic, workspace: Workspace
                  ) -> AsyncIterator[SlackSift]:
     fake_anthropic.grade_rule = lambda q, d: (0.9, "Names the door code.")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rag.errors import SyncError
-from sync.connectors.base import DocumentFailure, SourceConfig, SourceDocument
+from sync.connectors.base import DocumentFailure, DocumentGone, SourceConfig, SourceDocument
 from sync.connectors.slack import SlackConnector, SlackSettings
 from sync.job import JobConfig, SyncJob
 from tests.fakes.memory_index import MemoryIndex
@@ -236,3 +236,20 @@ async def test_names_are_resolved_once_per_run(slack: FakeSlack,
     assert len(slack.calls_to("conversations.list")) == 1
     assert len(slack.calls_to("users.info")) == len({c.args["user"] for c in
                                                      slack.calls_to("users.info")})
+
+
+async def test_fetch_reads_named_threads_and_says_which_are_gone(slack: FakeSlack) -> None:
+    reply = next(m for m in slack.messages[HELP] if m["ts"] == "1767000000.000500")
+    reply["text"] = "Use the IT portal now."
+    reply["edited"] = {"user": BEN, "ts": "1767000900.000000"}
+    slack.remove(HELP, LONG)
+    ids = [f"{HELP}:{VPN_Q}", f"{HELP}:{LONG}", f"{HELP}:{SHORT}", f"{RANDOM}:1.2",
+           f"{SECRET}:{VAULT}"]
+    found = [d async for d in connector(slack).fetch(ids)]
+    assert isinstance(found[0], SourceDocument) and "IT portal" in found[0].body
+    assert found[0].updated_at is not None and found[0].updated_at.timestamp() == 1767000900
+    assert found[1] == DocumentGone(f"{HELP}:{LONG}")  # deleted in Slack
+    assert found[2] == DocumentGone(f"{HELP}:{SHORT}")  # too short to stand alone
+    # #random is not this source's channel: passed over, not removed from another source
+    assert isinstance(found[3], SourceDocument) and found[3].doc_id == f"{SECRET}:{VAULT}"
+    assert len(found) == 4
