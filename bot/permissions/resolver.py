@@ -13,6 +13,7 @@ from bot.permissions.graph import GraphMembership
 from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import LookupFailed, SlackDirectory
 from rag.types import Platform
+from sync.connectors.slack import PRIVATE_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ class GroupResolver:
 
     async def groups_for(self, asker: Asker, audience: Audience) -> tuple[str, ...]:
         if audience.visibility is Visibility.CHANNEL:
-            groups = (PUBLIC, *self._declared(audience.groups))
+            groups = (PUBLIC, *self._declared(audience.groups),
+                      *await self._own_channel(asker, audience.channel))
         else:
             groups = (PUBLIC, *await self.own_groups(asker))
         # A group's members also read what the connectors mark with the principals it maps.
@@ -75,6 +77,18 @@ class GroupResolver:
         if complete:
             self._cache.put(key, groups)
         return groups
+
+    async def _own_channel(self, asker: Asker, channel: str) -> tuple[str, ...]:
+        """An answer shown in a private channel a Slack source reads may use that channel's
+        own threads: everyone who reads the answer is a member. No other channel's."""
+        if self._channels is None or asker.platform is not Platform.SLACK or not channel:
+            return ()
+        try:
+            listed = await self._channels.private_ids()
+        except LookupFailed as exc:
+            log.warning("channel %s's answer leaves out its own threads: %s", channel, exc)
+            return ()
+        return (f"{PRIVATE_PREFIX}{channel}",) if channel in listed else ()
 
     async def _channel_principals(self, asker: Asker) -> tuple[str, ...]:
         """A Slack asker by their id; anyone else by their email's Slack account."""

@@ -34,7 +34,7 @@ class SlackChannelMembers:
     async def principals_of(self, user: str) -> tuple[str, ...]:
         """The private channels `user` (a Slack id) is in, as the connector marks them."""
         found = []
-        for channel in await self._private_ids():
+        for channel in await self.private_ids():
             if user in await self._members_of(channel):
                 found.append(f"{PRIVATE_PREFIX}{channel}")
         return tuple(found)
@@ -55,7 +55,8 @@ class SlackChannelMembers:
         self._by_email.put(key, user)
         return user
 
-    async def _private_ids(self) -> tuple[str, ...]:
+    async def private_ids(self) -> tuple[str, ...]:
+        """The ids of the listed channels that are private (names resolved), cached."""
         cached = self._private.get("ids")
         if cached is not None:
             return cached

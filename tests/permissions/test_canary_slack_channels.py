@@ -165,6 +165,13 @@ async def test_a_private_channels_thread_reaches_only_its_members_private_answer
     assert seen_in(served.slack, MEMBER_DM) == {PUBLIC_MARK, PRIVATE_MARK}
 
 
+async def test_a_private_channels_own_answer_may_use_its_own_threads(
+        served: SlackSift, fake_anthropic: FakeAnthropic) -> None:
+    await ask(served, MEMBER, VAULT, "1767001000.000100", 1)  # a mention in #vault itself
+    await served.driver.settle()
+    assert seen_in(served.slack, VAULT) == {PUBLIC_MARK, PRIVATE_MARK}
+
+
 @pytest.mark.parametrize(("user", "channel"), [
     (EVE, EVE_DM),  # not a member, in her own DM
     (MEMBER, HELP),  # a member, but the answer is read by the whole public channel

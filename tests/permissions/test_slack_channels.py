@@ -63,10 +63,19 @@ async def test_a_member_reads_the_private_channels_they_are_in(slack: FakeSlack)
     assert {c.args["channel"] for c in slack.calls_to("conversations.members")} == {OPS, VAULT}
 
 
-async def test_a_channel_answer_never_carries_a_private_channel(slack: FakeSlack) -> None:
+async def test_a_channel_answer_carries_only_its_own_private_channel(
+        slack: FakeSlack) -> None:
     r = resolver(slack)
     assert await r.groups_for(asker(ANA), Audience(Visibility.CHANNEL)) == (PUBLIC,)
-    assert slack.calls_to("conversations.members") == []
+    in_help = Audience(Visibility.CHANNEL, channel=HELP)
+    assert await r.groups_for(asker(ANA), in_help) == (PUBLIC,)  # Ana's #vault stays out
+    in_vault = Audience(Visibility.CHANNEL, channel=VAULT)
+    assert await r.groups_for(asker(ANA), in_vault) == (PUBLIC, f"slack:channel:{VAULT}")
+    unlisted = Audience(Visibility.CHANNEL, channel="G0UNLISTED")
+    assert await r.groups_for(asker(ANA), unlisted) == (PUBLIC,)
+    teams = asker("oid-ana", Platform.TEAMS, email="ana@acme.example")
+    assert await r.groups_for(teams, in_vault) == (PUBLIC,)  # a Slack id only names Slack's
+    assert slack.calls_to("conversations.members") == []  # a channel answer needs nobody's
 
 
 async def test_an_asker_from_elsewhere_is_matched_by_email(slack: FakeSlack) -> None:
