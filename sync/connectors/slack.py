@@ -232,9 +232,13 @@ class SlackConnector:
         first = to_markdown(spoken[0].text or "\n".join(spoken[0].extra), users, names)
         latest = max(float(t) for m in spoken for t in (m.ts, m.edited_ts) if t)
         tag = f"#{channel.name}"
+        # Cited as a conversation: "How do I …? (#it-help thread, 12 Mar 2026)".
+        started = _when(root.ts)
+        where = f"{tag} thread" if len(spoken) > 1 else tag
+        label = f"{where}, {started.day} {started:%b %Y}" if started else where
         return SourceDocument(
             doc_id=self._doc_id(channel, root),
-            title=first_line(first) or f"Message in {tag}", body="\n\n".join(parts),
+            title=f"{first_line(first) or 'A message'} ({label})", body="\n\n".join(parts),
             url=f"{me.workspace_url}archives/{channel.id}/p{root.ts.replace('.', '')}",
             tags=(tag,), authors=tuple(dict.fromkeys(authors)), channels=(tag,),
             doc_type="slack-thread" if len(spoken) > 1 else "slack-message",

@@ -93,7 +93,7 @@ async def test_a_thread_and_a_long_message_are_documents_and_noise_is_not(
     docs = by_id(await read(slack))
     assert set(docs) == {f"{HELP}:{VPN_Q}", f"{HELP}:{LONG}", f"{SECRET}:{VAULT}"}
     thread = docs[f"{HELP}:{VPN_Q}"]
-    assert thread.title == "How do I get access to the staging VPN?"
+    assert thread.title == "How do I get access to the staging VPN? (#it-help thread, 29 Dec 2025)"
     assert thread.url == f"https://acme.slack.com/archives/{HELP}/p1767000000000100"
     assert thread.authors == ("ana", "ben") and thread.channels == ("#it-help",)
     assert thread.access == ("public",) and thread.doc_type == "slack-thread"
@@ -106,7 +106,8 @@ async def test_a_thread_and_a_long_message_are_documents_and_noise_is_not(
     alone = docs[f"{HELP}:{LONG}"]
     assert alone.doc_type == "slack-message" and alone.body.endswith(LONG_TEXT)
     assert alone.title.startswith("To rotate the staging database password") and len(
-        alone.title) <= 121
+        alone.title) <= 121 + len(" (#it-help, 29 Dec 2025)")
+    assert alone.title.endswith("… (#it-help, 29 Dec 2025)")
 
 
 async def test_a_private_channel_is_readable_by_its_members_only(slack: FakeSlack) -> None:
@@ -223,8 +224,8 @@ async def test_a_message_of_blocks_and_attachments_without_text(slack: FakeSlack
                         "files": [{"id": "F1", "name": "timeline.pdf", "title": "timeline"}]})
     docs = by_id(await read(slack, channels=[RANDOM], min_chars=50))
     doc = docs[f"{RANDOM}:1767000500.000100"]
-    assert doc.title == "Incident 12 resolved" and "certificate of the internal proxy" in (
-        doc.body)
+    assert doc.title == "Incident 12 resolved (#random, 29 Dec 2025)"
+    assert "certificate of the internal proxy" in doc.body
     assert "[file: timeline]" in doc.body
 
 
