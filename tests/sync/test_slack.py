@@ -174,15 +174,21 @@ async def test_a_sift_answer_in_a_thread_changes_nothing(slack: FakeSlack) -> No
 async def test_a_channel_sift_cannot_read_is_named_and_the_rest_syncs(
         slack: FakeSlack) -> None:
     index = MemoryIndex()
-    summary = await job(slack, index, MemorySyncState(),
-                        channels=["#it-help", NOBOT, "#no-such-room", DMS]).run(full=True)
+    slack.add_channel(DMS, "", members=[ANA]).update(is_im=True, is_channel=False)
+    summary = await job(slack, index, MemorySyncState(), channels=[
+        "#it-help", NOBOT, "#no-such-room", DMS, "C0DELETED"]).run(full=True)
     assert summary.counts.added == 2
     assert summary.errors[0] == (
         f"Source 'chat' (Slack): channel {NOBOT} cannot be read: Sift is not a member of it: "
         "invite the bot there (/invite @Sift)")
     assert "#no-such-room cannot be read: Slack has no channel of that name" in (
         summary.errors[1])
-    assert DMS in summary.errors[2] and "cannot be read" in summary.errors[2]
+    assert summary.errors[2] == (f"Source 'chat' (Slack): {DMS} is a direct message; those "
+                                 "are never indexed")
+    assert summary.errors[3].startswith("Source 'chat' (Slack): channel C0DELETED cannot be "
+                                        "read: Slack has no such channel")
+    assert not [c for c in slack.calls_to("conversations.history")
+                if c.args["channel"] in (DMS, NOBOT)]  # never read, not even tried
 
 
 async def test_a_revoked_token_is_one_sentence_and_writes_nothing(
