@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot import llm_setup
+from bot import llm_setup, surfaces
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -528,8 +528,7 @@ class App:
         return validate(policy, self.known_names())
 
     def known_names(self) -> Known:
-        return Known(sources=[s.name for s in self.settings.resolved_sources],
-                     groups=[g.name for g in self.settings.groups])
+        return surfaces.policy_names(self.settings)
 
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""

@@ -316,7 +316,7 @@ class ChannelSettings(_Section):
     def _known_platform(cls, value: str) -> str:
         from bot import surfaces  # the registry imports the surfaces' settings sections
 
-        names = [spec.platform for spec in surfaces.with_policies()]
+        names = list(surfaces.policy_platforms())
         if value not in names:
             raise ValueError(f"{value!r} is not a platform with channel policies; one of: "
                              f"{', '.join(names)}")
@@ -583,7 +583,7 @@ def _with_surfaces(base: type[Settings]) -> type[Settings]:
     fields: dict[str, Any] = {
         spec.section_name: (spec.section, Field(default_factory=spec.section))
         for spec in surfaces.SPECS}
-    derived: type[Settings] = create_model(  # type: ignore[call-overload]
+    derived: type[Settings] = create_model(
         "Settings", __base__=base, __module__=__name__, __doc__=base.__doc__, **fields)
     return derived
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
+
+from bot.chat.policy import PolicyIds
 
 if TYPE_CHECKING:
     from bot.chat.flow import ChatFlow
@@ -70,9 +71,9 @@ class SurfaceSpec(Generic[C]):
     (and the flat credentials a surface had before sections, SIFT_SLACK_BOT_TOKEN) into what
     `build` takes; `build` returns None when the surface is off, `status` says which and why.
     `check` refuses, before anything starts, a configuration that cannot be served safely
-    (raise ConfigError naming the setting). `channel_ids` and `people_ids` are the ids a
-    channel policy may name for this platform (its channels, and the people `escalate_to`
-    calls); a surface without them has no channel policies."""
+    (raise ConfigError naming the setting). `policy_ids` are the ids a channel policy may
+    name for this platform (its channels, the people `escalate_to` calls); a surface without
+    them has no channel policies."""
 
     platform: str
     section_name: str
@@ -81,8 +82,7 @@ class SurfaceSpec(Generic[C]):
     build: Callable[[C, Around], Endpoint | None]
     status: Callable[[C, Place], str]
     check: Callable[[C, Place], None] | None = None
-    channel_ids: re.Pattern[str] | None = None
-    people_ids: re.Pattern[str] | None = None
+    policy_ids: PolicyIds | None = None
 
     def section_of(self, settings: Any) -> Any:
         """The surface's own table of `settings` (a field the registry added to Settings)."""

@@ -6,19 +6,29 @@ the channel policies follow from this list (the connector registry's counterpart
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bot.chat.policy import Known, PolicyIds
 from bot.slack import spec as slack
 from bot.surface_spec import SurfaceSpec
 from bot.teams import spec as teams
 from bot.webchat import spec as webchat
 
+if TYPE_CHECKING:
+    from bot.settings import Settings
+
 SPECS: tuple[SurfaceSpec[Any], ...] = (slack.SPEC, teams.SPEC, webchat.SPEC)
 
 
-def with_policies() -> tuple[SurfaceSpec[Any], ...]:
-    """The surfaces whose channels a channel policy may name."""
-    return tuple(s for s in SPECS if s.channel_ids is not None)
+def policy_platforms() -> dict[str, PolicyIds]:
+    """The platforms whose channels a channel policy may name, with the ids each takes."""
+    return {s.platform: s.policy_ids for s in SPECS if s.policy_ids is not None}
+
+
+def policy_names(settings: Settings) -> Known:
+    """What a channel policy may name: the platforms, the sources and the access groups."""
+    return Known(sources=[s.name for s in settings.resolved_sources],
+                 groups=[g.name for g in settings.groups], platforms=policy_platforms())
 
 
 def by_platform(platform: str) -> SurfaceSpec[Any] | None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from bot.chat.policy import PolicyIds
 from bot.surface_spec import Around, Endpoint, Place, Section, SurfaceSpec
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ def build(c: SlackConfig, around: Around) -> Endpoint | None:
 
 
 # Channels: C… public, G… private, D… DM ids. People: users (U…/W…) and user groups (S…).
+POLICY_IDS = PolicyIds(
+    re.compile(r"^[CGD][A-Z0-9]{6,}$"), "a Slack channel id such as C0123ABCD",
+    re.compile(r"^[UWS][A-Z0-9]{6,}$"), "a Slack user id (U…/W…) or user-group id (S…)")
 SPEC = SurfaceSpec(PLATFORM, "slack", SlackSettings, config, build, status,
-                   channel_ids=re.compile(r"^[CGD][A-Z0-9]{6,}$"),
-                   people_ids=re.compile(r"^[UWS][A-Z0-9]{6,}$"))
+                   policy_ids=POLICY_IDS)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from bot.chat.policy import PolicyIds
 from bot.surface_spec import Around, Endpoint, Place, Section, SurfaceSpec
 
 if TYPE_CHECKING:
@@ -83,7 +84,9 @@ def build(c: TeamsConfig, around: Around) -> Endpoint | None:
 
 # Channels and chats: "19:…@thread.tacv2/skype", "a:…", "8:…", "29:…". People: Teams user
 # ids (29:…) and Entra object ids.
-SPEC = SurfaceSpec(
-    PLATFORM, "teams", TeamsSettings, config, build, status, check=check,
-    channel_ids=re.compile(r"^(19:[^\s;]+@thread\.[a-z0-9]+|a:[^\s;]+|8:[^\s;]+|29:[^\s;]+)$"),
-    people_ids=re.compile(r"^29:[^\s;]+$|^[0-9a-f-]{36}$"))
+POLICY_IDS = PolicyIds(
+    re.compile(r"^(19:[^\s;]+@thread\.[a-z0-9]+|a:[^\s;]+|8:[^\s;]+|29:[^\s;]+)$"),
+    "a Teams conversation id such as 19:abc…@thread.tacv2, or a team id",
+    re.compile(r"^29:[^\s;]+$|^[0-9a-f-]{36}$"), "a Teams user id (29:…) or AAD object id")
+SPEC = SurfaceSpec(PLATFORM, "teams", TeamsSettings, config, build, status, check=check,
+                   policy_ids=POLICY_IDS)

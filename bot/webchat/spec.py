@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.chat.policy import PolicyIds
 from bot.settings_check import is_loopback
 from bot.surface_spec import Around, Endpoint, Place, Section, SurfaceSpec
 
@@ -50,4 +51,6 @@ def build(c: WebChatSettings, around: Around) -> Endpoint | None:
                    gate=around.gate if beyond else None, max_in_flight=around.max_in_flight)
 
 
-SPEC = SurfaceSpec(PLATFORM, "web_chat", WebChatSettings, config, build, status)
+# A conversation id of the web chat is Sift's own: a policy may name any (or '*').
+SPEC = SurfaceSpec(PLATFORM, "web_chat", WebChatSettings, config, build, status,
+                   policy_ids=PolicyIds())

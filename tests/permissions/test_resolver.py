@@ -232,6 +232,6 @@ async def test_graph_reads_with_the_teams_certificate_when_there_is_no_password(
             teams=TeamsSettings(certificate_pfx=cert.pfx_file(tmp_path)),
             permissions={"graph_url": graph.graph_url, "login_url": graph.login_url})
         r = build_resolver(settings)
-        groups = await r.groups_for(Asker(Platform.TEAMS, "oid-2", TENANT), PRIVATE)
+        groups = await r.groups_for(Asker(TEAMS_PLATFORM, "oid-2", TENANT), PRIVATE)
         assert "security" in groups and "entra:group:g-sec" in groups  # Graph said so
         assert len(graph.entra.assertions) == 1 and graph.requests[-1]["oid"] == "oid-2"
