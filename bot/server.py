@@ -9,22 +9,24 @@ import gc
 import logging
 import os
 import signal
+from collections.abc import Callable
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from bot import surfaces
 from bot.admin import routes as admin_console
 from bot.app import App
 from bot.hooks import PushRoutes
 from bot.llm_setup import verify_models
 from bot.metrics.registry import Metrics, reset_directory
 from bot.metrics.route import MetricsRoute
-from bot.settings import Settings
-from bot.startup import announce
-from bot.teams.auth import check_exposure
+from bot.startup import announce, place_of
+from bot.surface_spec import Endpoint
 from bot.tracing import start_tracing
 from bot.weaviate import keepalive
 from bot.weaviate.supervisor import WeaviateSupervisor
@@ -37,8 +39,7 @@ from storage.columns import utc_now
 from sync.push_queue import PushSyncs
 
 if TYPE_CHECKING:
-    from bot.slack.app import SlackAdapter
-    from bot.slack.channel_events import ThreadChanged
+    from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,20 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+def _check_surfaces(app: App) -> None:
+    """Before anything starts: each surface refuses what it could not serve safely."""
+    place = place_of(app.settings)
+    for spec in surfaces.SPECS:
+        if spec.check is not None:
+            spec.check(spec.config(app.settings), place)
+
+
+async def _finish(endpoint: Endpoint, timeout_s: float = 30.0) -> None:
+    """The site took its last request: answers in flight finish, then connections close."""
+    await endpoint.drain(timeout_s)
+    await endpoint.close()
 
 
 def _stop_event() -> asyncio.Event:
@@ -183,18 +198,6 @@ def _start_workers(app: App, stack: AsyncExitStack, count: int, config: Path | N
     return workers
 
 
-
-def _push_threads(slack: SlackAdapter, pushes: PushSyncs, settings: Settings) -> None:
-    """Slack sources hear of replies, edits and deletions through the chat's own events."""
-    names = [s.name for s in settings.resolved_sources if s.kind == "slack"]
-
-    def submit(changed: ThreadChanged) -> None:
-        for name in names:
-            pushes.submit(name, [changed.doc_id])
-
-    if names:
-        slack.handlers.on_thread_changed = submit
-
 async def _listen(web_app: web.Application, app: App, *, shared: bool) -> web.AppRunner:
     """The site on SIFT_HOST:SIFT_PORT; a port something else holds is one sentence."""
     host, port = app.settings.host, app.settings.port
@@ -208,6 +211,20 @@ async def _listen(web_app: web.Application, app: App, *, shared: bool) -> web.Ap
             "there (another `sift serve`?); stop it, or set SIFT_PORT to a free port.")) from exc
 
 
+def _feeds(settings: Settings, pushes: PushSyncs, kind: str) -> Callable[[str], None] | None:
+    """A surface whose platform is also a source (Slack channels) hands the ids of what
+    changed there (a reply, an edit, a deletion) to every source of that kind."""
+    names = [s.name for s in settings.resolved_sources if s.kind == kind]
+    if not names:
+        return None
+
+    def pushed(doc_id: str) -> None:
+        for name in names:
+            pushes.submit(name, [doc_id])
+
+    return pushed
+
+
 async def serve(app: App, *, started: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None, config: Path | None = None,
                 worker: bool = False, freeze_heap: bool = True) -> None:
@@ -218,7 +235,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     tests): its heap is not start-up state to freeze, and a full collection of a large host
     heap at every start is a cost with nothing to gain."""
     stop = stop or _stop_event()
-    check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
+    _check_surfaces(app)  # e.g. Teams refuses an unauthenticated /api/messages beyond loopback
     if app.llm_endpoint is not None and app.llm_endpoint.provider == "openai":  # checked now
         await verify_models(app.settings, app.llm)
     more = _check_workers(app, worker)
@@ -247,22 +264,6 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if seeded:
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
-        # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
-        if app.settings.teams_enabled:
-            teams = app.teams(flow)
-            teams.mount(web_app)
-            stack.push_async_callback(teams.close)  # after the site stops: drain answers
-        # --- end Teams ---------------------------------------------------------------------
-        # --- Slack: POST /slack/events (signed), or Socket Mode with SIFT_SLACK_APP_TOKEN ----
-        slack = None
-        if app.settings.slack_bot_token is not None:
-            slack = app.slack(flow)
-            if slack.socket_mode:
-                await slack.start_socket_mode()
-            else:
-                slack.mount(web_app)
-            stack.push_async_callback(slack.close)  # after the site stops: drain answers
-        # --- end Slack ---------------------------------------------------------------------
         for problem in await app.access_resolver.startup_problems():  # named, not fatal
             log.warning("permissions: %s", problem)
         # Started below, after the site; the start-up pass runs in the primary only.
@@ -271,14 +272,17 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
         PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim, app.metrics).mount(web_app)
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
-        if slack is not None:  # a message event in a channel re-reads its thread
-            _push_threads(slack, pushes, app.settings)
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
-        # --- Web chat: the page at /; beyond loopback only behind the console's sign-in ---
-        chat_page = app.web_chat(flow, admin_console.chat_gate(console) if console else None)
-        if chat_page is not None:
-            chat_page.mount(web_app)
+        # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
+        around = app.around(flow, admin_console.chat_gate(console) if console else None)
+        for spec in surfaces.SPECS:
+            fed = replace(around, pushed=_feeds(app.settings, pushes, spec.platform))
+            endpoint = spec.build(spec.config(app.settings), fed)
+            if endpoint is not None:
+                endpoint.mount(web_app)
+                await endpoint.start()
+                stack.push_async_callback(_finish, endpoint)  # after the site stops
         runner = await _listen(web_app, app, shared=worker or app.settings.workers > 1)
         stack.push_async_callback(runner.cleanup)
         workers = _start_workers(app, stack, more, config)  # once the schema is migrated

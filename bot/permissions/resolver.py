@@ -12,7 +12,8 @@ from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import GraphMembership
 from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import LookupFailed, SlackDirectory
-from rag.types import Platform
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from sync.connectors.slack import PRIVATE_PREFIX
 
 log = logging.getLogger(__name__)
@@ -66,14 +67,14 @@ class GroupResolver:
                 groups = self.directory.groups_of(await self._identify(asker))
         except LookupFailed as exc:  # not cached: the next question tries again
             complete = False
-            log.warning("%s user %s gets public answers only: %s", asker.platform.value,
+            log.warning("%s user %s gets public answers only: %s", asker.platform,
                         asker.user or "?", exc)
         try:
             groups += await self._channel_principals(asker)
         except LookupFailed as exc:  # each part fails closed on its own
             complete = False
             log.warning("%s user %s gets no private Slack channel's threads: %s",
-                        asker.platform.value, asker.user or "?", exc)
+                        asker.platform, asker.user or "?", exc)
         if complete:
             self._cache.put(key, groups)
         return groups
@@ -81,7 +82,7 @@ class GroupResolver:
     async def _own_channel(self, asker: Asker, channel: str) -> tuple[str, ...]:
         """An answer shown in a private channel a Slack source reads may use that channel's
         own threads: everyone who reads the answer is a member. No other channel's."""
-        if self._channels is None or asker.platform is not Platform.SLACK or not channel:
+        if self._channels is None or asker.platform != SLACK_PLATFORM or not channel:
             return ()
         try:
             listed = await self._channels.private_ids()
@@ -94,19 +95,19 @@ class GroupResolver:
         """A Slack asker by their id; anyone else by their email's Slack account."""
         if self._channels is None:
             return ()
-        user = asker.user if asker.platform is Platform.SLACK else ""
+        user = asker.user if asker.platform == SLACK_PLATFORM else ""
         if not user and asker.email:
             user = await self._channels.user_by_email(asker.email)
         return await self._channels.principals_of(user) if user else ()
 
     async def _identify(self, asker: Asker) -> Identity:
-        if asker.platform is Platform.SLACK:
+        if asker.platform == SLACK_PLATFORM:
             if self._slack is None:
                 raise LookupFailed("Slack identity lookups need SIFT_SLACK_BOT_TOKEN")
             if not asker.user:
                 raise LookupFailed("the Slack event names no user")
             return await self._slack.identity(asker.user)
-        if asker.platform is Platform.TEAMS:
+        if asker.platform == TEAMS_PLATFORM:
             entra: frozenset[str] = frozenset()
             if self._graph is not None and self.directory.entra_group_ids:
                 entra = await self._graph.groups_of(asker.user)

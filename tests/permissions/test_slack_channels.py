@@ -15,7 +15,8 @@ from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import GroupSettings
-from rag.types import Platform
+from bot.slack.spec import PLATFORM as SLACK
+from bot.teams.spec import PLATFORM as TEAMS
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import Failure, FakeSlack
 from tests.permissions.test_resolver import Clock
@@ -50,7 +51,7 @@ def resolver(slack: FakeSlack, channels: tuple[str, ...] = (VAULT, "#ops-private
                          ttl_s=60, clock=clock)
 
 
-def asker(user: str, platform: Platform = Platform.SLACK, email: str = "") -> Asker:
+def asker(user: str, platform: str = SLACK, email: str = "") -> Asker:
     return Asker(platform, user, workspace="T111", email=email)
 
 
@@ -73,18 +74,18 @@ async def test_a_channel_answer_carries_only_its_own_private_channel(
     assert await r.groups_for(asker(ANA), in_vault) == (PUBLIC, f"slack:channel:{VAULT}")
     unlisted = Audience(Visibility.CHANNEL, channel="G0UNLISTED")
     assert await r.groups_for(asker(ANA), unlisted) == (PUBLIC,)
-    teams = asker("oid-ana", Platform.TEAMS, email="ana@acme.example")
+    teams = asker("oid-ana", TEAMS, email="ana@acme.example")
     assert await r.groups_for(teams, in_vault) == (PUBLIC,)  # a Slack id only names Slack's
     assert slack.calls_to("conversations.members") == []  # a channel answer needs nobody's
 
 
 async def test_an_asker_from_elsewhere_is_matched_by_email(slack: FakeSlack) -> None:
     r = resolver(slack)
-    teams = asker("oid-ana", Platform.TEAMS, email="Ana@Acme.example")
+    teams = asker("oid-ana", TEAMS, email="Ana@Acme.example")
     assert await r.groups_for(teams, PRIVATE) == (PUBLIC, f"slack:channel:{VAULT}")
-    stranger = asker("oid-x", Platform.TEAMS, email="x@elsewhere.example")
+    stranger = asker("oid-x", TEAMS, email="x@elsewhere.example")
     assert await r.groups_for(stranger, PRIVATE) == (PUBLIC,)
-    assert await r.groups_for(asker("oid-y", Platform.TEAMS), PRIVATE) == (PUBLIC,)
+    assert await r.groups_for(asker("oid-y", TEAMS), PRIVATE) == (PUBLIC,)
 
 
 async def test_membership_is_cached_for_the_ttl_and_leaving_takes_effect_after(
