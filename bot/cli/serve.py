@@ -38,15 +38,19 @@ def _at_least_one(text: str) -> int:
     return value
 
 
-def serving_defaults(settings: Settings) -> None:
-    """What a server wants unlike one-off commands: the model on one thread per process.
+def serving_defaults(settings: Settings, workers: int | None = None) -> Settings:
+    """`settings` as a server wants them unlike one-off commands (a copy: the loaded settings
+    stay what the files and the environment said): the model on one thread per process,
+    and `--workers` when given.
 
     Measured with bench.serve_load (50 conversations): one thread gave 15.4 answers/s against
     12.5 with one per core, and less CPU per answer; a sync inside `sift serve` then embeds
     on one core, leaving the other to answer.
     """
+    update: dict[str, object] = {} if workers is None else {"workers": workers}
     if settings.embedding.threads == 0:
-        settings.embedding.threads = 1
+        update["embedding"] = settings.embedding.model_copy(update={"threads": 1})
+    return settings.model_copy(update=update)
 
 
 # How long a thread may keep the interpreter while another waits for it (Python's default is
@@ -71,11 +75,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.worker_of is not None:
         follow_primary(args.worker_of)
-    settings = load_settings(args.config)
+    settings = serving_defaults(load_settings(args.config), args.workers)
     check_folders(settings)  # as `sift sync` does: one sentence, before anything starts
-    if args.workers is not None:
-        settings.workers = args.workers
-    serving_defaults(settings)
     serving_process()
     asyncio.run(serve(App(settings), config=args.config,
                       worker=args.worker_of is not None))

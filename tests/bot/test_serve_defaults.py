@@ -14,14 +14,19 @@ from bot.settings import EmbeddingSettings, Settings
 def test_serve_runs_the_model_on_one_thread_by_default() -> None:
     settings = Settings()
     assert settings.embedding.threads == 0  # other commands: one per core
-    serving_defaults(settings)
-    assert settings.embedding.threads == 1
+    served = serving_defaults(settings)
+    assert served.embedding.threads == 1
+    assert settings.embedding.threads == 0  # the loaded settings are left as they were
+
+
+def test_workers_from_the_command_line() -> None:
+    assert serving_defaults(Settings(), workers=3).workers == 3
+    assert serving_defaults(Settings(workers=2)).workers == 2
 
 
 def test_an_explicit_thread_count_is_kept() -> None:
     settings = Settings(embedding=EmbeddingSettings(threads=2))
-    serving_defaults(settings)
-    assert settings.embedding.threads == 2
+    assert serving_defaults(settings).embedding.threads == 2
 
 
 @pytest.fixture
