@@ -35,6 +35,8 @@ from sync.connectors.notion import NotionConnector, NotionSettings
 from sync.connectors.notion_blocks import blocks_to_markdown
 from sync.connectors.servicenow import ServiceNowConnector, ServiceNowSettings
 from sync.connectors.sharepoint import SharePointConnector, SharePointSettings
+from sync.connectors.slack import SlackConnector, SlackSettings
+from sync.connectors.slack_text import to_markdown
 from sync.connectors.web import WebConnector, WebSettings
 from sync.connectors.web_pages import extract
 from sync.connectors.zendesk import ZendeskConnector, ZendeskSettings
@@ -53,6 +55,8 @@ from tests.fakes.servicenow_server import PASSWORD as SNOW_PASSWORD
 from tests.fakes.servicenow_server import USER as SNOW_USER
 from tests.fakes.servicenow_server import FakeServiceNow
 from tests.fakes.sharepoint_server import FakeFile, FakeSharePoint, org_link
+from tests.fakes.slack_payloads import BOT_TOKEN as SLACK_TOKEN
+from tests.fakes.slack_server import FakeSlack
 from tests.fakes.web_site import FakeSite, SitePage
 from tests.fakes.zendesk_server import EMAIL as ZENDESK_EMAIL
 from tests.fakes.zendesk_server import TOKEN as ZENDESK_TOKEN
@@ -272,6 +276,27 @@ def article_html(i: int) -> str:
             + f"<ul><li>Ask in #ops.</li></ul><table><tbody>{rows}</tbody></table>")
 
 
+async def slack(pages: int) -> tuple[Any, Callable[[], object], Any]:
+    """A thread per page: a question and three replies with mentions, a link and code."""
+    server = FakeSlack()
+    server.add_user("U0ANA", "ana@acme.example", "ana")
+    server.add_channel("C0OPS", "ops", members=["U0ANA"])
+    texts = []
+    for i in range(pages):
+        root = f"1767000000.{i * 10 + 1:06d}"
+        server.add_message("C0OPS", "U0ANA", f"Runbook {i}: how do we deploy? {PROSE}", root)
+        for j in range(3):
+            text = (f"<@U0ANA> see <https://wiki.example/{i}|runbook {i}> in <#C0OPS>: "
+                    f"{PROSE * 2}```make deploy ENV=prod```")
+            texts.append(text)
+            server.add_message("C0OPS", "U0ANA", text, f"1767000000.{i * 10 + 2 + j:06d}", root)
+    await server.start()
+    conn = SlackConnector(SourceConfig("chat", url=server.api_url, token=SLACK_TOKEN),
+                          SlackSettings(channels=["C0OPS"]))
+    return conn, lambda: [to_markdown(t, {"U0ANA": "ana"}, {"C0OPS": "ops"}) for t in texts], (
+        server)
+
+
 async def main(pages: int, rounds: int) -> None:
     cases: list[tuple[str, Callable[[], Awaitable[tuple[Any, Callable[[], object], Any]]]]] = [
         ("confluence cloud", lambda: confluence(pages, "cloud")),
@@ -283,7 +308,8 @@ async def main(pages: int, rounds: int) -> None:
         ("jira cloud (adf)", lambda: jira(pages, "cloud")),
         ("jira datacenter (wiki)", lambda: jira(pages, "datacenter")),
         ("github (files+q&a)", lambda: github(pages)),
-        ("servicenow", lambda: servicenow(pages))]
+        ("servicenow", lambda: servicenow(pages)),
+        ("slack (threads)", lambda: slack(pages))]
     print(f"{pages} pages per connector, best of {rounds} rounds (pages/s)")
     print(f"{'connector':<22} {'full pass':>9} {'id list':>9} {'convert':>9} {'convert share':>8}")
     for name, make in cases:

@@ -86,6 +86,7 @@ from storage.sync_state import SyncStateRepository
 from sync.chunk import ChunkingConfig
 from sync.connectors import registry
 from sync.connectors.base import Connector
+from sync.connectors.slack import PRIVATE_PREFIX
 from sync.interrupt import StopRequest
 from sync.job import JobConfig
 from sync.lock import SyncBusy
@@ -351,6 +352,10 @@ class App:
         spec = registry.SPECS[source.kind]  # settings validation already refused other kinds
         config = replace(source.connector_config(),
                          max_file_bytes=self.sync_config.max_file_bytes)
+        if source.kind == "slack":  # Sift's own workspace: the bot's token unless it names one
+            token = self.settings.slack_bot_token
+            config = replace(config, url=config.url or self.settings.slack_api_url,
+                             token=config.token or (token.get_secret_value() if token else None))
         return spec.build(config, source.options)
 
     @cached_property
@@ -370,6 +375,7 @@ class App:
                            *GroupDirectory(groups).principals])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
+                         live_principals=(PRIVATE_PREFIX,),
                          max_file_bytes=int(s.max_file_mb * 2**20))
 
     def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:

@@ -9,9 +9,12 @@ import gc
 import logging
 import os
 import signal
+from collections.abc import Callable
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -34,6 +37,9 @@ from rag.index import WeaviateIndex
 from storage.audit import AuditLog
 from storage.columns import utc_now
 from sync.push_queue import PushSyncs
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +211,20 @@ async def _listen(web_app: web.Application, app: App, *, shared: bool) -> web.Ap
             "there (another `sift serve`?); stop it, or set SIFT_PORT to a free port.")) from exc
 
 
+def _feeds(settings: Settings, pushes: PushSyncs, kind: str) -> Callable[[str], None] | None:
+    """A surface whose platform is also a source (Slack channels) hands the ids of what
+    changed there (a reply, an edit, a deletion) to every source of that kind."""
+    names = [s.name for s in settings.resolved_sources if s.kind == kind]
+    if not names:
+        return None
+
+    def pushed(doc_id: str) -> None:
+        for name in names:
+            pushes.submit(name, [doc_id])
+
+    return pushed
+
+
 async def serve(app: App, *, started: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None, config: Path | None = None,
                 worker: bool = False, freeze_heap: bool = True) -> None:
@@ -257,7 +277,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
         around = app.around(flow, admin_console.chat_gate(console) if console else None)
         for spec in surfaces.SPECS:
-            endpoint = spec.build(spec.config(app.settings), around)
+            fed = replace(around, pushed=_feeds(app.settings, pushes, spec.platform))
+            endpoint = spec.build(spec.config(app.settings), fed)
             if endpoint is not None:
                 endpoint.mount(web_app)
                 await endpoint.start()

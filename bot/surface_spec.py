@@ -45,6 +45,9 @@ class Around:
     max_message_chars: int
     sources: tuple[str, ...] = ()  # the configured sources' names, for the surfaces that list them
     gate: Gate | None = None  # the console's sign-in, for a page reachable from other machines
+    # Where a surface that is also a source (Slack channels, `kind = "slack"`) hands the id
+    # of a document its events changed; None when no source of its kind is configured.
+    pushed: Callable[[str], None] | None = None
 
 
 class Endpoint(Protocol):

@@ -53,6 +53,9 @@ class JobConfig:
     max_file_bytes: int = 50 * 1024 * 1024  # larger documents are skipped, by name
     # Declared access groups ("public" included); None: do not check documents against them.
     known_groups: frozenset[str] | None = None
+    # Principals the access resolver reads live from the platform (a Slack private channel's
+    # current members), not from [[groups]]: known without being declared.
+    live_principals: tuple[str, ...] = ()
 
 
 class SyncJob:
@@ -196,7 +199,7 @@ class SyncJob:
         if known is None:
             return
         for group in doc.access:
-            if group not in known:
+            if group not in known and not group.startswith(self.config.live_principals):
                 run.unknown_groups.setdefault(group, []).append(doc.doc_id)
 
     async def _consider(self, run: RunState, doc: SourceDocument) -> None:

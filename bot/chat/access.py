@@ -33,6 +33,7 @@ class Audience:
 
     visibility: Visibility
     groups: tuple[str, ...] = ()
+    channel: str = ""  # where a CHANNEL answer shows (a private Slack channel reads its own)
 
 
 class AccessResolver(Protocol):

@@ -108,8 +108,9 @@ class ChatFlow:
             history = await self.service.history(msg.conversation)
         # A /sift answer, or any answer in a private-answers channel, shows to the asker alone.
         alone = msg.kind is Kind.COMMAND or (policy.private_answers and msg.kind is not Kind.DIRECT)
+        shown = Visibility.PRIVATE if msg.private or alone else Visibility.CHANNEL
         groups = await self._access.groups_for(msg.asker, Audience(
-            Visibility.PRIVATE if msg.private or alone else Visibility.CHANNEL, policy.audience))
+            shown, policy.audience, msg.channel if shown is Visibility.CHANNEL else ""))
         question = Question(msg.text, _context(msg, policy, groups), history,
                             correlation_id=current_correlation_id())
         delivery = Delivery(private=alone, help=bool(policy.escalate_to))

@@ -11,7 +11,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     made = actions.add_parser(
         "manifest", help="print the Slack app manifest (YAML) for the current settings",
         description="Each scope and event is asked for only when its feature is on: "
-        "SIFT_SLACK__SLASH_COMMAND, __APP_HOME, __ASSISTANT, __PRIVATE_CHANNELS, __DIRECTORY.")
+        "SIFT_SLACK__SLASH_COMMAND, __APP_HOME, __ASSISTANT, __PRIVATE_CHANNELS, __DIRECTORY, "
+        "and a `kind = \"slack\"` source (channel history, private channels and members).")
     made.add_argument("--url", default="",
                       help="the public HTTPS address of `sift serve` (HTTP mode); default: "
                       "SIFT_PUBLIC_URL, else https://sift.example.com")
@@ -29,6 +30,7 @@ def _manifest(args: argparse.Namespace) -> int:
     s = spec.config(settings).options
     url = args.url or settings.public_url or "https://sift.example.com"
     features = Features(s.slash_command, s.app_home, s.assistant, s.private_channels,
-                        s.directory)
+                        s.directory, channel_source=any(
+                            source.kind == "slack" for source in settings.resolved_sources))
     print(to_yaml(manifest(features, url, socket_mode=args.socket_mode)), end="")
     return 0

@@ -5,24 +5,29 @@ from __future__ import annotations
 from bot.permissions.directory import GroupDirectory
 from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
+from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
 from bot.slack import spec as slack_spec
-from bot.slack.client import web_client
 from bot.teams import spec as teams_spec
 from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
+from sync.connectors.slack_client import web_client
 
 
 def build_resolver(settings: Settings) -> GroupResolver:
     directory = GroupDirectory(settings.groups)
     ttl = settings.permissions.cache_ttl_s
-    slack = None
+    slack, channels = None, None
     if settings.slack_bot_token is not None:
         # The same client as the adapter's: retries on 429 and 5xx, NO_PROXY honoured.
         retries = slack_spec.config(settings).options.api_retries
         client = web_client(settings.slack_bot_token.get_secret_value(),
                             settings.slack_api_url, retries=retries)
         slack = SlackDirectory(client, directory.slack_handles, ttl)
+        # A private channel a Slack source reads is readable by its current members.
+        listed = tuple(c for s in settings.resolved_sources if s.kind == "slack"
+                       for c in getattr(s.options, "channels", ()))
+        channels = SlackChannelMembers(client, listed, ttl)
     graph = None
     p, pfx = settings.permissions, teams_spec.config(settings).options.certificate_pfx
     if directory.entra_group_ids and settings.teams_app_id and settings.teams_tenant_id and (
@@ -33,4 +38,4 @@ def build_resolver(settings: Settings) -> GroupResolver:
                        else None, authority=p.login_url, timeout_s=10.0)
         graph = GraphMembership(EntraToken(app, NAMES, GRAPH_SCOPE),
                                 directory.entra_group_ids, p.graph_url)
-    return GroupResolver(directory, slack=slack, graph=graph, ttl_s=ttl)
+    return GroupResolver(directory, slack=slack, graph=graph, channels=channels, ttl_s=ttl)

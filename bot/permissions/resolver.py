@@ -10,9 +10,11 @@ from bot.chat.access import PUBLIC, Asker, Audience, Visibility
 from bot.permissions.cache import TtlCache
 from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import GraphMembership
+from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import LookupFailed, SlackDirectory
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
+from sync.connectors.slack import PRIVATE_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -22,17 +24,20 @@ class GroupResolver:
     search ("public", *the asker's own groups). Any failed lookup means public only."""
 
     def __init__(self, directory: GroupDirectory, *, slack: SlackDirectory | None = None,
-                 graph: GraphMembership | None = None, ttl_s: float = 300.0,
+                 graph: GraphMembership | None = None,
+                 channels: SlackChannelMembers | None = None, ttl_s: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = directory
         self._slack = slack
         self._graph = graph
+        self._channels = channels if channels is not None and channels.configured else None
         self._cache: TtlCache[tuple[str, ...]] = TtlCache(ttl_s, clock)
         self._warned: set[str] = set()
 
     async def groups_for(self, asker: Asker, audience: Audience) -> tuple[str, ...]:
         if audience.visibility is Visibility.CHANNEL:
-            groups = (PUBLIC, *self._declared(audience.groups))
+            groups = (PUBLIC, *self._declared(audience.groups),
+                      *await self._own_channel(asker, audience.channel))
         else:
             groups = (PUBLIC, *await self.own_groups(asker))
         # A group's members also read what the connectors mark with the principals it maps.
@@ -47,22 +52,53 @@ class GroupResolver:
         return [g for g in groups if g in known]
 
     async def own_groups(self, asker: Asker) -> tuple[str, ...]:
-        """The declared groups the asker belongs to; () when who they are is unknown."""
-        if not self.directory.names:  # nothing to belong to: no lookups
+        """The declared groups the asker belongs to, and the private Slack channels they are
+        a member of (`slack:channel:<id>`); () when who they are is unknown."""
+        if not self.directory.names and self._channels is None:  # nothing to belong to
             return ()
         key = (asker.platform, asker.workspace, asker.user, asker.email.casefold())
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        groups: tuple[str, ...] = ()
+        complete = True
         try:
-            identity = await self._identify(asker)
+            if self.directory.names:
+                groups = self.directory.groups_of(await self._identify(asker))
         except LookupFailed as exc:  # not cached: the next question tries again
+            complete = False
             log.warning("%s user %s gets public answers only: %s", asker.platform,
                         asker.user or "?", exc)
-            return ()
-        groups = self.directory.groups_of(identity)
-        self._cache.put(key, groups)
+        try:
+            groups += await self._channel_principals(asker)
+        except LookupFailed as exc:  # each part fails closed on its own
+            complete = False
+            log.warning("%s user %s gets no private Slack channel's threads: %s",
+                        asker.platform, asker.user or "?", exc)
+        if complete:
+            self._cache.put(key, groups)
         return groups
+
+    async def _own_channel(self, asker: Asker, channel: str) -> tuple[str, ...]:
+        """An answer shown in a private channel a Slack source reads may use that channel's
+        own threads: everyone who reads the answer is a member. No other channel's."""
+        if self._channels is None or asker.platform != SLACK_PLATFORM or not channel:
+            return ()
+        try:
+            listed = await self._channels.private_ids()
+        except LookupFailed as exc:
+            log.warning("channel %s's answer leaves out its own threads: %s", channel, exc)
+            return ()
+        return (f"{PRIVATE_PREFIX}{channel}",) if channel in listed else ()
+
+    async def _channel_principals(self, asker: Asker) -> tuple[str, ...]:
+        """A Slack asker by their id; anyone else by their email's Slack account."""
+        if self._channels is None:
+            return ()
+        user = asker.user if asker.platform == SLACK_PLATFORM else ""
+        if not user and asker.email:
+            user = await self._channels.user_by_email(asker.email)
+        return await self._channels.principals_of(user) if user else ()
 
     async def _identify(self, asker: Asker) -> Identity:
         if asker.platform == SLACK_PLATFORM:

@@ -13,7 +13,6 @@ from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.chat.tasks import Background, Busy
-from bot.slack.client import web_client
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
 from bot.slack.outbound import SlackOutbound
@@ -22,6 +21,7 @@ from bot.slack.spec import SlackConfig
 from bot.slack.surface import SlackOptions
 from bot.surface_spec import Around
 from rag.errors import ConfigError
+from sync.connectors.slack_client import web_client
 
 log = logging.getLogger(__name__)
 
@@ -169,5 +169,8 @@ def build_slack_adapter(c: SlackConfig, around: Around, *,
     background = Background("Slack", limit=around.max_in_flight)
     handlers = SlackHandlers(around.flow, SlackOutbound(client), options, background,
                              sources=list(around.sources), prompts=s.suggested_prompts)
+    pushed = around.pushed
+    if pushed is not None:  # a Slack source: a reply, edit or deletion re-reads its thread
+        handlers.on_thread_changed = lambda changed: pushed(changed.doc_id)
     return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token,
                         secret)

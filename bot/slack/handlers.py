@@ -11,6 +11,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.tasks import Background, Busy
+from bot.slack.channel_events import ThreadChanged, changed_thread
 from bot.slack.home import home_view, suggested_prompts
 from bot.slack.inbound import (
     Incoming,
@@ -49,6 +50,8 @@ class SlackHandlers:
         self._background = background
         self._sources = tuple(sources)
         self._prompts = tuple(prompts)
+        # Set by `sift serve` when a Slack source reads channels: the thread goes to its push.
+        self.on_thread_changed: Callable[[ThreadChanged], None] | None = None
 
     def _surface(self, me: Me, *, channel: str, user: str, thread_ts: str) -> SlackSurface:
         return SlackSurface(self._out, self._options, me, channel=channel, user=user,
@@ -86,6 +89,10 @@ class SlackHandlers:
 
     async def on_message(self, body: Payload, context: AsyncBoltContext) -> None:
         self._ask(parse_message(body, _me(context)), _me(context))
+        if self.on_thread_changed is not None:  # a Slack source keeps its threads current
+            changed = changed_thread(body, _me(context))
+            if changed is not None:
+                self.on_thread_changed(changed)
 
     async def on_command(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """/sift <question>: acknowledged at once; the answer follows, only for the asker."""

@@ -30,6 +30,8 @@ class Features:
     assistant: bool = False  # the AI-app split view (assistant threads)
     private_channels: bool = False  # follow-ups and auto-answer in private channels
     directory: bool = False  # who asks: email and user groups, for permissions
+    # A `kind = "slack"` source: channel names, private history, members, people's names.
+    channel_source: bool = False
 
 
 def _scopes(f: Features) -> list[str]:
@@ -38,7 +40,9 @@ def _scopes(f: Features) -> list[str]:
     scopes += ["assistant:write"] if f.assistant else []
     scopes += ["groups:history"] if f.private_channels else []
     scopes += ["users:read", "users:read.email", "usergroups:read"] if f.directory else []
-    return scopes
+    scopes += ["channels:read", "groups:read", "groups:history", "users:read",
+               "users:read.email"] if f.channel_source else []
+    return list(dict.fromkeys(scopes))
 
 
 def _events(f: Features) -> list[str]:
@@ -46,7 +50,8 @@ def _events(f: Features) -> list[str]:
     events += ["message.groups"] if f.private_channels else []
     events += ["app_home_opened"] if f.app_home else []
     events += ["assistant_thread_started"] if f.assistant else []
-    return events
+    events += ["message.groups"] if f.channel_source else []  # edits in private channels
+    return list(dict.fromkeys(events))
 
 
 def manifest(f: Features, url: str = "https://sift.example.com", *,

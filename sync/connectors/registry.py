@@ -12,6 +12,7 @@ from sync.connectors import (
     notion,
     servicenow,
     sharepoint,
+    slack,
     web,
     zendesk,
 )
@@ -21,7 +22,7 @@ from sync.connectors.base import ConnectorSpec
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
                        zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC,
-                       servicenow.SPEC, github.SPEC)}
+                       servicenow.SPEC, github.SPEC, slack.SPEC)}
 
 
 def known_kinds() -> str:

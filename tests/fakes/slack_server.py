@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 from aiohttp import WSMsgType, web
 
 from tests.fakes.http import LocalServer
+from tests.fakes.slack_channels import SlackChannels, page
 from tests.fakes.slack_payloads import APP_ID, APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER, TEAM
 
 Json = dict[str, Any]
@@ -49,7 +50,7 @@ def _chunks_text(args: Json) -> str:
     return text
 
 
-class FakeSlack(LocalServer):
+class FakeSlack(SlackChannels, LocalServer):
     def __init__(self, token: str = BOT_TOKEN, app_token: str = APP_TOKEN) -> None:
         super().__init__()
         self.token = token
@@ -69,6 +70,7 @@ class FakeSlack(LocalServer):
         self._last = 1_700_000_000 * 1_000_000  # microseconds
         self.users: dict[str, Json] = {}  # user id -> user object (users.info)
         self.usergroups: list[Json] = []  # usergroup objects, each with its "users"
+        self.channels_init()  # channels, members (tests/fakes/slack_channels.py)
         self.app.router.add_route("*", "/api/{method}", self._handle)
         self.app.router.add_get("/link", self._socket)
 
@@ -257,6 +259,9 @@ class FakeSlack(LocalServer):
 
     def _conversations_replies(self, args: Json) -> Json:
         channel, ts = args["channel"], args["ts"]
+        refused = self._readable(args) if channel in self.channels else None
+        if refused:
+            return refused
         found = self._find(channel, ts)
         if found is None:
             return {"ok": False, "error": "thread_not_found"}
@@ -264,9 +269,9 @@ class FakeSlack(LocalServer):
             thread = [found]
         else:
             thread = sorted(self._threads[channel, ts], key=lambda m: _ts_key(m["ts"]))
-        limit = int(args.get("limit") or 1000)
-        return {"messages": thread[:limit], "has_more": len(thread) > limit,
-                "response_metadata": {"next_cursor": ""}}
+        chunk, cursor = page(thread, args, default=1000)
+        return {"messages": chunk, "has_more": bool(cursor),
+                "response_metadata": {"next_cursor": cursor}}
 
     def _users_info(self, args: Json) -> Json:
         user = self.users.get(args.get("user", ""))

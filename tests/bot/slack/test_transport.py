@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from bot.cli import main
 from bot.slack.manifest import Features, manifest, to_yaml
 from tests.bot.slack.conftest import (
     Q_TS,
@@ -90,6 +92,13 @@ def test_the_committed_manifest_is_the_generated_default() -> None:
      ["message.groups"]),
     (Features(slash_command=False, app_home=False, directory=True),
      ["users:read", "users:read.email", "usergroups:read"], []),
+    (Features(slash_command=False, app_home=False, channel_source=True),
+     ["channels:read", "groups:read", "groups:history", "users:read", "users:read.email"],
+     ["message.groups"]),
+    (Features(slash_command=False, app_home=False, private_channels=True, directory=True,
+              channel_source=True),
+     ["groups:history", "users:read", "users:read.email", "usergroups:read", "channels:read",
+      "groups:read"], ["message.groups"]),  # each scope and event once
 ])
 def test_manifest_asks_for_each_scope_only_when_its_feature_is_on(
         features: Features, scopes: list[str], events: list[str]) -> None:
@@ -131,3 +140,21 @@ async def test_every_subscribed_event_is_acknowledged(stack: SlackStack) -> None
     for name in every["settings"]["event_subscriptions"]["bot_events"]:
         assert (await stack.driver.event(samples[name])).status == 200, name
     await stack.driver.settle()
+
+
+@pytest.mark.parametrize("with_source", [False, True])
+def test_the_command_asks_for_channel_history_only_with_a_slack_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        with_source: bool) -> None:
+    config = tmp_path / "sift.toml"
+    config.write_text('[[sources]]\nname = "chat"\nkind = "slack"\n[sources.slack]\n'
+                      'channels = ["#it-help"]\n' if with_source else "", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIFT_DATA_DIR", str(tmp_path))
+    assert main(["--config", str(config), "slack", "manifest"]) == 0
+    made = yaml.safe_load(capsys.readouterr().out)
+    scopes = made["oauth_config"]["scopes"]["bot"]
+    events = made["settings"]["event_subscriptions"]["bot_events"]
+    assert ("groups:history" in scopes) is with_source
+    assert ("channels:read" in scopes) is with_source
+    assert ("message.groups" in events) is with_source

@@ -1,4 +1,4 @@
-"""The one Slack Web API client factory: base URL, retries on 429 and 5xx, NO_PROXY honoured."""
+"""The one Slack Web API client factory (chat, permissions, channel sync): retries, NO_PROXY."""
 
 from __future__ import annotations
 
