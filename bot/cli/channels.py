@@ -7,7 +7,6 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bot import surfaces
 from bot.chat.policy import (
     DIRECT_CHANNEL,
     ChannelPolicy,
@@ -145,8 +144,14 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(args: argparse.Namespace) -> int:
+def _check_channel(args: argparse.Namespace) -> None:
+    from bot import surfaces  # the surfaces' specs bring aiohttp and pydantic: not for --help
+
     check_channel(args.platform, args.channel, surfaces.policy_platforms())
+
+
+def _show(args: argparse.Namespace) -> int:
+    _check_channel(args)
     app = _app(args)
     policy = _current(app, args.platform, args.channel)
     _print(policy or ChannelPolicy(args.platform, args.channel), policy is not None, args.json)
@@ -154,7 +159,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
-    check_channel(args.platform, args.channel, surfaces.policy_platforms())
+    _check_channel(args)
     app = _app(args)
     base = _current(app, args.platform, args.channel) or ChannelPolicy(args.platform,
                                                                        args.channel)
@@ -176,7 +181,7 @@ def _set(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    check_channel(args.platform, args.channel, surfaces.policy_platforms())
+    _check_channel(args)
     app = _app(args)
     before = app.channel_policies.get(args.platform, args.channel)
     removed = app.channel_policies.remove(args.platform, args.channel)
