@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot import llm_setup
+from bot import llm_setup, surfaces
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -30,7 +30,9 @@ from bot.llm_setup import Endpoint
 from bot.permissions.directory import GroupDirectory
 from bot.proxy import TrustedProxies
 from bot.settings import ChannelSettings, Settings, SourceSettings, build_settings, to_config
-from bot.settings_check import is_loopback, parse_networks
+from bot.settings_check import parse_networks
+from bot.slack import spec as slack_surface
+from bot.surface_spec import Around
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -94,9 +96,7 @@ from sync.schedule import SourceSchedule, SyncScheduler
 if TYPE_CHECKING:
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
-    from bot.slack.app import SlackAdapter
-    from bot.teams.app import TeamsEndpoint
-    from bot.webchat.app import Gate, WebChat
+    from bot.webchat.app import Gate
     from rag.llm import AnthropicLLM
     from rag.llm_openai import OpenAILLM
 
@@ -528,12 +528,13 @@ class App:
         return validate(policy, self.known_names())
 
     def known_names(self) -> Known:
-        return Known(sources=[s.name for s in self.settings.resolved_sources],
-                     groups=[g.name for g in self.settings.groups])
+        return surfaces.policy_names(self.settings)
 
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""
-        defaults = PolicyDefaults(follow_ups=self.settings.slack.follow_ups_without_mention)
+        # Follow-ups without a mention: a [slack] setting since before policies had their own.
+        slack = slack_surface.config(self.settings).options
+        defaults = PolicyDefaults(follow_ups=slack.follow_ups_without_mention)
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), self.access_resolver,
@@ -558,34 +559,12 @@ class App:
                             history=self.history, quota=QuotaRepository(self.database))
         return ChatService(answers, stores, limits, self.storage_retrying)
 
-    def web_chat(self, flow: ChatFlow, gate: Gate | None = None) -> WebChat | None:
-        """The chat page at /: open on loopback; beyond it only behind `gate` (the admin
-        console's sign-in); else None (and why, in the log)."""
-        from bot.webchat.app import WebChat
+    def around(self, flow: ChatFlow, gate: Gate | None = None) -> Around:
+        """What every chat surface is given to build itself (bot/surface_spec.py)."""
+        from bot.startup import place_of
 
-        if not self.settings.web_chat.enabled:
-            return None
-        beyond = not is_loopback(self.settings.host)
-        if beyond and gate is None:
-            log.warning("web chat: off, because SIFT_HOST %s is reachable from other machines "
-                        "and no sign-in protects it (set SIFT_ADMIN__PASSWORD or "
-                        "SIFT_ADMIN__OIDC__ISSUER)", self.settings.host)
-            return None
-        return WebChat(flow, max_chars=self.settings.chat.max_message_chars,
-                       gate=gate if beyond else None)
-
-    def teams(self, flow: ChatFlow) -> TeamsEndpoint:
-        """POST /api/messages; ConfigError if it would accept unauthenticated requests from
-        other machines or the credentials are incomplete."""
-        from bot.teams.app import TeamsEndpoint  # the Agents SDK loads only for serving
-        from bot.teams.auth import auth_configuration
-
-        return TeamsEndpoint(auth_configuration(self.settings), self.settings.teams, flow,
-                             max_in_flight=self.settings.chat.max_in_flight)
-
-    def slack(self, flow: ChatFlow) -> SlackAdapter:
-        """The Slack adapter (HTTP route or Socket Mode); ConfigError naming the missing
-        SIFT_SLACK_* setting."""
-        from bot.slack.app import build_slack_adapter  # bolt loads only for serving
-
-        return build_slack_adapter(self.settings, flow)
+        chat = self.settings.chat
+        return Around(flow, place_of(self.settings, admin=gate is not None),
+                      max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
+                      max_message_chars=chat.max_message_chars,
+                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate)

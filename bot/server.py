@@ -15,14 +15,15 @@ from pathlib import Path
 
 from aiohttp import web
 
+from bot import surfaces
 from bot.admin import routes as admin_console
 from bot.app import App
 from bot.hooks import PushRoutes
 from bot.llm_setup import verify_models
 from bot.metrics.registry import Metrics, reset_directory
 from bot.metrics.route import MetricsRoute
-from bot.startup import announce
-from bot.teams.auth import check_exposure
+from bot.startup import announce, place_of
+from bot.surface_spec import Endpoint
 from bot.tracing import start_tracing
 from bot.weaviate import keepalive
 from bot.weaviate.supervisor import WeaviateSupervisor
@@ -99,6 +100,20 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+def _check_surfaces(app: App) -> None:
+    """Before anything starts: each surface refuses what it could not serve safely."""
+    place = place_of(app.settings)
+    for spec in surfaces.SPECS:
+        if spec.check is not None:
+            spec.check(spec.config(app.settings), place)
+
+
+async def _finish(endpoint: Endpoint, timeout_s: float = 30.0) -> None:
+    """The site took its last request: answers in flight finish, then connections close."""
+    await endpoint.drain(timeout_s)
+    await endpoint.close()
 
 
 def _stop_event() -> asyncio.Event:
@@ -200,7 +215,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
     tests): its heap is not start-up state to freeze, and a full collection of a large host
     heap at every start is a cost with nothing to gain."""
     stop = stop or _stop_event()
-    check_exposure(app.settings)  # Teams: refuse an unauthenticated public /api/messages
+    _check_surfaces(app)  # e.g. Teams refuses an unauthenticated /api/messages beyond loopback
     if app.llm_endpoint is not None and app.llm_endpoint.provider == "openai":  # checked now
         await verify_models(app.settings, app.llm)
     more = _check_workers(app, worker)
@@ -229,21 +244,6 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if seeded:
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
         flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
-        # --- Teams: POST /api/messages (JWT-checked; anonymous only on loopback) ------------
-        if app.settings.teams_enabled:
-            teams = app.teams(flow)
-            teams.mount(web_app)
-            stack.push_async_callback(teams.close)  # after the site stops: drain answers
-        # --- end Teams ---------------------------------------------------------------------
-        # --- Slack: POST /slack/events (signed), or Socket Mode with SIFT_SLACK_APP_TOKEN ----
-        if app.settings.slack_bot_token is not None:
-            slack = app.slack(flow)
-            if slack.socket_mode:
-                await slack.start_socket_mode()
-            else:
-                slack.mount(web_app)
-            stack.push_async_callback(slack.close)  # after the site stops: drain answers
-        # --- end Slack ---------------------------------------------------------------------
         for problem in await app.access_resolver.startup_problems():  # named, not fatal
             log.warning("permissions: %s", problem)
         # Started below, after the site; the start-up pass runs in the primary only.
@@ -254,10 +254,14 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
-        # --- Web chat: the page at /; beyond loopback only behind the console's sign-in ---
-        chat_page = app.web_chat(flow, admin_console.chat_gate(console) if console else None)
-        if chat_page is not None:
-            chat_page.mount(web_app)
+        # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
+        around = app.around(flow, admin_console.chat_gate(console) if console else None)
+        for spec in surfaces.SPECS:
+            endpoint = spec.build(spec.config(app.settings), around)
+            if endpoint is not None:
+                endpoint.mount(web_app)
+                await endpoint.start()
+                stack.push_async_callback(_finish, endpoint)  # after the site stops
         runner = await _listen(web_app, app, shared=worker or app.settings.workers > 1)
         stack.push_async_callback(runner.cleanup)
         workers = _start_workers(app, stack, more, config)  # once the schema is migrated

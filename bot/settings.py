@@ -7,7 +7,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -215,52 +215,6 @@ class ChatSettings(_Section):
     max_in_flight: int = Field(500, ge=1)
 
 
-class SlackSettings(_Section):
-    streaming: bool = False  # chat.startStream/appendStream/stopStream instead of one post
-    append_every_s: float = Field(0.5, ge=0)  # live answers: at most one appendStream per this
-    follow_ups_without_mention: bool = True
-    ask_why_on_downvote: bool = True
-    assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs
-    # the app's Agents & AI Apps feature and the assistant:write scope
-    api_retries: int = Field(2, ge=0, le=10)  # Web API retries on 429 and 5xx
-    # Features the Slack app is set up with: `sift slack manifest` asks only for their scopes.
-    slash_command: bool = True  # /sift
-    app_home: bool = True  # the Home tab
-    assistant: bool = False  # the AI-app split view; needs the assistant:write scope
-    # Answers in Slack's `markdown` block, made for AI apps (headings, lists, quotes and code
-    # as Slack renders Markdown); answers with tables keep mrkdwn. Unset: with `assistant`.
-    markdown_block: bool | None = None
-    private_channels: bool = False  # message.groups + groups:history
-    directory: bool = False  # users:read.email + usergroups:read (permissions)
-    # The assistant panel's suggested prompts (at most four are shown).
-    suggested_prompts: list[str] = Field(default_factory=lambda: [
-        "How do I request access to a system?", "What is the expense policy for travel?",
-        "How do I rotate the staging database credentials?"], max_length=4)
-
-
-class TeamsSettings(_Section):
-    """The Teams adapter; its credentials are the flat SIFT_TEAMS_APP_ID/PASSWORD/TENANT_ID."""
-
-    # Mount POST /api/messages in `sift serve`. Unset: on when SIFT_TEAMS_APP_ID is, so a
-    # fresh server takes no unauthenticated Teams traffic; true without an app id is
-    # anonymous local testing (loopback only).
-    enabled: bool | None = None
-    streaming: bool = True  # personal chats: Teams' streaming protocol, the answer as written
-    stream_interval_s: float = Field(1.0, ge=0)  # at most one streaming update per this
-    citation_entities: bool = True  # False: a numbered source list instead of citation pop-ups
-    typing_interval_s: float = Field(3.0, gt=0)
-    send_retries: int = Field(4, ge=0, le=10)  # connector 429/412/502/504
-    retry_max_wait_s: float = Field(30.0, gt=0)
-    certificate_pfx: Path | None = None  # instead of SIFT_TEAMS_APP_PASSWORD
-
-
-class WebChatSettings(_Section):
-    """The chat page at / of `sift serve`: open on loopback; beyond it only behind the admin
-    console's sign-in."""
-
-    enabled: bool = True
-
-
 class ABSettings(_Section):
     fast_share: float = Field(0.0, ge=0.0, le=1.0)
 
@@ -345,7 +299,7 @@ class OutputSettings(_Section):
 class ChannelSettings(_Section):
     """One [[channels]] table: how Sift behaves in one conversation (see docs/channels.md)."""
 
-    platform: Literal["slack", "teams"]
+    platform: str  # a surface with channel policies (bot/surfaces.py): "slack", "teams"
     channel: str = Field(min_length=1)
     label: str = ""
     sources: list[str] = Field(default_factory=list)
@@ -357,6 +311,16 @@ class ChannelSettings(_Section):
     enabled: bool = True
     audience: list[str] = Field(default_factory=list)
 
+    @field_validator("platform")
+    @classmethod
+    def _known_platform(cls, value: str) -> str:
+        from bot import surfaces  # the registry imports the surfaces' settings sections
+
+        names = list(surfaces.policy_platforms())
+        if value not in names:
+            raise ValueError(f"{value!r} is not a platform with channel policies; one of: "
+                             f"{', '.join(names)}")
+        return value
 
 class GroupSettings(_Section):
     """One Sift access group (`[[groups]]`): who belongs, by any of these rules."""
@@ -522,10 +486,9 @@ class Settings(BaseSettings):
     prior: PriorSettings = Field(default_factory=PriorSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
-    slack: SlackSettings = Field(default_factory=SlackSettings)
-    teams: TeamsSettings = Field(default_factory=TeamsSettings)
     ab: ABSettings = Field(default_factory=ABSettings)
-    web_chat: WebChatSettings = Field(default_factory=WebChatSettings)
+    # The chat surfaces' own tables ([slack], [teams], [web_chat]) are added from the surface
+    # registry below: a new surface brings its table without an edit here.
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
     output: OutputSettings = Field(default_factory=OutputSettings)
@@ -603,15 +566,30 @@ class Settings(BaseSettings):
         return self.sources or [sample_source()]
 
     @property
-    def teams_enabled(self) -> bool:
-        on = self.teams.enabled
-        return bool(self.teams_app_id) if on is None else on
-
-    @property
     def llm_configured(self) -> bool:
         if self.llm.provider != "anthropic":  # named on purpose: its credentials are checked
             return True
         return self.anthropic_api_key is not None or bool(self.anthropic_base_url)
+
+
+
+def _with_surfaces(base: type[Settings]) -> type[Settings]:
+    """Settings with a field per chat surface's own table, from the surface registry (so a
+    new surface's SIFT_<NAME>__* and [<name>] are settings without an edit here)."""
+    from pydantic import create_model
+
+    from bot import surfaces
+
+    fields: dict[str, Any] = {
+        spec.section_name: (spec.section, Field(default_factory=spec.section))
+        for spec in surfaces.SPECS}
+    derived: type[Settings] = create_model(
+        "Settings", __base__=base, __module__=__name__, __doc__=base.__doc__, **fields)
+    return derived
+
+
+if not TYPE_CHECKING:
+    Settings = _with_surfaces(Settings)
 
 
 def _env_name(loc: tuple[Any, ...]) -> str:

@@ -59,11 +59,11 @@ class SearchHit:
     score: float
 
 
-class Platform(enum.StrEnum):
-    SLACK = "slack"
-    TEAMS = "teams"
-    TERMINAL = "terminal"
-    WEB = "web"
+# Where a question came from: a chat surface's name ("slack", "web": each surface names its
+# own, bot/surfaces.py) or the command line's. A name, not an enum: a new surface is no edit
+# here.
+Platform = str
+TERMINAL: Platform = "terminal"
 
 
 class Mode(enum.StrEnum):
@@ -85,7 +85,7 @@ class Turn:
 class AskContext:
     """Where a question came from; the adapters fill it, storage records it."""
 
-    platform: Platform = Platform.TERMINAL
+    platform: Platform = TERMINAL
     workspace: str = ""
     channel: str = ""
     thread: str = ""

@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot import surfaces
 from bot.admin.console import KEY, PREFIX, audit, render, require_admin
 from bot.chat.policy import (
     ChannelPolicy,
@@ -29,9 +30,7 @@ SWITCHES = ("only_when_confident", "private_answers", "follow_ups", "enabled")
 
 
 def _known(request: web.Request) -> Known:
-    settings = request.app[KEY].settings
-    return Known(sources=[s.name for s in settings.resolved_sources],
-                 groups=[g.name for g in settings.groups])
+    return surfaces.policy_names(request.app[KEY].settings)
 
 
 def _stored(request: web.Request, platform: str, channel: str) -> ChannelPolicy | None:
@@ -83,7 +82,7 @@ async def save(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     try:
         policy = _from_form(form)
-        check_channel(policy.platform, policy.channel)
+        check_channel(policy.platform, policy.channel, surfaces.policy_platforms())
         policy = validate(policy, _known(request))
     except PolicyError as exc:
         values: dict[str, Any] = {k: str(form.get(k, "")) for k in (

@@ -3,8 +3,10 @@ remember, and look up → dedupe → vote → escalate → acknowledge. Platform
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from dataclasses import replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 
 from bot.chat.access import PUBLIC, AccessResolver, Audience, Visibility, visible_to
 from bot.chat.addressing import reads_like_question
@@ -39,7 +41,7 @@ class Policies:
                 self._defaults.channel(platform)
         return await self._retrying.blocking(
             "reading the channel policy", resolve, self._store, self._defaults,
-            platform.value, channel, direct=direct, team=team)
+            platform, channel, direct=direct, team=team)
 
     async def for_message(self, msg: ChatMessage) -> ChannelPolicy:
         return await self.find(msg.platform, msg.channel, direct=msg.kind is Kind.DIRECT,
@@ -58,21 +60,16 @@ class ChatFlow:
 
     async def on_message(self, msg: ChatMessage, surface: Surface) -> None:
         """Answer `msg` if it is for Sift; every failure ends in a sentence, never silence."""
-        with correlated() as cid:
-            addressed = msg.kind in ADDRESSED
-            try:
-                policy = await self.policies.for_message(msg)
-                if await self._take_comment(msg, surface):
-                    return
-                history = await self._addressed(msg, surface, policy)
-                if history is None:
-                    return
-                addressed = True
-                await self._answer(msg, surface, policy, history)
-            except Exception as exc:
-                log.exception("%s message %s failed", msg.platform, msg.event_key)
-                if addressed:
-                    await _tell_failure(surface, cid, failure_sentence(exc))
+        async with guarded(surface, f"{msg.platform} message {msg.event_key}",
+                           tell=msg.kind in ADDRESSED) as guard:
+            policy = await self.policies.for_message(msg)
+            if await self._take_comment(msg, surface):
+                return
+            history = await self._addressed(msg, surface, policy)
+            if history is None:
+                return
+            guard.tell = True  # a message for Sift: its asker hears of a failure
+            await self._answer(msg, surface, policy, history)
 
     async def _addressed(self, msg: ChatMessage, surface: Surface,
                          policy: ChannelPolicy) -> tuple[Turn, ...] | None:
@@ -155,12 +152,8 @@ class ChatFlow:
     # --- votes and calls for help ---------------------------------------------------------
 
     async def on_vote(self, vote: Vote, surface: Surface) -> None:
-        with correlated() as cid:
-            try:
-                await self._vote(vote, surface)
-            except Exception as exc:
-                log.exception("vote on %s failed", vote.message_ref)
-                await _tell_failure(surface, cid, failure_sentence(exc))
+        async with guarded(surface, f"vote on {vote.message_ref}"):
+            await self._vote(vote, surface)
 
     async def _vote(self, vote: Vote, surface: Surface) -> None:
         interaction = await self.service.interaction_for(vote.platform, vote.channel,
@@ -188,17 +181,26 @@ class ChatFlow:
     async def on_help(self, platform: Platform, channel: str, surface: Surface, *,
                       team: str = "") -> None:
         """"Still need help?": call the people the channel's policy names."""
-        with correlated() as cid:
-            try:
-                if not await self._escalate(platform, channel, surface, team=team):
-                    await surface.notice(messages.NOBODY_TO_CALL)
-            except Exception:
-                log.exception("help request in %s failed", channel)
-                await _tell_failure(surface, cid)
+        async with guarded(surface, f"help request in {channel}"):
+            if not await self._escalate(platform, channel, surface, team=team):
+                await surface.notice(messages.NOBODY_TO_CALL)
+
+    async def on_share(self, interaction_id: int, user: str, platform: Platform, channel: str,
+                       surface: Surface) -> None:
+        """"Share to channel" under a private answer: post it for everyone in `channel`, when
+        its asker clicked and every document it was written from is visible there. Checked
+        again at the click: the button was only offered, and a click can be forged (another
+        answer's id, another channel, another person)."""
+        async with guarded(surface, f"sharing answer {interaction_id}"):
+            answer = await self.service.recall(interaction_id)
+            if answer is None or answer.question.context.user != user or \
+                    not await self.shareable(answer, platform, channel):
+                await surface.notice(messages.SHARE_UNAVAILABLE)
+                return
+            ref = await surface.deliver(answer, Delivery())
+            await self.service.link(answer, answer.question.context.channel, ref)
 
     async def shareable(self, answer: Answer, platform: Platform, channel: str) -> bool:
-        """A share click is checked again: the button was only offered, a click can be forged
-        (another answer's id, another channel)."""
         policy = await self.policies.find(platform, channel, direct=False)
         return answer.status in (AnswerStatus.ANSWERED, AnswerStatus.DEGRADED) and \
             may_share(policy, answer)
@@ -247,6 +249,28 @@ def may_share(policy: ChannelPolicy, answer: Answer) -> bool:
     known = {c.chunk.chunk_id for c in answer.candidates}
     return all(c.chunk_id in known for c in answer.citations) and \
         all(visible_to(access, channel_groups) for access in used)
+
+
+@dataclass
+class Guard:
+    cid: str
+    tell: bool  # whether the person hears of a failure (an unaddressed message: no)
+
+
+@contextlib.asynccontextmanager
+async def guarded(surface: Surface, what: str, *, tell: bool = True) -> AsyncIterator[Guard]:
+    """The one "correlate, try, log, tell the person" of every chat entry point: the work runs
+    under a fresh correlation id; a failure is logged with it, and the person gets one
+    sentence carrying it as a reference (what failed, when that can be named: a full disk, a
+    database away), never silence and never a traceback."""
+    with correlated() as cid:
+        guard = Guard(cid, tell)
+        try:
+            yield guard
+        except Exception as exc:
+            log.exception("%s failed", what)
+            if guard.tell:
+                await _tell_failure(surface, cid, failure_sentence(exc))
 
 
 async def _tell_failure(surface: Surface, cid: str,

@@ -13,13 +13,18 @@ from rag.errors import InputError
 DEFAULT_CHANNEL = "*"  # the policy of channels that have none
 DIRECT_CHANNEL = "@direct"  # the policy of DMs and personal chats
 SCOPE_PREFIXES = ("tag:", "type:")  # `sources` may also name document tags and types
-PLATFORMS = ("slack", "teams", "web")
 
-# Slack: C… public, G… private, D… DM ids; Teams: "19:…@thread.tacv2/skype", "a:…", "8:…".
-_SLACK_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
-_TEAMS_ID = re.compile(r"^(19:[^\s;]+@thread\.[a-z0-9]+|a:[^\s;]+|8:[^\s;]+|29:[^\s;]+)$")
-# escalate_to: Slack user (U…/W…) or user-group (S…) ids, Teams ids (29:…) or AAD object ids.
-_USER_REF = re.compile(r"^[UWS][A-Z0-9]{6,}$|^29:[^\s;]+$|^[0-9a-f-]{36}$")
+
+@dataclass(frozen=True)
+class PolicyIds:
+    """The ids a channel policy may name on one platform, as its surface declares them
+    (bot/surfaces.py): its channels, and the people `escalate_to` may call. A pattern left
+    out accepts any id; a `shape` says what a refused one should have looked like."""
+
+    channel: re.Pattern[str] | None = None
+    channel_shape: str = ""
+    people: re.Pattern[str] | None = None
+    people_shape: str = ""
 
 
 class Respond(enum.StrEnum):
@@ -95,6 +100,7 @@ class Known:
 
     sources: Sequence[str] = ()
     groups: Sequence[str] | None = None  # None: groups are not checked
+    platforms: Mapping[str, PolicyIds] = field(default_factory=dict)  # surfaces with policies
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -110,19 +116,25 @@ def _refuse(sentence: str, field: str = "channel") -> PolicyError:
     return PolicyError(sentence, field)
 
 
-def check_channel(platform: str, channel: str) -> None:
+def check_channel(platform: str, channel: str, platforms: Mapping[str, PolicyIds]) -> None:
     """A malformed id is refused; an unknown but well-formed one is fine (created later)."""
-    if platform not in PLATFORMS:
-        raise _refuse(f"Unknown platform '{platform}'; use one of: {', '.join(PLATFORMS)}.",
+    ids = platforms.get(platform)
+    if ids is None:
+        raise _refuse(f"Unknown platform '{platform}'; use one of: {', '.join(platforms)}.",
                       "platform")
     if channel in (DEFAULT_CHANNEL, DIRECT_CHANNEL):
         return
-    pattern = _SLACK_ID if platform == "slack" else _TEAMS_ID if platform == "teams" else None
-    if pattern is not None and not pattern.match(channel):
-        shape = ("a Slack channel id such as C0123ABCD" if platform == "slack" else
-                 "a Teams conversation id such as 19:abc…@thread.tacv2, or a team id")
-        raise _refuse(f"'{channel}' is not {shape} (or '*' for the default, '@direct' for "
-                      "direct messages).")
+    if ids.channel is not None and not ids.channel.match(channel):
+        raise _refuse(f"'{channel}' is not {ids.channel_shape} (or '*' for the default, "
+                      "'@direct' for direct messages).")
+
+
+def _check_person(person: str, platforms: Mapping[str, PolicyIds]) -> None:
+    """Anyone some surface can call: an answer in one place may call people on another."""
+    callable_by = [ids for ids in platforms.values() if ids.people is not None]
+    if not any(ids.people.match(person) for ids in callable_by if ids.people is not None):
+        shapes = ", nor ".join(ids.people_shape for ids in callable_by)
+        raise _refuse(f"'{person}' in `escalate_to` is not {shapes}.", "escalate_to")
 
 
 def _check_names(field_name: str, values: Iterable[str], known: Sequence[str] | None,
@@ -138,14 +150,11 @@ def _check_names(field_name: str, values: Iterable[str], known: Sequence[str] | 
 
 def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
     """The policy back, or InputError naming the one field at fault."""
-    check_channel(policy.platform, policy.channel)
+    check_channel(policy.platform, policy.channel, known.platforms)
     _check_names("sources", policy.source_names, list(known.sources), "source")
     _check_names("audience", policy.audience, known.groups, "group")
     for person in policy.escalate_to:
-        if not _USER_REF.match(person):
-            raise _refuse(f"'{person}' in `escalate_to` is not a Slack user id (U…/W…) or "
-                          "user-group id (S…), nor a Teams user id (29:…) or AAD object id.",
-                          "escalate_to")
+        _check_person(person, known.platforms)
     if policy.only_when_confident and policy.respond is not Respond.QUESTIONS:
         raise _refuse("`only_when_confident` applies to auto-answer channels: set "
                       "`respond = \"questions\"` too, or leave it off.", "only_when_confident")

@@ -248,7 +248,7 @@ class ChatService:
         found = await self._store("recalling an answer", self._stores.links.recall, interaction_id)
         if found is None:
             return None
-        context = AskContext(platform=Platform(found.platform), channel=found.channel,
+        context = AskContext(platform=found.platform, channel=found.channel,
                              user=found.user)
         citations = tuple(Citation(c.n, c.doc_id, c.title, c.url, c.chunk_id)
                           for c in found.citations)
@@ -263,5 +263,5 @@ class ChatService:
 
     async def asked_by(self, platform: Platform, user: str, limit: int = 5) -> list[str]:
         rows = await self._store("reading earlier questions", self._stores.links.asked_by,
-                                 platform.value, user, limit)
+                                 platform, user, limit)
         return [r.question for r in rows]

@@ -31,7 +31,7 @@ class Background:
     def full(self) -> bool:
         return 0 < self._limit <= len(self._tasks)
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Start `work`, or refuse it with Busy when `limit` tasks are in progress."""
         if self.full:
             work.close()  # never started: no "coroutine was never awaited" warning
@@ -44,6 +44,7 @@ class Background:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     @property
     def busy(self) -> int:

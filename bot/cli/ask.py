@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bot.chat.access import PUBLIC, Asker, Audience, Visibility
 from rag import messages
 from rag.errors import InputError, RetrievalError
-from rag.types import Answer, AnswerStatus, AskContext, Mode, Platform, Question, Turn
+from rag.types import TERMINAL, Answer, AnswerStatus, AskContext, Mode, Question, Turn
 
 if TYPE_CHECKING:  # the heavy modules load when a command runs, not for `sift --help`
     from bot.app import App
@@ -83,7 +83,7 @@ async def _access_groups(app: App, args: argparse.Namespace) -> tuple[str, ...]:
         named = tuple(dict.fromkeys((PUBLIC, *_listed(args.groups))))
         return app.access_resolver.directory.with_principals(named)
     if args.as_email is not None:
-        asker = Asker(Platform.TERMINAL, getpass.getuser(), email=args.as_email.strip())
+        asker = Asker(TERMINAL, getpass.getuser(), email=args.as_email.strip())
         return await app.access_resolver.groups_for(asker, Audience(Visibility.PRIVATE))
     return (PUBLIC,)
 
@@ -92,7 +92,7 @@ def _question(text: str, args: argparse.Namespace, groups: tuple[str, ...],
               history: tuple[Turn, ...] = ()) -> Question:
     if not text.strip():
         raise InputError("empty question", user_message=messages.EMPTY_QUESTION)
-    context = AskContext(platform=Platform.TERMINAL, user=getpass.getuser(),
+    context = AskContext(platform=TERMINAL, user=getpass.getuser(),
                          access_groups=groups)
     return Question(text.strip(), context, history, Mode(args.mode) if args.mode else None)
 

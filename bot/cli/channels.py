@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from bot import surfaces
 from bot.chat.policy import (
     DIRECT_CHANNEL,
     ChannelPolicy,
@@ -145,7 +146,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    check_channel(args.platform, args.channel)
+    check_channel(args.platform, args.channel, surfaces.policy_platforms())
     app = _app(args)
     policy = _current(app, args.platform, args.channel)
     _print(policy or ChannelPolicy(args.platform, args.channel), policy is not None, args.json)
@@ -153,7 +154,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
-    check_channel(args.platform, args.channel)
+    check_channel(args.platform, args.channel, surfaces.policy_platforms())
     app = _app(args)
     base = _current(app, args.platform, args.channel) or ChannelPolicy(args.platform,
                                                                        args.channel)
@@ -175,7 +176,7 @@ def _set(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    check_channel(args.platform, args.channel)
+    check_channel(args.platform, args.channel, surfaces.policy_platforms())
     app = _app(args)
     before = app.channel_policies.get(args.platform, args.channel)
     removed = app.channel_policies.remove(args.platform, args.channel)

@@ -22,10 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _manifest(args: argparse.Namespace) -> int:
     from bot.app import load_settings
+    from bot.slack import spec
     from bot.slack.manifest import Features, manifest, to_yaml
 
     settings = load_settings(args.config)
-    s = settings.slack
+    s = spec.config(settings).options
     url = args.url or settings.public_url or "https://sift.example.com"
     features = Features(s.slash_command, s.app_home, s.assistant, s.private_channels,
                         s.directory)

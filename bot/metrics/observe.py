@@ -28,7 +28,7 @@ class MeteredAnswers:
     async def answer(self, question: Question, preview: TextSink | None = None) -> Answer:
         with span("sift.answer") as traced:
             if traced is not None:
-                traced.set_attribute("sift.platform", question.context.platform.value)
+                traced.set_attribute("sift.platform", question.context.platform)
                 if self._question_text:
                     traced.set_attribute("sift.question", question.text)
             self._m.in_flight.inc()
@@ -45,7 +45,7 @@ class MeteredAnswers:
 
     def count(self, answer: Answer) -> None:
         m = self._m
-        m.answers.labels(answer.question.context.platform.value, answer.mode.value,
+        m.answers.labels(answer.question.context.platform, answer.mode.value,
                          answer.status.value).inc()
         for stage in STAGES:
             if stage in answer.timings_ms:

@@ -7,7 +7,9 @@ from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
+from bot.slack import spec as slack_spec
 from bot.slack.client import web_client
+from bot.teams import spec as teams_spec
 from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
 
 
@@ -17,11 +19,12 @@ def build_resolver(settings: Settings) -> GroupResolver:
     slack = None
     if settings.slack_bot_token is not None:
         # The same client as the adapter's: retries on 429 and 5xx, NO_PROXY honoured.
+        retries = slack_spec.config(settings).options.api_retries
         client = web_client(settings.slack_bot_token.get_secret_value(),
-                            settings.slack_api_url, retries=settings.slack.api_retries)
+                            settings.slack_api_url, retries=retries)
         slack = SlackDirectory(client, directory.slack_handles, ttl)
     graph = None
-    p, pfx = settings.permissions, settings.teams.certificate_pfx
+    p, pfx = settings.permissions, teams_spec.config(settings).options.certificate_pfx
     if directory.entra_group_ids and settings.teams_app_id and settings.teams_tenant_id and (
             settings.teams_app_password is not None or pfx is not None):
         # The Teams bot's app reads Graph, with its secret or else its certificate.

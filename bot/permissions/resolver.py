@@ -11,7 +11,8 @@ from bot.permissions.cache import TtlCache
 from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import GraphMembership
 from bot.permissions.slack_identity import LookupFailed, SlackDirectory
-from rag.types import Platform
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class GroupResolver:
         try:
             identity = await self._identify(asker)
         except LookupFailed as exc:  # not cached: the next question tries again
-            log.warning("%s user %s gets public answers only: %s", asker.platform.value,
+            log.warning("%s user %s gets public answers only: %s", asker.platform,
                         asker.user or "?", exc)
             return ()
         groups = self.directory.groups_of(identity)
@@ -64,13 +65,13 @@ class GroupResolver:
         return groups
 
     async def _identify(self, asker: Asker) -> Identity:
-        if asker.platform is Platform.SLACK:
+        if asker.platform == SLACK_PLATFORM:
             if self._slack is None:
                 raise LookupFailed("Slack identity lookups need SIFT_SLACK_BOT_TOKEN")
             if not asker.user:
                 raise LookupFailed("the Slack event names no user")
             return await self._slack.identity(asker.user)
-        if asker.platform is Platform.TEAMS:
+        if asker.platform == TEAMS_PLATFORM:
             entra: frozenset[str] = frozenset()
             if self._graph is not None and self.directory.entra_group_ids:
                 entra = await self._graph.groups_of(asker.user)

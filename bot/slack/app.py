@@ -12,15 +12,15 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background, Busy
-from bot.settings import Settings
 from bot.slack.client import web_client
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
+from bot.slack.spec import SlackConfig
 from bot.slack.surface import SlackOptions
+from bot.surface_spec import Around
 from rag.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,14 @@ class SlackAdapter:
         return bool(self._app_token)
 
     def mount(self, web_app: web.Application) -> None:
+        """POST /slack/events, unless Slack comes over Socket Mode (then `start` connects)."""
         self._share_connections()
-        add_slack_routes(web_app, self.bolt, self._signing_secret)
+        if not self.socket_mode:
+            add_slack_routes(web_app, self.bolt, self._signing_secret)
+
+    async def start(self) -> None:
+        if self.socket_mode:
+            await self.start_socket_mode()
 
     def _share_connections(self) -> None:
         """One aiohttp session for every Web API call, bolt's per-request clients included
@@ -113,12 +119,15 @@ class SlackAdapter:
                 "(an xapp- token with connections:write).") from exc
         log.info("Slack: connected in Socket Mode")
 
-    async def close(self, timeout_s: float = 30.0) -> None:
+    async def drain(self, timeout_s: float = 30.0) -> None:
+        """No new envelopes; the answers in flight finish (and post with the connections)."""
         if self._socket is not None:
             await self._socket.close_async()
             self._socket = None
         await self.background.drain(timeout_s)
-        await self._close_connections()  # after the drain: answers in flight post with them
+
+    async def close(self) -> None:
+        await self._close_connections()
 
     async def _close_connections(self) -> None:
         session = self.bolt.client.session
@@ -126,24 +135,17 @@ class SlackAdapter:
             await session.close()
 
 
-def _secret(value: object) -> str:
-    get = getattr(value, "get_secret_value", None)
-    return str(get()) if get else ""
-
-
-def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
+def build_slack_adapter(c: SlackConfig, around: Around, *,
                         interval: RetryIntervalCalculator | None = None,
                         append_every_s: float | None = None) -> SlackAdapter:
     """Raises ConfigError naming the missing or malformed SIFT_SLACK_* setting."""
-    token = _secret(settings.slack_bot_token)
-    app_token = _secret(settings.slack_app_token)
-    secret = _secret(settings.slack_signing_secret)
-    if settings.slack_signing_secret is not None and not secret.strip():
+    token, app_token = c.bot_token or "", c.app_token or ""
+    if c.signing_secret is not None and not c.signing_secret.strip():
         raise ConfigError("SIFT_SLACK_SIGNING_SECRET is blank.",
                           user_message="SIFT_SLACK_SIGNING_SECRET is empty or only spaces: set "
                           "it to the app's Signing Secret (Basic Information → App "
                           "Credentials).")
-    secret = secret.strip()  # a pasted secret often brings a newline along
+    secret = (c.signing_secret or "").strip()  # a pasted secret often brings a newline along
     if not token.startswith("xoxb-"):
         raise ConfigError("SIFT_SLACK_BOT_TOKEN is not a bot token.",
                           user_message="SIFT_SLACK_BOT_TOKEN must be the bot token (xoxb-…).")
@@ -155,19 +157,17 @@ def build_slack_adapter(settings: Settings, flow: ChatFlow, *,
                           user_message="Slack over HTTP needs SIFT_SLACK_SIGNING_SECRET (Basic "
                           "Information → App Credentials), or SIFT_SLACK_APP_TOKEN for Socket "
                           "Mode.")
-    s = settings.slack
-    client = web_client(token, settings.slack_api_url, retries=s.api_retries, interval=interval)
+    s = c.options
+    client = web_client(token, c.api_url, retries=s.api_retries, interval=interval)
     options = SlackOptions(streaming=s.streaming,
                            ask_why_on_downvote=s.ask_why_on_downvote,
                            assistant_status=s.assistant_status,
-                           history_turns=settings.chat.history_turns,
-                           markdown_block=s.assistant if s.markdown_block is None
-                           else s.markdown_block,
+                           history_turns=around.history_turns,
+                           markdown_block=c.markdown_block,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
-    background = Background("Slack", limit=settings.chat.max_in_flight)
-    handlers = SlackHandlers(flow, SlackOutbound(client), options, background,
-                             sources=[src.name for src in settings.resolved_sources],
-                             prompts=s.suggested_prompts)
+    background = Background("Slack", limit=around.max_in_flight)
+    handlers = SlackHandlers(around.flow, SlackOutbound(client), options, background,
+                             sources=list(around.sources), prompts=s.suggested_prompts)
     return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token,
                         secret)

@@ -10,7 +10,6 @@ from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
-from bot.chat.surface import Delivery
 from bot.chat.tasks import Background, Busy
 from bot.slack.home import home_view, suggested_prompts
 from bot.slack.inbound import (
@@ -25,10 +24,9 @@ from bot.slack.inbound import (
     parse_reaction,
 )
 from bot.slack.outbound import SlackOutbound
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.slack.surface import SlackOptions, SlackSurface
 from rag import messages
-from rag.logcontext import correlated
-from rag.types import Platform
 
 log = logging.getLogger(__name__)
 Ack = Callable[..., Awaitable[Any]]
@@ -109,7 +107,7 @@ class SlackHandlers:
         reaction = parse_reaction(body, _me(context), added=added)
         if reaction is None:
             return
-        vote = Vote(Platform.SLACK, reaction.channel, reaction.message_ts, reaction.user,
+        vote = Vote(SLACK_PLATFORM, reaction.channel, reaction.message_ts, reaction.user,
                     reaction.vote, VIA_REACTION, added=added,
                     event_key=f"slack:{reaction.event_id}")
         surface = self._surface(_me(context), channel=reaction.channel, user=reaction.user,
@@ -121,7 +119,7 @@ class SlackHandlers:
         if click is None:
             await ack()
             return
-        vote = Vote(Platform.SLACK, click.channel, click.message_ts, click.user, click.vote,
+        vote = Vote(SLACK_PLATFORM, click.channel, click.message_ts, click.user, click.vote,
                     VIA_BUTTON, thread=click.thread_ts)
         surface = self._surface(_me(context), channel=click.channel, user=click.user,
                                 thread_ts=click.thread_ts)
@@ -135,7 +133,7 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts or button.message_ts)
-        await self._clicked(ack, self._flow.on_help(Platform.SLACK, button.channel, surface),
+        await self._clicked(ack, self._flow.on_help(SLACK_PLATFORM, button.channel, surface),
                             surface)
 
     async def on_share(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
@@ -146,23 +144,9 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts)
-        await self._clicked(ack, self._share(int(button.value), button.user, button.channel,
-                                             surface), surface)
-
-    async def _share(self, interaction_id: int, user: str, channel: str,
-                     surface: SlackSurface) -> None:
-        with correlated() as cid:
-            try:
-                answer = await self._flow.service.recall(interaction_id)
-                if answer is None or answer.question.context.user != user or \
-                        not await self._flow.shareable(answer, Platform.SLACK, channel):
-                    await surface.notice(messages.SHARE_UNAVAILABLE)
-                    return
-                ref = await surface.deliver(answer, Delivery())
-                await self._flow.service.link(answer, answer.question.context.channel, ref)
-            except Exception:
-                log.exception("sharing answer %s failed", interaction_id)
-                await surface.failure(cid)
+        await self._clicked(ack, self._flow.on_share(int(button.value), button.user,
+                                                     SLACK_PLATFORM, button.channel, surface),
+                            surface)
 
     # --- App Home and the assistant panel ------------------------------------------------------
 
@@ -175,7 +159,7 @@ class SlackHandlers:
 
     async def _publish_home(self, user: str) -> None:
         try:
-            recent = await self._flow.service.asked_by(Platform.SLACK, user)
+            recent = await self._flow.service.asked_by(SLACK_PLATFORM, user)
             await self._out.publish_home(user, home_view(self._sources, recent))
         except Exception:
             log.exception("could not publish the App Home of %s", user)

@@ -11,7 +11,8 @@ from typing import Any
 from bot.chat.addressing import reads_like_question
 from bot.chat.message import ChatMessage, Kind, Thread
 from bot.slack.render import FEEDBACK_ACTION, VOTE_DOWN, VOTE_UP
-from rag.types import Platform, Turn
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
+from rag.types import Turn
 
 Payload = Mapping[str, Any]  # Slack's JSON as bolt hands it over; read only in this module
 
@@ -52,7 +53,7 @@ class Incoming:
         carry theirs on Slack."""
         remembered = self.kind is Kind.DIRECT and not self.thread_ts
         return ChatMessage(
-            Platform.SLACK, self.kind, f"slack:{self.event_id}", self.team, self.channel,
+            SLACK_PLATFORM, self.kind, f"slack:{self.event_id}", self.team, self.channel,
             self.thread_ts, self.user, self.text, ts=self.ts,
             reply_thread=self.answer_thread(threaded=threaded),
             conversation=f"slack:{self.team}:{self.channel}" if remembered else "",

@@ -20,10 +20,10 @@ from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration
 
 from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background
-from bot.settings import TeamsSettings
 from bot.teams.connector import RetryingClientFactory, RetryPolicy
 from bot.teams.gate import Refusal, check_activity, forwarded
 from bot.teams.handlers import TeamsHandlers
+from bot.teams.spec import TeamsSettings
 from bot.teams.surface import TeamsOptions
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,8 @@ def build_agent(connections: MsalConnectionManager,
 
 
 class TeamsEndpoint:
-    """Everything Teams needs inside `sift serve`; `mount` adds the route, `close` drains."""
+    """Everything Teams needs inside `sift serve` (an Endpoint: bot/surface_spec.py): `mount`
+    adds the route, `drain` lets the answers in flight finish."""
 
     def __init__(self, auth: AgentAuthConfiguration, settings: TeamsSettings,
                  flow: ChatFlow, *, stream_interval_s: float | None = None,
@@ -101,8 +102,14 @@ class TeamsEndpoint:
             web_app["agent_configuration"] = self.auth
         web_app.router.add_post(ROUTE, self.handler())
 
-    async def close(self, timeout_s: float = 30.0) -> None:
+    async def start(self) -> None:
+        return None  # Teams calls in; there is nothing to connect
+
+    async def drain(self, timeout_s: float = 30.0) -> None:
         await self.tasks.drain(timeout_s)
+
+    async def close(self) -> None:
+        return None
 
 
 def _own_port(request: web.Request) -> int | None:

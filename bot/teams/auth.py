@@ -6,25 +6,25 @@ import logging
 
 from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration, AuthTypes
 
-from bot.settings import Settings
 from bot.settings_check import is_loopback
+from bot.teams.spec import TeamsConfig
 from rag.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
-def check_exposure(settings: Settings) -> None:
+def check_exposure(c: TeamsConfig, host: str) -> None:
     """Run before anything starts: `sift serve` refuses an unauthenticated Teams endpoint
     reachable from other machines, and credentials it could not use."""
-    if not settings.teams_enabled:
+    if not c.enabled:
         return
-    if settings.teams_app_id:  # every request then needs a valid JWT
-        _secret_configuration(settings)
+    if c.app_id:  # every request then needs a valid JWT
+        _secret_configuration(c)
         return
-    if is_loopback(settings.host):
+    if is_loopback(host):
         return
     sentence = (
-        f"SIFT_HOST is {settings.host!r}, which is reachable from other machines, but "
+        f"SIFT_HOST is {host!r}, which is reachable from other machines, but "
         "SIFT_TEAMS_APP_ID and SIFT_TEAMS_APP_PASSWORD are not set, so anyone could post to "
         "/api/messages: set them (see docs/teams.md), listen on 127.0.0.1, or "
         "set SIFT_TEAMS__ENABLED=false."
@@ -32,17 +32,17 @@ def check_exposure(settings: Settings) -> None:
     raise ConfigError(sentence, user_message=sentence)
 
 
-def _secret_configuration(settings: Settings) -> AgentAuthConfiguration:
-    if not settings.teams_tenant_id:
+def _secret_configuration(c: TeamsConfig) -> AgentAuthConfiguration:
+    if not c.tenant_id:
         sentence = ("SIFT_TEAMS_APP_ID is set but SIFT_TEAMS_TENANT_ID is not: set it to the "
                     "Directory (tenant) ID of the bot's app registration.")
         raise ConfigError(sentence, user_message=sentence)
-    app, tenant = settings.teams_app_id, settings.teams_tenant_id
-    if settings.teams_app_password is not None:
+    app, tenant = c.app_id, c.tenant_id
+    if c.app_password is not None:
         return AgentAuthConfiguration(
             AuthTypes.client_secret, app, tenant,
-            settings.teams_app_password.get_secret_value(), anonymous_allowed=False)
-    pfx = settings.teams.certificate_pfx
+            c.app_password, anonymous_allowed=False)
+    pfx = c.options.certificate_pfx
     if pfx is not None:
         if not pfx.is_file():
             sentence = f"SIFT_TEAMS__CERTIFICATE_PFX names {pfx}, which is not a file."
@@ -55,13 +55,12 @@ def _secret_configuration(settings: Settings) -> AgentAuthConfiguration:
     raise ConfigError(sentence, user_message=sentence)
 
 
-def auth_configuration(settings: Settings) -> AgentAuthConfiguration:
+def auth_configuration(c: TeamsConfig, host: str) -> AgentAuthConfiguration:
     """The SDK's connection settings: validated JWTs when an app id is configured; otherwise
     anonymous requests, accepted only while the server listens on loopback."""
-    if settings.teams_app_id:
-        return _secret_configuration(settings)
-    check_exposure(settings)
+    if c.app_id:
+        return _secret_configuration(c)
+    check_exposure(c, host)
     log.warning("Teams: SIFT_TEAMS_APP_ID is not set, so POST /api/messages on %s accepts "
-                "unauthenticated requests (local testing only; replies carry no token)",
-                settings.host)
+                "unauthenticated requests (local testing only; replies carry no token)", host)
     return AgentAuthConfiguration(anonymous_allowed=True)

@@ -25,10 +25,10 @@ from bot.teams.inbound import (
 )
 from bot.teams.outbound import invoke_ok, to_activity
 from bot.teams.render import render_notice
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from bot.teams.surface import TeamsOptions, TeamsSurface
 from rag import messages
 from rag.logcontext import correlated, current_correlation_id
-from rag.types import Platform
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class TeamsHandlers:
             if feedback is None:
                 log.info("ignoring a message/submitAction that is not feedback")
                 return
-            vote = Vote(Platform.TEAMS, feedback.conversation.base, feedback.target_id,
+            vote = Vote(TEAMS_PLATFORM, feedback.conversation.base, feedback.target_id,
                         feedback.user, feedback.vote, VIA_BUTTON, comment=feedback.comment,
                         team=team_of(turn.activity))
             await self._flow.on_vote(vote, self._surface(turn))
@@ -106,7 +106,7 @@ class TeamsHandlers:
             return
         key = f"teams:{change.conversation.base}:reaction:{turn.activity.id}" \
             if turn.activity.id else ""
-        vote = Vote(Platform.TEAMS, change.conversation.base, change.target_id, change.user,
+        vote = Vote(TEAMS_PLATFORM, change.conversation.base, change.target_id, change.user,
                     change.vote, VIA_REACTION, added=not change.retract, event_key=key,
                     team=team_of(turn.activity))
         await self._flow.on_vote(vote, self._surface(turn))

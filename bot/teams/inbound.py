@@ -14,7 +14,8 @@ from typing import Any
 from microsoft_agents.activity import Activity
 
 from bot.chat.message import ChatMessage, Kind
-from rag.types import AskContext, Platform
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
+from rag.types import AskContext
 
 THREAD_MARK = ";messageid="
 _AT = re.compile(r"<at\b[^>]*>(.*?)</at>", re.IGNORECASE | re.DOTALL)
@@ -85,14 +86,14 @@ class IncomingMessage:
     def to_message(self) -> ChatMessage:
         c = self.conversation
         return ChatMessage(
-            Platform.TEAMS, self.kind, self.dedupe_key,
+            TEAMS_PLATFORM, self.kind, self.dedupe_key,
             c.tenant, c.base, c.thread, self.user, self.text, ts=self.activity_id,
             reply_thread=c.thread, conversation=c.history_key, team=self.team,
             mentions_others=self.mentions_others)
 
     def ask_context(self) -> AskContext:
         c = self.conversation
-        return AskContext(platform=Platform.TEAMS, workspace=c.tenant, channel=c.base,
+        return AskContext(platform=TEAMS_PLATFORM, workspace=c.tenant, channel=c.base,
                           thread=c.thread, user=self.user)
 
 

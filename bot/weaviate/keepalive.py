@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from bot.weaviate.process import ManagedWeaviate, Ports
 
@@ -31,16 +32,23 @@ WATCHER_LOG = "keepalive.log"
 CHECK_S = 2.0  # how often the watcher looks
 
 
+def _private(path: Path, mode: str = "a") -> IO[Any]:
+    """`path` opened for appending, created readable by its owner alone, as everything in
+    the managed server's data directory is."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode.startswith("a") else os.O_TRUNC)
+    return os.fdopen(os.open(path, flags, 0o600), mode)
+
+
 @contextlib.contextmanager
 def in_use(data_dir: Path) -> Iterator[None]:
     """Hold the server as used (shared: many commands and servers at once)."""
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with (data_dir / IN_USE).open("a") as handle:
+    with _private(data_dir / IN_USE) as handle:
         fcntl.flock(handle, fcntl.LOCK_SH)  # waits while a watcher is stopping the server
         try:
             yield
         finally:
-            (data_dir / LAST_USED).touch()
+            (data_dir / LAST_USED).touch(mode=0o600)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
@@ -64,13 +72,14 @@ def leave_running(data_dir: Path, idle_s: float) -> None:
     seconds with nobody using it."""
     if watcher(data_dir) is not None:
         return
-    (data_dir / LAST_USED).touch()
-    with (data_dir / WATCHER_LOG).open("ab") as log:
+    (data_dir / LAST_USED).touch(mode=0o600)
+    with _private(data_dir / WATCHER_LOG, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "bot.weaviate.keepalive", str(data_dir), str(idle_s)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)  # Ctrl-C in the terminal is for the command, not for it
-    (data_dir / WATCHER_PID).write_text(str(process.pid))
+    with _private(data_dir / WATCHER_PID, "w") as pid_file:
+        pid_file.write(str(process.pid))
 
 
 def stop_watching(data_dir: Path) -> bool:
@@ -96,7 +105,7 @@ def watch(data_dir: Path, idle_s: float, check_s: float = CHECK_S) -> None:
     server = ManagedWeaviate(None, data_dir, Ports(*(0,) * 7))  # stop() needs its pid only
     while server.status().pid is not None:
         if _idle_for(data_dir) >= idle_s:
-            with (data_dir / IN_USE).open("a") as handle:
+            with _private(data_dir / IN_USE) as handle:
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:

@@ -17,10 +17,10 @@ from aiohttp import web
 
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
+from bot.chat.tasks import Background, Busy
 from bot.proxy import client_of
 from bot.webchat.surface import WebSurface
 from rag import messages
-from rag.types import Platform
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 USER_COOKIE = "sift_chat"
 CSRF_COOKIE = "sift_chat_csrf"
 _TOKEN = re.compile(r"[0-9a-f]{64}")
+PLATFORM = "web"  # what the web chat's questions are recorded under
 CHANNEL = "web"  # every web conversation's channel: its messages are answers' refs
 _SECURITY = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
              "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
@@ -71,10 +72,23 @@ class WebChat:
     """`mount` adds GET /, POST /chat/ask and POST /chat/vote to the `sift serve` app; with a
     `gate`, only signed-in people get the page or an answer."""
 
-    def __init__(self, flow: ChatFlow, *, max_chars: int = 4000, gate: Gate | None = None) -> None:
+    def __init__(self, flow: ChatFlow, *, max_chars: int = 4000, gate: Gate | None = None,
+                 max_in_flight: int = 0) -> None:
         self._flow = flow
         self._max_chars = max_chars
         self._gate = gate
+        # Answers run as tasks of their own, bounded like every surface's (SIFT_CHAT__
+        # MAX_IN_FLIGHT) and drained at shutdown; the request streams what they say.
+        self.background = Background("web chat", limit=max_in_flight)
+
+    async def start(self) -> None:
+        return None  # browsers call in; there is nothing to connect
+
+    async def drain(self, timeout_s: float = 30.0) -> None:
+        await self.background.drain(timeout_s)
+
+    async def close(self) -> None:
+        return None
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/", self.page)
@@ -136,10 +150,14 @@ class WebChat:
         async def send(event: str, payload: dict[str, Any]) -> None:
             await response.write(f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode())
 
-        message = ChatMessage(Platform.WEB, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
+        message = ChatMessage(PLATFORM, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
                               CHANNEL, "", user, text.strip()[: self._max_chars + 1],
                               conversation=conversation_key(user, reader), email=reader.email)
-        await self._flow.on_message(message, WebSurface(send))
+        surface = WebSurface(send)
+        try:
+            await self.background.spawn(self._flow.on_message(message, surface))
+        except Busy:
+            await surface.notice(messages.BUSY)
         await send("done", {})
         await response.write_eof()
         return response
@@ -154,6 +172,6 @@ class WebChat:
         async def send(event: str, payload: dict[str, Any]) -> None:
             said.append(str(payload.get("html", "")))
 
-        await self._flow.on_vote(Vote(Platform.WEB, CHANNEL, ref, user, value, VIA_BUTTON),
+        await self._flow.on_vote(Vote(PLATFORM, CHANNEL, ref, user, value, VIA_BUTTON),
                                  WebSurface(send))
         return web.json_response({"html": " ".join(said) or messages.FEEDBACK_THANKS})

@@ -26,8 +26,8 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
         "Slack: off (SIFT_SLACK_BOT_TOKEN is not set)",
         "Teams: off (SIFT_TEAMS_APP_ID is not set; to try Teams locally without an app, set "
         "SIFT_TEAMS__ENABLED=true and listen on 127.0.0.1)",
-        "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Web chat: open http://127.0.0.1:4000/ in a browser",
+        "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Source sample: never synced; a first sync starts now",
     ]
 
@@ -44,7 +44,7 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
                           admin=True)
     assert lines[0].startswith("Slack: on, Socket Mode")
     assert lines[1] == "Teams: on at http://127.0.0.1:4000/api/messages (app 11111111-2222)"
-    assert lines[2] == "Admin console: on at http://127.0.0.1:4000/admin/"
+    assert lines[3] == "Admin console: on at http://127.0.0.1:4000/admin/"
     assert lines[4:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
                          "Source kb: never synced; a first sync starts now",
                          "Source help: never synced; a first sync starts now; push "
@@ -69,13 +69,13 @@ def test_slack_over_http_and_teams_switched_off() -> None:
 
 def test_web_chat_beyond_loopback_needs_the_console_sign_in() -> None:
     settings = Settings(host="0.0.0.0", port=4000, teams={"enabled": False})
-    assert surface_lines(settings, {})[3] == (
+    assert surface_lines(settings, {})[2] == (
         "Web chat: off (SIFT_HOST 0.0.0.0 is reachable from other machines and no sign-in "
         "protects it: set SIFT_ADMIN__PASSWORD or SIFT_ADMIN__OIDC__ISSUER)")
-    assert surface_lines(settings, {}, admin=True)[3] == (
+    assert surface_lines(settings, {}, admin=True)[2] == (
         "Web chat: on at http://0.0.0.0:4000/ for people signed in to the admin console")
     off = surface_lines(Settings(port=4000, web_chat={"enabled": False}), {})
-    assert off[3] == "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
+    assert off[2] == "Web chat: off (SIFT_WEB_CHAT__ENABLED is false)"
 
 
 def test_behind_a_proxy_the_lines_name_the_public_url() -> None:
@@ -83,5 +83,5 @@ def test_behind_a_proxy_the_lines_name_the_public_url() -> None:
                         slack_bot_token=SecretStr("xoxb-1"), teams={"enabled": False})
     lines = surface_lines(settings, {}, admin=True)
     assert lines[0] == "Slack: on, HTTP events at https://sift.example.com/slack/events"
-    assert lines[2] == "Admin console: on at https://sift.example.com/admin/"
+    assert lines[3] == "Admin console: on at https://sift.example.com/admin/"
     assert not any("0.0.0.0" in line for line in lines)

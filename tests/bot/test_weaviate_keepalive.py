@@ -37,7 +37,7 @@ def eventually(check: Callable[[], bool], within_s: float) -> bool:
 
 
 def test_the_next_command_finds_weaviate_running_until_stopped(
-        cli_env: tuple[dict[str, str], Ports]) -> None:
+        cli_env: tuple[dict[str, str], Ports]) -> None:  # noqa: F811
     env, ports = cli_env
     env["SIFT_WEAVIATE__KEEP_RUNNING_MINUTES"] = "10"
     first = sift(env, "ask", QUESTION)  # the index is empty: exit 1, but Weaviate started
@@ -58,7 +58,7 @@ def test_the_next_command_finds_weaviate_running_until_stopped(
 
 
 def test_an_idle_weaviate_stops_but_not_while_in_use(
-        cli_env: tuple[dict[str, str], Ports]) -> None:
+        cli_env: tuple[dict[str, str], Ports]) -> None:  # noqa: F811
     env, ports = cli_env
     env["SIFT_WEAVIATE__KEEP_RUNNING_MINUTES"] = "0.25"  # 15 seconds
     data_dir = Path(env["SIFT_DATA_DIR"]) / "weaviate"
@@ -73,7 +73,7 @@ def test_an_idle_weaviate_stops_but_not_while_in_use(
 
 
 def test_zero_minutes_stops_weaviate_with_the_command(
-        cli_env: tuple[dict[str, str], Ports]) -> None:
+        cli_env: tuple[dict[str, str], Ports]) -> None:  # noqa: F811
     env, ports = cli_env
     env["SIFT_WEAVIATE__KEEP_RUNNING_MINUTES"] = "0"
     done = sift(env, "ask", QUESTION)

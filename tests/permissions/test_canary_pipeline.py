@@ -13,9 +13,10 @@ from pydantic import SecretStr
 from bot.app import App
 from bot.chat.access import Asker, Audience, Visibility
 from bot.settings import GroupSettings
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
-from rag.types import AnswerStatus, AskContext, Platform, Question
+from rag.types import AnswerStatus, AskContext, Question
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import FakeSlack
@@ -78,14 +79,14 @@ async def test_each_marker_reaches_exactly_the_places_it_may(
         app: App, echoing_claude: FakeAnthropic, user: str, visibility: Visibility,
         audience: tuple[str, ...], expected: set[str]) -> None:
     groups = await app.access_resolver.groups_for(
-        Asker(Platform.SLACK, user, "T111"), Audience(visibility, audience))
+        Asker(SLACK_PLATFORM, user, "T111"), Audience(visibility, audience))
     index = app.index()
     await index.connect()
     try:
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache)
         previews = Previews()
         answer = await pipeline.answer(Question(QUESTION, AskContext(
-            Platform.SLACK, "T111", "C1", user=user, access_groups=groups)), preview=previews)
+            SLACK_PLATFORM, "T111", "C1", user=user, access_groups=groups)), preview=previews)
     finally:
         await index.close()
     assert answer.status is AnswerStatus.ANSWERED

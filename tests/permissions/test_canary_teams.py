@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.settings import ChannelSettings, GroupSettings, TeamsSettings
+from bot.settings import ChannelSettings, GroupSettings
 from bot.teams.app import ROUTE
+from bot.teams.spec import TeamsSettings
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import Interaction

@@ -9,7 +9,9 @@ from bot.chat.access import Asker, Audience, Visibility
 from bot.permissions.directory import GroupDirectory
 from bot.permissions.resolver import GroupResolver
 from bot.settings import GroupSettings, Settings
-from rag.types import Platform
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
+from rag.types import TERMINAL
 
 GROUPS = [GroupSettings(name="hr", emails=["hana@acme.example"],
                         principals=["confluence:group:hr", "confluence:space:HR"]),
@@ -22,17 +24,17 @@ def resolver() -> GroupResolver:
 
 
 async def test_members_read_what_their_groups_map() -> None:
-    hana = Asker(Platform.TERMINAL, "hana", email="hana@acme.example")
+    hana = Asker(TERMINAL, "hana", email="hana@acme.example")
     groups = await resolver().groups_for(hana, Audience(Visibility.PRIVATE))
     assert groups == ("public", "hr", "staff", "confluence:group:hr", "confluence:space:HR",
                       "notion:workspace")
 
 
 async def test_a_channel_audience_maps_too_and_outsiders_get_public_only() -> None:
-    channel = await resolver().groups_for(Asker(Platform.SLACK, "U1"),
+    channel = await resolver().groups_for(Asker(SLACK_PLATFORM, "U1"),
                                           Audience(Visibility.CHANNEL, ("hr",)))
     assert channel == ("public", "hr", "confluence:group:hr", "confluence:space:HR")
-    stranger = Asker(Platform.TERMINAL, "eve", email="eve@elsewhere.example")
+    stranger = Asker(TERMINAL, "eve", email="eve@elsewhere.example")
     assert await resolver().groups_for(stranger, Audience(Visibility.PRIVATE)) == ("public",)
 
 
@@ -48,7 +50,7 @@ async def test_declared_entra_groups_read_what_sharepoint_grants_them() -> None:
                           entra_members=["9A0C-77"])
     directory = GroupDirectory([legal])
     assert {"entra:group:5f1b0c3a-aaaa", "entra:user:9a0c-77"} <= directory.principals
-    teams = Asker(Platform.TEAMS, "9a0c-77")
+    teams = Asker(TEAMS_PLATFORM, "9a0c-77")
     groups = await GroupResolver(directory).groups_for(teams, Audience(Visibility.PRIVATE))
     assert "entra:group:5f1b0c3a-aaaa" in groups and "entra:user:9a0c-77" in groups
     assert directory.with_principals(["other"]) == ("other",)
@@ -69,10 +71,10 @@ async def test_platform_groups_read_what_their_connectors_grant() -> None:
     directory = GroupDirectory([it])
     assert directory.principals == {"github:team:acme/platform", "jira:group:it-staff",
                                     "servicenow:group:Service Desk"}
-    ivo = Asker(Platform.TERMINAL, "ivo", email="ivo@acme.example")
+    ivo = Asker(TERMINAL, "ivo", email="ivo@acme.example")
     groups = await GroupResolver(directory).groups_for(ivo, Audience(Visibility.PRIVATE))
     assert groups == ("public", "it", "github:team:acme/platform", "jira:group:it-staff",
                       "servicenow:group:Service Desk")
-    stranger = Asker(Platform.TERMINAL, "eve", email="eve@elsewhere.example")
+    stranger = Asker(TERMINAL, "eve", email="eve@elsewhere.example")
     assert await GroupResolver(directory).groups_for(stranger, Audience(
         Visibility.PRIVATE)) == ("public",)

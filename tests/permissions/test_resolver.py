@@ -17,9 +17,11 @@ from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_identity import SlackDirectory
-from bot.settings import GroupSettings, Settings, TeamsSettings
+from bot.settings import GroupSettings, Settings
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
+from bot.teams.spec import TeamsSettings
 from bot.weaviate.process import ManagedWeaviate
-from rag.types import Platform
 from sync.connectors.entra import EntraApp, EntraToken
 from tests.conftest import unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -76,7 +78,7 @@ def resolver(slack: FakeSlack, clock: Clock | None = None,
 
 
 def slack_user(user: str) -> Asker:
-    return Asker(Platform.SLACK, user, workspace="T111")
+    return Asker(SLACK_PLATFORM, user, workspace="T111")
 
 
 async def test_channel_answers_use_the_declared_audience_never_the_asker(
@@ -159,9 +161,9 @@ SECURITY = (PUBLIC, "security", "entra:group:g-sec", "entra:user:oid-static")
 async def test_teams_uses_upn_static_members_and_graph(slack: FakeSlack) -> None:
     r = resolver(slack)
     teams = Audience(Visibility.PRIVATE)
-    assert await r.groups_for(Asker(Platform.TEAMS, "oid-1", "tenant", "hana@acme.example"),
+    assert await r.groups_for(Asker(TEAMS_PLATFORM, "oid-1", "tenant", "hana@acme.example"),
                               teams) == (PUBLIC, "hr")
-    assert await r.groups_for(Asker(Platform.TEAMS, "oid-static", "tenant"), teams) == \
+    assert await r.groups_for(Asker(TEAMS_PLATFORM, "oid-static", "tenant"), teams) == \
         SECURITY  # no Graph credentials: the static member list
     async with FakeGraph() as graph:
         assert isinstance(graph, FakeGraph)
@@ -169,11 +171,11 @@ async def test_teams_uses_upn_static_members_and_graph(slack: FakeSlack) -> None
         membership = GraphMembership(graph_token(graph, SECRET),
                                      GroupDirectory(GROUPS).entra_group_ids, graph.graph_url)
         r = resolver(slack, graph=membership)
-        assert await r.groups_for(Asker(Platform.TEAMS, "oid-2", "tenant"), teams) == \
+        assert await r.groups_for(Asker(TEAMS_PLATFORM, "oid-2", "tenant"), teams) == \
             SECURITY
         assert graph.requests[-1] == {"oid": "oid-2", "groupIds": ["g-sec"]}
         graph.fail_status = 503
-        assert await r.groups_for(Asker(Platform.TEAMS, "oid-3", "tenant"), teams) == \
+        assert await r.groups_for(Asker(TEAMS_PLATFORM, "oid-3", "tenant"), teams) == \
             (PUBLIC,)
         await membership.aclose()
 
@@ -185,7 +187,7 @@ async def test_a_wrong_graph_secret_means_public_only(slack: FakeSlack) -> None:
         membership = GraphMembership(graph_token(graph, "wrong"), frozenset({"g-sec"}),
                                      graph.graph_url)
         r = resolver(slack, graph=membership)
-        assert await r.groups_for(Asker(Platform.TEAMS, "oid-2", "t"), PRIVATE) == (PUBLIC,)
+        assert await r.groups_for(Asker(TEAMS_PLATFORM, "oid-2", "t"), PRIVATE) == (PUBLIC,)
         assert graph.requests == []
         await membership.aclose()
 
@@ -230,6 +232,6 @@ async def test_graph_reads_with_the_teams_certificate_when_there_is_no_password(
             teams=TeamsSettings(certificate_pfx=cert.pfx_file(tmp_path)),
             permissions={"graph_url": graph.graph_url, "login_url": graph.login_url})
         r = build_resolver(settings)
-        groups = await r.groups_for(Asker(Platform.TEAMS, "oid-2", TENANT), PRIVATE)
+        groups = await r.groups_for(Asker(TEAMS_PLATFORM, "oid-2", TENANT), PRIVATE)
         assert "security" in groups and "entra:group:g-sec" in groups  # Graph said so
         assert len(graph.entra.assertions) == 1 and graph.requests[-1]["oid"] == "oid-2"

@@ -13,7 +13,8 @@ import pytest
 from pydantic import SecretStr
 
 from bot.app import App
-from bot.settings import ChatSettings, RetrievalSettings, SlackSettings
+from bot.settings import ChatSettings, RetrievalSettings
+from bot.slack.spec import SlackSettings
 from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages, prompts
 from rag.errors import ConfigError, RetrievalError

@@ -17,14 +17,9 @@ from pydantic import SecretStr
 
 from bot.app import App
 from bot.server import serve
-from bot.settings import (
-    ChannelSettings,
-    RetrievalSettings,
-    Settings,
-    SourceSettings,
-    TeamsSettings,
-)
+from bot.settings import ChannelSettings, RetrievalSettings, Settings, SourceSettings
 from bot.teams.app import ROUTE
+from bot.teams.spec import TeamsSettings
 from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder

@@ -38,7 +38,7 @@ def cand(doc: str, n: int = 0, *, rank: int = 1, score: float | None = None,
 def answer(question: str = "How do I reset MFA?", candidates: Sequence[Candidate] = (), *,
            status: AnswerStatus = AnswerStatus.ANSWERED, mode: Mode = Mode.ACCURATE,
            text: str = "Reset it in the portal [1].", user: str = "U1",
-           platform: Platform = Platform.SLACK, total_ms: float = 1000.0,
+           platform: Platform = "slack", total_ms: float = 1000.0,
            timings: dict[str, float] | None = None, ab_arm: str = "") -> Answer:
     citations = tuple(Citation(i + 1, c.chunk.doc_id, c.chunk.title, c.chunk.url,
                                c.chunk.chunk_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from rag.types import AnswerStatus, GradeSource, Mode, Platform
+from rag.types import TERMINAL, AnswerStatus, GradeSource, Mode
 from storage.columns import text_hash
 from storage.db import Database
 from storage.doc_stats import DocDelta, document_deltas
@@ -94,8 +94,8 @@ def test_store_text_off_keeps_only_hashes(database: Database) -> None:
 
 def test_message_links(database: Database) -> None:
     repo = InteractionRepository(database)
-    first = repo.record(answer("q1", platform=Platform.SLACK))
-    second = repo.record(answer("q2", platform=Platform.TEAMS))
+    first = repo.record(answer("q1", platform="slack"))
+    second = repo.record(answer("q2", platform="teams"))
     assert repo.find_by_message("slack", "C1", "171.5") is None
     repo.attach_message(first, "C1", "171.5")
     repo.attach_message(second, "19:conv@thread", "activity-9")
@@ -129,7 +129,7 @@ def test_a_failed_record_writes_nothing(database: Database) -> None:
 def test_modes_and_statuses_are_stored_as_their_values(database: Database) -> None:
     repo = InteractionRepository(database)
     iid = repo.record(answer("q", status=AnswerStatus.DEGRADED, mode=Mode.FAST,
-                             platform=Platform.TERMINAL))
+                             platform=TERMINAL))
     row = repo.get(iid)
     assert row is not None and (row.status, row.mode, row.platform) == (
         "degraded", "fast", "terminal")

@@ -17,9 +17,10 @@ from bot.chat.message import VIA_BUTTON, VIA_REACTION, ChatMessage, Kind, Thread
 from bot.chat.policy import ChannelPolicy, Respond
 from bot.chat.service import ChatLimits, ChatService
 from bot.chat.surface import Delivery
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from rag import messages
 from rag.ports import TextSink
-from rag.types import Answer, AnswerStatus, Platform, Turn
+from rag.types import Answer, AnswerStatus, Turn
 from storage.db import Database
 from storage.expiring import ExpiringStore
 from tests.fakes.chat import MemoryPolicies, make_flow
@@ -116,7 +117,7 @@ def setup(index: MemoryIndex, embedder: Any) -> Setup:
 
 def msg(text: str, *, kind: Kind = Kind.MENTION, channel: str = "CGEN", thread: str = "",
         n: int = 1, **kw: Any) -> ChatMessage:
-    return ChatMessage(Platform.SLACK, kind, f"ev-{channel}-{n}-{text}", "T1", channel, thread,
+    return ChatMessage(SLACK_PLATFORM, kind, f"ev-{channel}-{n}-{text}", "T1", channel, thread,
                        "U1", text, ts=f"{n}.0", reply_thread=thread or f"{n}.0", **kw)
 
 
@@ -243,12 +244,12 @@ async def test_a_down_vote_calls_the_channels_people_and_awaits_a_comment(
     await setup.flow.on_message(msg(STAGING, channel="CDESK"), asked)
     assert asked.delivered[0][1].help
     voter = MemorySurface(comment_thread="1.0")
-    await setup.flow.on_vote(Vote(Platform.SLACK, "CDESK", "msg-1", "U2", -1, VIA_BUTTON),
+    await setup.flow.on_vote(Vote(SLACK_PLATFORM, "CDESK", "msg-1", "U2", -1, VIA_BUTTON),
                              voter)
     assert voter.calls == [("U0ONCALL1",)]
     assert setup.stores.feedback.votes[(1, "U2")].vote == -1
     reply = MemorySurface()
-    comment = ChatMessage(Platform.SLACK, Kind.THREAD_REPLY, "ev-comment", "T1", "CDESK", "1.0",
+    comment = ChatMessage(SLACK_PLATFORM, Kind.THREAD_REPLY, "ev-comment", "T1", "CDESK", "1.0",
                           "U2", "it should name the approver", ts="9.0")
     await setup.flow.on_message(comment, reply)
     assert setup.stores.feedback.votes[(1, "U2")].comment == "it should name the approver"
@@ -266,10 +267,10 @@ async def test_the_comment_may_reach_another_replica(index: MemoryIndex, embedde
     first, second = (make_flow(service, comments=PendingComments(ExpiringStore(db)))
                      for _ in range(2))
     await first.on_message(msg(STAGING), MemorySurface())
-    await first.on_vote(Vote(Platform.SLACK, "CGEN", "msg-1", "U2", -1, VIA_BUTTON),
+    await first.on_vote(Vote(SLACK_PLATFORM, "CGEN", "msg-1", "U2", -1, VIA_BUTTON),
                         MemorySurface(comment_thread="1.0"))
     reply = MemorySurface()
-    await second.on_message(ChatMessage(Platform.SLACK, Kind.THREAD_REPLY, "ev-c", "T1", "CGEN",
+    await second.on_message(ChatMessage(SLACK_PLATFORM, Kind.THREAD_REPLY, "ev-c", "T1", "CGEN",
                                         "1.0", "U2", "name the approver", ts="9.0"), reply)
     db.dispose()
     assert stores.feedback.votes[(1, "U2")].comment == "name the approver"
@@ -279,21 +280,21 @@ async def test_the_comment_may_reach_another_replica(index: MemoryIndex, embedde
 async def test_a_redelivered_reaction_counts_once_and_removal_takes_only_its_own(
         setup: Setup) -> None:
     await setup.flow.on_message(msg(STAGING), MemorySurface())
-    up = Vote(Platform.SLACK, "CGEN", "msg-1", "U2", 1, VIA_REACTION, event_key="ev-r1")
+    up = Vote(SLACK_PLATFORM, "CGEN", "msg-1", "U2", 1, VIA_REACTION, event_key="ev-r1")
     for _ in range(2):
         await setup.flow.on_vote(up, MemorySurface())
     assert len(setup.stores.feedback.votes) == 1
-    await setup.flow.on_vote(Vote(Platform.SLACK, "CGEN", "msg-1", "U2", -1, VIA_BUTTON),
+    await setup.flow.on_vote(Vote(SLACK_PLATFORM, "CGEN", "msg-1", "U2", -1, VIA_BUTTON),
                              MemorySurface())
-    await setup.flow.on_vote(Vote(Platform.SLACK, "CGEN", "msg-1", "U2", 1, VIA_REACTION,
+    await setup.flow.on_vote(Vote(SLACK_PLATFORM, "CGEN", "msg-1", "U2", 1, VIA_REACTION,
                                   added=False, event_key="ev-r2"), MemorySurface())
     assert setup.stores.feedback.votes[(1, "U2")].vote == -1  # the click stays
 
 
 async def test_a_vote_on_an_unknown_message_is_answered_only_for_buttons(setup: Setup) -> None:
     button, reaction = MemorySurface(), MemorySurface()
-    await setup.flow.on_vote(Vote(Platform.SLACK, "CGEN", "nope", "U2", 1, VIA_BUTTON), button)
-    await setup.flow.on_vote(Vote(Platform.SLACK, "CGEN", "nope", "U2", 1, VIA_REACTION,
+    await setup.flow.on_vote(Vote(SLACK_PLATFORM, "CGEN", "nope", "U2", 1, VIA_BUTTON), button)
+    await setup.flow.on_vote(Vote(SLACK_PLATFORM, "CGEN", "nope", "U2", 1, VIA_REACTION,
                                   event_key="ev-x"), reaction)
     assert button.notices == [messages.UNKNOWN_ANSWER_FEEDBACK] and reaction.notices == []
 

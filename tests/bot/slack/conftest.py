@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 
+from bot.app import App
 from bot.chat.service import ChatLimits, ChatService
-from bot.settings import ChatSettings, Settings, SlackSettings
+from bot.settings import ChatSettings, Settings
+from bot.slack import spec as slack_spec
 from bot.slack.app import SlackAdapter, build_slack_adapter
 from bot.slack.live import APPEND_EVERY_S
+from bot.slack.spec import SlackSettings
 from rag.llm import AnthropicLLM
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -73,8 +76,9 @@ async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embed
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
         settings = slack_settings(fake_slack.api_url, max_in_flight=max_in_flight, **slack)
-        flow = make_flow(service, follow_ups=settings.slack.follow_ups_without_mention)
-        adapter = build_slack_adapter(settings, flow,
+        slack_config = slack_spec.config(settings)
+        flow = make_flow(service, follow_ups=slack_config.options.follow_ups_without_mention)
+        adapter = build_slack_adapter(slack_config, App(settings).around(flow),
                                       interval=FixedValueRetryIntervalCalculator(0.0),
                                       append_every_s=append_every_s)
         driver, web = await SlackDriver.for_adapter(fake_slack, adapter)
@@ -83,7 +87,8 @@ async def make_stack(fake_slack: FakeSlack, fake_anthropic: FakeAnthropic, embed
 
     yield make
     for driver, web, adapter in started:
-        await adapter.close(5)
+        await adapter.drain(5)
+        await adapter.close()
         await driver.stop()
         await web.stop()
     for llm in llms:

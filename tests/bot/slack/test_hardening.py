@@ -9,7 +9,9 @@ from typing import Any, cast
 import pytest
 from pydantic import SecretStr
 
+from bot.app import App
 from bot.settings import Settings
+from bot.slack import spec as slack_spec
 from bot.slack.app import build_slack_adapter
 from bot.slack.client import web_client
 from rag.errors import ConfigError
@@ -29,7 +31,7 @@ def test_a_blank_signing_secret_is_refused(secret: str) -> None:
     settings = Settings(slack_bot_token=SecretStr(BOT_TOKEN),
                         slack_signing_secret=SecretStr(secret))
     with pytest.raises(ConfigError) as refused:
-        build_slack_adapter(settings, cast(Any, None))
+        build_slack_adapter(slack_spec.config(settings), App(settings).around(cast(Any, None)))
     assert "SIFT_SLACK_SIGNING_SECRET is empty or only spaces" in refused.value.user_message
 
 
@@ -62,7 +64,8 @@ async def test_socket_mode_that_never_connects_leaves_no_connections_open(
     settings = Settings(slack_bot_token=SecretStr(BOT_TOKEN),
                         slack_app_token=SecretStr(APP_TOKEN[:-1] + "x"),  # Slack refuses it
                         slack_api_url=fake_slack.api_url)
-    adapter = build_slack_adapter(settings, cast(Any, None))
+    adapter = build_slack_adapter(slack_spec.config(settings),
+                                  App(settings).around(cast(Any, None)))
     with pytest.raises(ConfigError) as refused:
         await adapter.start_socket_mode(timeout_s=1.0)
     assert "SIFT_SLACK_APP_TOKEN" in refused.value.user_message

@@ -6,8 +6,8 @@ import asyncio
 
 from bot.chat.service import ChatLimits
 from bot.slack.render import FEEDBACK_ACTION
+from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from rag import messages
-from rag.types import Platform
 from tests.bot.slack.conftest import (
     Q_TS,
     QUESTION,
@@ -48,7 +48,7 @@ async def test_mention_is_answered_in_a_thread_with_citations(stack: SlackStack)
     # the question as the pipeline saw it, and the link from the message to the interaction
     row = stack.stores.interactions.rows[1]
     q = row.answer.question
-    assert q.text == QUESTION and q.context.platform is Platform.SLACK
+    assert q.text == QUESTION and q.context.platform is SLACK_PLATFORM
     assert (q.context.channel, q.context.thread, q.context.user) == (CHANNEL, Q_TS, USER)
     assert (row.channel, row.message_ref) == (CHANNEL, stack.slack.posted(CHANNEL)[0]["ts"])
     assert posted.headers["Authorization"] == "Bearer xoxb-111-222-fake"

@@ -10,9 +10,11 @@ import aiohttp
 import pytest
 
 from bot.chat.service import ChatLimits, ChatService
-from bot.settings import Settings, TeamsSettings
+from bot.settings import Settings
+from bot.teams import spec as teams_spec
 from bot.teams.app import ROUTE, TeamsEndpoint
 from bot.teams.auth import auth_configuration
+from bot.teams.spec import TeamsSettings
 from bot.web import build_web_app
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -55,7 +57,8 @@ class TeamsStack:
         self._session = aiohttp.ClientSession()
 
     async def stop(self) -> None:
-        await self.endpoint.close(5)
+        await self.endpoint.drain(5)
+        await self.endpoint.close()
         if self._session is not None:
             await self._session.close()
         await self.web.stop()
@@ -112,7 +115,9 @@ async def make_stack(fake_connector: FakeConnector, fake_anthropic: FakeAnthropi
         pipeline = make_pipeline(index or memory_index, embedder, make_llm(fake_anthropic.url),
                                  recorder=stores.interactions)
         service = ChatService(pipeline, stores.chat_stores(), limits or ChatLimits())
-        endpoint = TeamsEndpoint(auth_configuration(settings), settings.teams, make_flow(service),
+        teams = teams_spec.config(settings)
+        endpoint = TeamsEndpoint(auth_configuration(teams, settings.host), teams.options,
+                                 make_flow(service),
                                  stream_interval_s=stream_interval_s,
                                  max_in_flight=settings.chat.max_in_flight)
         stack = TeamsStack(endpoint, fake_connector, stores, fake_anthropic)

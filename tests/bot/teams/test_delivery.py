@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from bot.chat.service import ChatLimits
-from bot.settings import ChatSettings, Settings, TeamsSettings
+from bot.settings import ChatSettings, Settings
+from bot.teams.spec import TeamsSettings
 from rag import messages
 from tests.bot.teams.conftest import StackFactory, TeamsStack, teams_settings
 from tests.fakes import teams_payloads as p

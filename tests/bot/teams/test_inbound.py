@@ -18,7 +18,7 @@ from bot.teams.inbound import (
     parse_reaction,
     question_text,
 )
-from rag.types import Platform
+from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from tests.fakes import teams_payloads as p
 
 URL = "https://smba.trafficmanager.net/amer/"
@@ -54,7 +54,7 @@ def test_channel_mention() -> None:
     assert msg.dedupe_key == f"teams:{p.CHANNEL}:1700000000005"
     ctx = msg.ask_context()
     assert (ctx.platform, ctx.workspace, ctx.channel, ctx.thread) == (
-        Platform.TEAMS, p.TENANT, p.CHANNEL, "1700000000000")
+        TEAMS_PLATFORM, p.TENANT, p.CHANNEL, "1700000000000")
 
 
 def test_channel_post_without_mention_is_for_the_channel_policy_to_decide() -> None:

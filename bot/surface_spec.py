@@ -1,0 +1,89 @@
+"""The shape of a chat surface of `sift serve`: its spec, what it is given, its lifecycle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict
+
+from bot.chat.policy import PolicyIds
+
+if TYPE_CHECKING:
+    from bot.chat.flow import ChatFlow
+    from bot.settings import Settings
+    from bot.webchat.app import Gate
+
+C = TypeVar("C")  # what a surface's builder takes: its section, with its credentials
+
+
+class Section(BaseModel):
+    """A surface's own settings table (`[slack]`, SIFT_SLACK__*): misspelt keys are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where `sift serve` runs, for the start-up lines and the checks made before it starts."""
+
+    host: str
+    base_url: str  # where people reach it: SIFT_PUBLIC_URL, else http://host:port
+    console: bool = False  # the admin console is on (its sign-in can guard a page)
+
+
+@dataclass(frozen=True)
+class Around:
+    """What every surface is given to build itself: never the whole Settings."""
+
+    flow: ChatFlow  # the one ask and vote flow
+    place: Place
+    max_in_flight: int  # questions, votes and clicks in progress per surface (SIFT_CHAT__…)
+    history_turns: int
+    max_message_chars: int
+    sources: tuple[str, ...] = ()  # the configured sources' names, for the surfaces that list them
+    gate: Gate | None = None  # the console's sign-in, for a page reachable from other machines
+
+
+class Endpoint(Protocol):
+    """One running surface. `mount` adds its routes before the site starts; `start` connects
+    what needs connecting (Socket Mode); `drain` finishes the work in flight after the site
+    stopped taking requests; `close` lets go of connections."""
+
+    def mount(self, web_app: web.Application) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def drain(self, timeout_s: float) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SurfaceSpec(Generic[C]):
+    """A chat surface, as a connector is a ConnectorSpec: listed once in bot/surfaces.py, and
+    `sift serve`, its start-up lines, the settings and the channel policies follow from it.
+
+    `platform` is what its questions are recorded under ("slack"); `section_name` its settings
+    table ("slack", "web_chat") and `section` that table's model. `config` reads the section
+    (and the flat credentials a surface had before sections, SIFT_SLACK_BOT_TOKEN) into what
+    `build` takes; `build` returns None when the surface is off, `status` says which and why.
+    `check` refuses, before anything starts, a configuration that cannot be served safely
+    (raise ConfigError naming the setting). `policy_ids` are the ids a channel policy may
+    name for this platform (its channels, the people `escalate_to` calls); a surface without
+    them has no channel policies."""
+
+    platform: str
+    section_name: str
+    section: type[Section]
+    config: Callable[[Settings], C]
+    build: Callable[[C, Around], Endpoint | None]
+    status: Callable[[C, Place], str]
+    check: Callable[[C, Place], None] | None = None
+    policy_ids: PolicyIds | None = None
+
+    def section_of(self, settings: Any) -> Any:
+        """The surface's own table of `settings` (a field the registry added to Settings)."""
+        return getattr(settings, self.section_name)

@@ -1,0 +1,35 @@
+"""The chat surfaces `sift serve` runs, listed once: a new surface is a folder and one line.
+
+Each spec (bot/surface_spec.py) brings its settings section, its channel and people ids,
+its start-up line, and how it is built; `sift serve`, the settings, the start-up lines and
+the channel policies follow from this list (the connector registry's counterpart)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bot.chat.policy import Known, PolicyIds
+from bot.slack import spec as slack
+from bot.surface_spec import SurfaceSpec
+from bot.teams import spec as teams
+from bot.webchat import spec as webchat
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+
+SPECS: tuple[SurfaceSpec[Any], ...] = (slack.SPEC, teams.SPEC, webchat.SPEC)
+
+
+def policy_platforms() -> dict[str, PolicyIds]:
+    """The platforms whose channels a channel policy may name, with the ids each takes."""
+    return {s.platform: s.policy_ids for s in SPECS if s.policy_ids is not None}
+
+
+def policy_names(settings: Settings) -> Known:
+    """What a channel policy may name: the platforms, the sources and the access groups."""
+    return Known(sources=[s.name for s in settings.resolved_sources],
+                 groups=[g.name for g in settings.groups], platforms=policy_platforms())
+
+
+def by_platform(platform: str) -> SurfaceSpec[Any] | None:
+    return next((s for s in SPECS if s.platform == platform), None)
