@@ -8,12 +8,20 @@ from dataclasses import dataclass, field
 
 from rag import messages, prompts
 from rag.citations import has_uncited_claims, renumber
-from rag.extractive import by_document, keeps_whole, on_topic
+from rag.extractive import (
+    Block,
+    answering_blocks,
+    by_document,
+    keeps_whole,
+    on_topic,
+    unmentioned,
+)
 from rag.ports import LLM, LLMRequest, TextSink
 from rag.preview import NO_ANSWER_TOKEN, AnswerPreview
 from rag.types import Candidate, Citation, Turn, Usage
 
-EXCERPT_CHARS = 700
+EXCERPT_CHARS = 700  # one paragraph at most, cut at a sentence
+QUOTE_CHARS = 1400  # one document's quote: the answering block, then what fits
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
@@ -92,31 +100,53 @@ def _trim(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 class ExtractiveGenerator:
-    """Without an LLM: the selected passages that carry the question's terms, quoted verbatim,
-    grouped under one citation per document; nothing on topic is a no-answer."""
+    """Without an LLM: the documents that carry the question's meaning, one citation each,
+    quoted verbatim, the block that answers first; nothing on topic is a no-answer."""
 
     def __init__(self, documents: int = 3, note: str = messages.EXTRACTIVE_LABEL) -> None:
         self._documents = documents
         self._note = note
 
     async def generate(self, question: str, selected: Sequence[Candidate],
-                       history: Sequence[Turn] = (), preview: TextSink | None = None) -> Draft:
+                       history: Sequence[Turn] = (), preview: TextSink | None = None, *,
+                       pool: Sequence[Candidate] = ()) -> Draft:
+        """`pool`: every candidate retrieved for the question, which weighs its terms (a word
+        every candidate has tells them apart no better than a stop word)."""
         # Quoting takes no time: there is nothing to preview.
-        groups = by_document(on_topic(question, selected), self._documents)
+        groups = by_document(on_topic(question, selected, pool), self._documents)
         if not groups:
             return Draft("", no_answer=True, extractive=True)
         parts = [self._note]
+        weighed = pool or selected
         for n, group in enumerate(groups, start=1):
-            parts.append(f"**{group[0].chunk.title}** [{n}]\n" + "\n>\n".join(
-                _quote(c.chunk.title, c.chunk.section, c.chunk.text) for c in group))
+            chunk = group[0].chunk
+            quoted = _quote(chunk.title, answering_blocks(question, group, weighed))
+            missing = unmentioned(question, group, weighed)
+            caveat = messages.NOT_MENTIONED.format(
+                words=", ".join(f"“{w}”" for w in missing)) + "\n" if missing else ""
+            parts.append(f"**{chunk.title}** [{n}]\n{caveat}{quoted}")
         citations = tuple(citation_for(n, group[0]) for n, group in enumerate(groups, start=1))
         return Draft("\n\n".join(parts), citations, extractive=True)
 
 
-def _quote(title: str, section: str, text: str) -> str:
-    body = text.strip() if keeps_whole(text) else _trim(text)
-    lines = ([f"_{section}_", ""] if section and section != title else []) + body.splitlines()
-    return "\n".join(f"> {line}" if line else ">" for line in lines)
+def _quote(title: str, blocks: Sequence[Block], budget: int = QUOTE_CHARS) -> str:
+    """The blocks as one quote, each under its heading when that changes; prose is trimmed,
+    tables, lists and code are whole; past the budget, only the first block is kept."""
+    lines: list[str] = []
+    shown_heading = ""
+    used = 0
+    for number, block in enumerate(blocks):
+        body = block.text if block.kind != "text" or keeps_whole(block.text) \
+            else _trim(block.text)
+        if number and used + len(body) > budget:
+            break
+        heading = block.heading if block.heading != title else ""
+        if heading and heading != shown_heading:
+            lines += [f"_{heading}_", ""]
+            shown_heading = heading
+        lines += [*body.splitlines(), ""]
+        used += len(body)
+    return "\n".join(f"> {line}" if line else ">" for line in lines[:-1])
 
 
 def suggestions(candidates: Sequence[Candidate], limit: int = 3) -> tuple[Citation, ...]:

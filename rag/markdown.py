@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
-__all__ = ["CITATION", "Token", "inline_children", "parse", "parser"]
+__all__ = ["CITATION", "Token", "inline_children", "parse", "parser", "top_level"]
 
 CITATION = "citation"  # a token whose `meta["n"]` is the cited excerpt's number
 _MAX_DIGITS = 4
@@ -60,3 +60,16 @@ def inline_children(tokens: list[Token]) -> Iterator[Token]:
     for token in tokens:
         if token.type == "inline" and token.children:
             yield from token.children
+
+
+def top_level(tokens: list[Token]) -> Iterator[tuple[int, list[Token]]]:
+    """Each top-level block (a heading, a paragraph, a whole list or table): the index of its
+    opening token, and all its tokens."""
+    start = 0
+    while start < len(tokens):
+        end, depth = start, int(tokens[start].nesting)
+        while depth > 0:
+            end += 1
+            depth += tokens[end].nesting
+        yield start, tokens[start:end + 1]
+        start = end + 1

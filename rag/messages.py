@@ -13,6 +13,9 @@ UNCHECKED_NO_ANSWER_NOTE = (
     "Note: I couldn't check every source, so the knowledge base may cover this after all."
 )
 EXTRACTIVE_LABEL = "Here are the most relevant excerpts I found (quoted, not summarised):"
+# Under a quoted source that looks like the answer but never says some of the question's words
+# (the staging page quoted for a question about production).
+NOT_MENTIONED = "_This source does not mention {words}._"
 LLM_DOWN_NOTE = (
     "The language model is unavailable right now, so these are the closest excerpts, unchecked."
 )

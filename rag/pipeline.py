@@ -186,10 +186,11 @@ class Pipeline:
             return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
 
         if offline:
-            draft, generation_failed = await s.fallback_extractive.generate("", chosen), True
+            draft, generation_failed = await s.fallback_extractive.generate(
+                "", chosen, pool=candidates), True
         else:
             draft, generation_failed = await self._generate(understood.standalone, chosen,
-                                                            question, preview)
+                                                            question, preview, candidates)
         run.lap("generate", mark)
         if draft.usage.calls:
             run.usage["generate"] = draft.usage
@@ -205,9 +206,11 @@ class Pipeline:
             extractive=draft.extractive, uncited_claims=draft.uncited_claims)
 
     async def _generate(self, standalone: str, chosen: Sequence[Candidate],
-                        question: Question, preview: TextSink | None) -> tuple[Draft, bool]:
+                        question: Question, preview: TextSink | None,
+                        pool: Sequence[Candidate]) -> tuple[Draft, bool]:
+        """`pool`: every candidate retrieved, which weighs the question's terms for excerpts."""
         if self._s.generator is None:
-            return await self._s.extractive.generate(standalone, chosen), False
+            return await self._s.extractive.generate(standalone, chosen, pool=pool), False
         if preview is not None:
             preview = PolicedPreview(self._policy, [c.chunk.url for c in chosen], preview).show
         try:
@@ -216,7 +219,8 @@ class Pipeline:
         except LLMError as exc:
             # The excerpts are still worth showing; the answer says plainly what happened.
             log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)
-            return await self._s.fallback_extractive.generate(standalone, chosen), True
+            return await self._s.fallback_extractive.generate(standalone, chosen,
+                                                              pool=pool), True
 
     async def _police(self, answer: Answer) -> Answer:
         """Off-policy links made inert; an answer that leaks the prompts becomes excerpts."""
@@ -227,7 +231,8 @@ class Pipeline:
         log.warning("the answer repeated the system prompt or its canary; sending excerpts")
         clean = [c for c in selected_in_order(answer.candidates)
                  if not policy.leaks(f"{c.chunk.title}\n{c.chunk.section}\n{c.chunk.text}")]
-        draft = await self._s.withheld_extractive.generate(answer.search_query, clean)
+        draft = await self._s.withheld_extractive.generate(answer.search_query, clean,
+                                                           pool=answer.candidates)
         if draft.no_answer:
             return replace(answer, text=messages.WITHHELD_NOTE, citations=(),
                            status=AnswerStatus.DEGRADED, extractive=True)

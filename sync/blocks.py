@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rag.markdown import Token, inline_children, parse
+from rag.markdown import Token, inline_children, parse, top_level
 
 # One token is a run of letters/digits, one CJK character or one punctuation mark. On English
 # technical prose this is about 1/1.2 of the embedding model's word pieces (measured on the
@@ -41,24 +41,12 @@ def heading_label(children: list[Token]) -> str:
     return " ".join(_TAGS.sub("", words).split())
 
 
-def _top_level(tokens: list[Token]) -> Iterator[tuple[int, list[Token]]]:
-    """Each top-level block: the index of its opening token, and all its tokens."""
-    start = 0
-    while start < len(tokens):
-        end, depth = start, int(tokens[start].nesting)
-        while depth > 0:
-            end += 1
-            depth += tokens[end].nesting
-        yield start, tokens[start:end + 1]
-        start = end + 1
-
-
 def _raw_blocks(markdown: str) -> Iterator[tuple[str, str, int]]:
     """(kind, text, heading level) for each block, its text as written in the source (a
     heading's is its label); level is 0 except for headings."""
     lines = markdown.split("\n")
     tokens = parse(markdown)
-    for _, block in _top_level(tokens):
+    for _, block in top_level(tokens):
         first = block[0]
         if first.map is None:
             continue

@@ -36,7 +36,8 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
                   config: PipelineConfig | None = None,
                   policy: OutputPolicy | None = None,
                   priors: DocumentPriors | None = None,
-                  syncs: SyncProgress | None = None) -> Pipeline:
+                  syncs: SyncProgress | None = None,
+                  extractive: ExtractiveGenerator | None = None) -> Pipeline:
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
@@ -52,7 +53,7 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
         accurate_grader=accurate,
         generator=LLMGenerator(llm, models.answer_model, models.answer_max_tokens)
         if llm else None,
-        extractive=ExtractiveGenerator(),
+        extractive=extractive or ExtractiveGenerator(),
         fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
         priors=priors,
         syncs=syncs,

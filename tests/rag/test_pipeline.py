@@ -10,8 +10,18 @@ import pytest
 
 from rag import messages
 from rag.config import GradingConfig, PipelineConfig, RetrievalConfig, SelectionConfig
+from rag.generate import Draft, ExtractiveGenerator
 from rag.prior import Adjustment
-from rag.types import AnswerStatus, AskContext, GradeSource, Intent, Mode, Question, Turn
+from rag.types import (
+    AnswerStatus,
+    AskContext,
+    Candidate,
+    GradeSource,
+    Intent,
+    Mode,
+    Question,
+    Turn,
+)
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, overloaded, text_reply
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_stores import MemoryGradeCache, MemoryRecorder
@@ -170,6 +180,31 @@ async def test_no_llm_answers_in_fast_mode_with_quoted_excerpts(index: CountingI
     assert answer.text.startswith(messages.EXTRACTIVE_LABEL)
     assert all(c.grade and c.grade.source is GradeSource.HEURISTIC for c in answer.candidates)
     assert answer.usage == {} and answer.models == {}
+
+
+class PoolSeen(ExtractiveGenerator):
+    """The fast-mode generator, noting the pool of candidates each answer was weighed on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pools: list[list[str]] = []
+
+    async def generate(self, question: str, selected: Sequence[Candidate],
+                       history: Sequence[Turn] = (), preview: Any = None, *,
+                       pool: Sequence[Candidate] = ()) -> Draft:
+        self.pools.append([c.chunk.chunk_id for c in pool])
+        return await super().generate(question, selected, history, preview, pool=pool)
+
+
+async def test_fast_mode_weighs_the_question_on_every_candidate_retrieved(
+        index: CountingIndex, embedder: Any) -> None:
+    seen = PoolSeen()
+    answer = await make_pipeline(index, embedder, None, extractive=seen).answer(
+        Question(QUESTION))
+    assert answer.status is AnswerStatus.ANSWERED
+    chosen = [c for c in answer.candidates if c.selected]
+    assert 0 < len(chosen) < len(answer.candidates)  # the pool is more than the selection
+    assert seen.pools == [[c.chunk.chunk_id for c in answer.candidates]]
 
 
 async def test_follow_up_is_rewritten_with_history(index: CountingIndex, embedder: Any,
