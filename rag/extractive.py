@@ -78,8 +78,11 @@ def weights(question: str, pool: Sequence[Candidate]) -> Weights:
     for candidate in pool:
         c = candidate.chunk
         documents.setdefault(c.doc_id, set()).update(terms(f"{c.title} {c.section} {c.text}"))
-    n, wanted = len(documents), terms(question)
-    found = {t: sum(t in d for d in documents.values()) for t in wanted}
+    n = len(documents)
+    found = {t: sum(t in d for d in documents.values()) for t in terms(question)}
+    # A number no retrieved document carries ("(3)", "2 weeks") is no subject the knowledge
+    # base lacks: it would make every question that has one "not covered".
+    wanted = [t for t in found if found[t] or not t.isdigit()]
     return Weights({t: math.log(1 + (n + 1) / (found[t] + 1)) for t in wanted},
                    frozenset(t for t in wanted if not found[t]))
 

@@ -198,3 +198,12 @@ async def test_the_question_s_words_must_meet_in_one_block_not_across_a_page() -
                   "first.\n\nThen install the VPN profile that IT sends you by email."),
         pool=OTHERS)
     assert docs == ["vpn"]
+
+
+async def test_a_number_no_source_carries_leaves_the_question_covered() -> None:
+    # A ticket number or a counter after the question is no subject the knowledge base lacks.
+    vpn = candidate(1, "vpn", "VPN setup", "Install the Corpnet client, sign in with your "
+                    "badge number and pick the nearest gateway. Sessions last ten hours.")
+    text, cited, no_answer = await answer("how long do VPN sessions last? (3)", vpn,
+                                          pool=OTHERS)
+    assert not no_answer and cited == ["vpn"] and "ten hours" in text
