@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
+
+from rag.errors import ConfigError
 
 BASE_SCOPES = ("app_mentions:read", "chat:write", "im:history", "channels:history",
                "reactions:read", "reactions:write")
@@ -86,6 +89,23 @@ def manifest(f: Features, url: str = "https://sift.example.com", *,
                      "org_deploy_enabled": False, "socket_mode_enabled": socket_mode,
                      "token_rotation_enabled": False},
     }
+
+
+def public_base(url: str) -> str:
+    """The address Slack is to call, from what a person typed: `abc.ngrok.app` is
+    https://abc.ngrok.app, a pasted `…/slack/events` is not doubled; Slack calls only HTTPS
+    addresses it can reach, so http:// and a bare path are refused in one sentence."""
+    text = url.strip()
+    if "://" not in text:
+        text = "https://" + text
+    parts = urlsplit(text)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ConfigError(f"--url {url!r}: not an https:// address", user_message=(
+            f"--url {url!r} is not an HTTPS address Slack can call: give the public "
+            "https://… address of `sift serve` (for a local one, a tunnel such as ngrok "
+            "gives one), or use --socket-mode."))
+    path = parts.path.rstrip("/").removesuffix("/slack/events")
+    return f"https://{parts.netloc}{path}"
 
 
 def to_yaml(data: dict[str, Any]) -> str:
