@@ -16,6 +16,7 @@ import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
 ICONS = ("color.png", "outline.png")
@@ -53,11 +54,24 @@ def build(app_id: str, out: Path, website: str | None = None, version: str | Non
     return out
 
 
+def website_url(text: str) -> str:
+    """An https:// address with a host (Teams refuses the package otherwise); a bare host
+    is taken as https://."""
+    url = text.strip() if "://" in text else "https://" + text.strip()
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname or "." not in parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a public https:// address (Teams shows the privacy and terms "
+            "pages under it to every user)")
+    return url.rstrip("/")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--app-id", default=os.environ.get("SIFT_TEAMS_APP_ID", ""),
                         help="the Azure Bot's Microsoft App ID (default: $SIFT_TEAMS_APP_ID)")
-    parser.add_argument("--website", help="https URL of your Sift page (privacy, terms below)")
+    parser.add_argument("--website", type=website_url,
+                        help="https URL of your Sift page (privacy, terms below)")
     parser.add_argument("--version", help="app version, e.g. 1.0.1 (raise it for each upload)")
     parser.add_argument("--out", type=Path, default=Path("sift-teams.zip"))
     args = parser.parse_args(argv)

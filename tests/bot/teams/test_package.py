@@ -10,6 +10,8 @@ import zlib
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from bot.settings import PROJECT_ROOT
 
 DEPLOY = PROJECT_ROOT / "deploy" / "teams"
@@ -84,3 +86,21 @@ def test_package(tmp_path: Path) -> None:
     assert manifest["webApplicationInfo"]["id"] == APP_ID
     assert manifest["developer"]["privacyUrl"] == "https://kb.example.org/privacy"
     assert manifest["version"] == "1.0.3"
+
+
+def test_the_website_must_be_a_public_https_address(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    package = load("package")
+    out = tmp_path / "sift-teams.zip"
+    for typed in ("intranet", "http://sift.example.com", "https://"):
+        try:
+            package.main(["--app-id", APP_ID, "--website", typed, "--out", str(out)])
+        except SystemExit as exit_:
+            assert exit_.code == 2
+        else:
+            raise AssertionError(f"{typed!r} was accepted")
+        assert "https://" in capsys.readouterr().err and not out.exists()
+    assert package.main(["--app-id", APP_ID, "--website", "sift.example.com",
+                         "--out", str(out)]) == 0
+    manifest = json.loads(zipfile.ZipFile(out).read("manifest.json"))
+    assert manifest["developer"]["privacyUrl"] == "https://sift.example.com/privacy"
