@@ -24,11 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _manifest(args: argparse.Namespace) -> int:
     from bot.app import load_settings
     from bot.slack import spec
-    from bot.slack.manifest import Features, manifest, public_base, to_yaml
+    from bot.slack.manifest import EXAMPLE_URL, Features, manifest, public_base, to_yaml
 
     settings = load_settings(args.config)
     s = spec.config(settings).options
-    url = public_base(args.url or settings.public_url or "https://sift.example.com")
+    url = public_base(args.url or settings.public_url or EXAMPLE_URL)
     features = Features(s.slash_command, s.app_home, s.assistant, s.private_channels,
                         s.directory, channel_source=any(
                             source.kind == "slack" for source in settings.resolved_sources))

@@ -51,3 +51,11 @@ def test_an_address_slack_cannot_call_is_one_sentence(capsys: pytest.CaptureFixt
     assert out.out == ""  # no manifest with a URL Slack would refuse
     assert out.err.startswith("sift: --url") and "https://" in out.err
     assert out.err.count("\n") == 1
+
+
+def test_the_replace_the_example_note_only_where_the_example_is(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["slack", "manifest", "--url", "abc.ngrok.app"]) == 0
+    assert "replace https://sift.example.com" not in capsys.readouterr().out
+    assert main(["slack", "manifest"]) == 0  # no address known: the example, and the note
+    assert "replace https://sift.example.com" in capsys.readouterr().out
