@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--app-id is required (or set SIFT_TEAMS_APP_ID)")
     path = build(args.app_id, args.out, args.website, args.version)
     print(f"wrote {path}")
+    if args.website is None:  # Teams shows these links to every user: say whose they are
+        site = json.loads((HERE / "manifest.json").read_text())["developer"]["websiteUrl"]
+        print(f"note: the app's website, privacy and terms links point at {site} (an "
+              "example); pass --website https://… with your own page", file=sys.stderr)
     return 0
 
 

@@ -104,3 +104,11 @@ def test_the_website_must_be_a_public_https_address(tmp_path: Path,
                          "--out", str(out)]) == 0
     manifest = json.loads(zipfile.ZipFile(out).read("manifest.json"))
     assert manifest["developer"]["privacyUrl"] == "https://sift.example.com/privacy"
+
+
+def test_without_a_website_the_example_links_are_said(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    package = load("package")
+    assert package.main(["--app-id", APP_ID, "--out", str(tmp_path / "p.zip")]) == 0
+    err = capsys.readouterr().err
+    assert "example" in err and "--website" in err
