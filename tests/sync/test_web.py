@@ -118,5 +118,7 @@ async def test_a_page_over_the_size_limit_is_skipped_before_it_is_read_whole(
     assert error == (f"{site.url}/docs/huge: the page is over the 1 MB limit "
                      "(SIFT_SYNC__MAX_FILE_MB); skipped")
     assert summary.counts.failed == 1 and summary.counts.added == 2  # the others are in
-    # Refused from its length, or stopped while it streamed: far from all 40 MB came in.
-    assert site.sent["/docs/huge"] < 8 * 2**20
+    # Refused from its length, or stopped while it streamed: far from all 40 MB came in. (The
+    # fake counts what it wrote: loopback's socket buffers take several MB more than Sift
+    # read before the closed connection reaches the writer; 10 MB was seen on a busy run.)
+    assert site.sent["/docs/huge"] < 20 * 2**20
