@@ -119,3 +119,20 @@ def check_fresh(stamp_s: float, tolerance_s: float, clock: Clock = time.time) ->
     if skew > tolerance_s:
         raise PushRejected(f"the signed timestamp is {skew:.0f}s away from this machine's "
                            f"clock (over {tolerance_s:g}s): refused as a possible replay")
+
+
+HUB_SIGNATURE = "X-Hub-Signature"  # Atlassian Data Center and Jira admin webhooks
+
+
+def hub_signed_event(request: PushRequest, secret: str | None, setting: str,
+                     tolerance_s: float, clock: Clock = time.time) -> dict[str, Any]:
+    """The JSON object of an Atlassian-style webhook: the body signed with HMAC-SHA256 in
+    X-Hub-Signature (`sha256=<hex>`), carrying its own `timestamp` in milliseconds, which
+    bounds replays. PushRejected (or MalformedBody) for anything else."""
+    key = require_secret(secret, setting)
+    check_hex(hmac_sha256(key, request.body), request.header(HUB_SIGNATURE), HUB_SIGNATURE)
+    event = json_body(request.body)
+    if not isinstance(event, dict) or not isinstance(event.get("timestamp"), int | float):
+        raise PushRejected("the signed body has no timestamp: refused as a possible replay")
+    check_fresh(event["timestamp"] / 1000, tolerance_s, clock)
+    return event

@@ -7,19 +7,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from sync.push import (
-    Clock,
-    PushRejected,
-    PushReply,
-    PushRequest,
-    check_fresh,
-    check_hex,
-    hmac_sha256,
-    json_body,
-    require_secret,
-)
+from sync.push import HUB_SIGNATURE as SIGNATURE
+from sync.push import Clock, PushReply, PushRequest, hub_signed_event
 
-SIGNATURE = "X-Hub-Signature"
 CONTENT = ("page", "blog")  # page_updated, blog_removed, …: events about one piece of content
 
 
@@ -34,13 +24,9 @@ class ConfluenceReceiver:
         self._clock = clock
 
     def receive(self, request: PushRequest) -> PushReply:
-        secret = require_secret(self._secret.get_secret_value() if self._secret else None,
-                                "confluence.webhook_secret")
-        check_hex(hmac_sha256(secret, request.body), request.header(SIGNATURE), SIGNATURE)
-        event = json_body(request.body)
-        if not isinstance(event, dict) or not isinstance(event.get("timestamp"), int | float):
-            raise PushRejected("the signed body has no timestamp: refused as a possible replay")
-        check_fresh(event["timestamp"] / 1000, self._tolerance_s, self._clock)
+        secret = self._secret.get_secret_value() if self._secret else None
+        event = hub_signed_event(request, secret, "confluence.webhook_secret", self._tolerance_s,
+                                 self._clock)
         name = str(event.get("event") or "")
         content = _content_id(event, name)
         if content is None:

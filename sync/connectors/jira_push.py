@@ -6,19 +6,9 @@ import time
 
 from pydantic import SecretStr
 
-from sync.push import (
-    Clock,
-    PushRejected,
-    PushReply,
-    PushRequest,
-    check_fresh,
-    check_hex,
-    hmac_sha256,
-    json_body,
-    require_secret,
-)
+from sync.push import HUB_SIGNATURE as SIGNATURE
+from sync.push import Clock, PushReply, PushRequest, hub_signed_event
 
-SIGNATURE = "X-Hub-Signature"
 # Issue events, and comment events (a comment is part of its issue's document).
 EVENTS = ("jira:issue_created", "jira:issue_updated", "jira:issue_deleted", "comment_created",
           "comment_updated", "comment_deleted")
@@ -36,13 +26,9 @@ class JiraReceiver:
         self._clock = clock
 
     def receive(self, request: PushRequest) -> PushReply:
-        secret = require_secret(self._secret.get_secret_value() if self._secret else None,
-                                "jira.webhook_secret")
-        check_hex(hmac_sha256(secret, request.body), request.header(SIGNATURE), SIGNATURE)
-        event = json_body(request.body)
-        if not isinstance(event, dict) or not isinstance(event.get("timestamp"), int | float):
-            raise PushRejected("the signed body has no timestamp: refused as a possible replay")
-        check_fresh(event["timestamp"] / 1000, self._tolerance_s, self._clock)
+        secret = self._secret.get_secret_value() if self._secret else None
+        event = hub_signed_event(request, secret, "jira.webhook_secret", self._tolerance_s,
+                                 self._clock)
         if event.get("webhookEvent") not in EVENTS:
             return PushReply(202, "Ignored: not an issue or comment change.")
         issue = event.get("issue")
