@@ -167,3 +167,17 @@ def decode_json(response: httpx.Response) -> Any:
         raise SyncError(f"{response.request.method} {response.url} returned invalid JSON: {exc}",
                         user_message=f"The knowledge platform returned malformed JSON for "
                         f"{response.url}.") from exc
+
+
+def json_field(response: httpx.Response, key: str, kind: type, label: str) -> Any:
+    """`key` of the response's JSON object, which must be a `kind` (list or dict): else one
+    sentence naming the platform (`label`) and the URL that answered without it."""
+    body = decode_json(response)
+    found = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(found, kind):
+        shape = "list" if kind is list else "object"
+        article = "an" if key[0] in "aeiou" else "a"
+        raise SyncError(f"GET {response.url}: no '{key}' {shape}",
+                        user_message=f"{label} answered {response.url} without {article} "
+                        f"'{key}' {shape}.")
+    return found

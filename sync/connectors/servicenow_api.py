@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.http_client import JsonClient, json_field
 
 
 def any_of(field: str, values: Iterable[str]) -> str:
@@ -30,12 +29,7 @@ class TableApi:
                 "sysparm_limit": self.page_size, "sysparm_offset": offset,
                 "sysparm_display_value": "false", "sysparm_exclude_reference_link": "true",
                 "sysparm_no_count": "true"})
-            body = decode_json(response)
-            rows = body.get("result") if isinstance(body, dict) else None
-            if not isinstance(rows, list):
-                raise SyncError(f"GET {response.url}: no 'result' list",
-                                user_message=f"{self.label} answered {response.url} without "
-                                "a 'result' list.")
+            rows = json_field(response, "result", list, self.label)
             for row in rows:
                 if isinstance(row, dict):
                     yield row

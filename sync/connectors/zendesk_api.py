@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.http_client import JsonClient, decode_json, json_field
 
 log = logging.getLogger(__name__)
 EXPORT = "api/v2/help_center/incremental/articles"
@@ -76,12 +76,7 @@ class ZendeskApi:
                             "for an article (check the source's `token` and `zendesk.email`).")
         if response.status_code in GONE:
             return None
-        body = decode_json(response)
-        found = body.get("article") if isinstance(body, dict) else None
-        if not isinstance(found, dict):
-            raise SyncError(f"GET {response.url}: no 'article' object",
-                            user_message=f"{self.label} answered {response.url} without an "
-                            "'article' object.")
+        found: dict[str, Any] = json_field(response, "article", dict, self.label)
         return found
 
     async def places(self) -> dict[str, Place]:
