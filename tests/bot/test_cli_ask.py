@@ -303,6 +303,26 @@ def test_chat_votes_on_the_last_answer_and_a_new_vote_replaces_the_old(
     assert "sift> " in out and "Sources:" in out and VPN_MARKER in out
 
 
+def test_a_follow_up_without_a_model_carries_the_previous_question_s_subject(
+        sift_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    database = Database(f"sqlite:///{sift_env / 'sift.db'}")
+    chat = ChatSession(monkeypatch)
+    try:
+        chat.type("What is the expense limit for client dinners?")
+        chat.rows_when(database, Interaction, lambda rows: len(rows) == 1)
+        chat.type("and in Toronto?")
+        rows = chat.rows_when(database, Interaction, lambda rows: len(rows) == 2)
+        chat.type("exit")
+    finally:
+        chat.close()
+        database.dispose()
+    follow_up = max(rows, key=lambda row: row.id)
+    assert follow_up.question == "and in Toronto?"
+    assert follow_up.search_query == "What is the expense limit for client dinners in Toronto?"
+    assert follow_up.status == "answered", follow_up.answer
+    assert "CAD 120" in follow_up.answer  # the client-entertainment row, in Toronto's currency
+
+
 def interactions(data_dir: Path) -> int:
     database = Database(f"sqlite:///{data_dir / 'sift.db'}")
     try:
