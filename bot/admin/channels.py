@@ -6,6 +6,7 @@ import asyncio
 import logging
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 from aiohttp import web
 
@@ -134,5 +135,6 @@ async def override(request: web.Request) -> web.StreamResponse:
     await audit(request, "override", f"document {doc_id}", before=before,
                 after=None if kind == "reset" else {"kind": kind})
     back = str(form.get("back", ""))
-    raise web.HTTPSeeOther(back if back.startswith(f"{PREFIX}/documents") else
-                           f"{PREFIX}/documents")
+    back = back if back.startswith(f"{PREFIX}/documents") else f"{PREFIX}/documents"
+    done = urlencode({"set": kind, "doc": doc_id})
+    raise web.HTTPSeeOther(f"{back}{'&' if '?' in back else '?'}{done}")

@@ -63,8 +63,8 @@ def seed_hostile(db: Database) -> None:
         session.execute(insert(DocumentStats), [{
             "doc_id": "evil", "title": f"Title {SCRIPT}", "url": "javascript:alert(1)",
             "retrieved": 99, "graded": 99, "graded_relevant": 0, "grade_score_sum": 1.0,
-            "selected": 0, "cited": 9, "thumbs_up": 0, "thumbs_down": 5, "first_seen": NOW,
-            "last_seen": NOW}])
+            "model_graded": 99, "model_grade_sum": 1.0, "selected": 0, "cited": 9,
+            "thumbs_up": 0, "thumbs_down": 5, "first_seen": NOW, "last_seen": NOW}])
         failing = {**source_doc(0, NOW), "doc_id": "evil", "status": "failed",
                    "error": f"the page answered {SCRIPT}"}
         session.execute(insert(SourceDocument), [failing])
