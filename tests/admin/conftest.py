@@ -155,6 +155,9 @@ async def console(seeded: Database, embedder: LocalEmbedder,
     settings = Settings(data_dir=tmp_path / "data", admin={
         "password": ADMIN_PW, "viewer_password": VIEWER_PW},
         sources=[{"name": "handbook", "kind": "folder", "path": str(kb),
+                  "interval_minutes": DAILY, "full_cron": ""},
+                 # Configured, with runs that found nothing to index (seeded per test).
+                 {"name": "wiki", "kind": "folder", "path": str(kb),
                   "interval_minutes": DAILY, "full_cron": ""}])
     forget_sign_ins(seeded)  # each test starts with no session and no failed sign-in
     runner = SyncRunner([SyncSource("handbook", FolderConnector(kb))], MemoryIndex(),

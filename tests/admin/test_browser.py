@@ -64,7 +64,8 @@ async def test_the_overview_chart_renders(browser: WebDriver, site: str) -> None
 
 async def test_sync_now(browser: WebDriver, site: str) -> None:
     await sign_in(browser, site, "/admin/sources", ".source")
-    (button,) = await run(browser.find_elements, By.XPATH, "//button[text()='Sync now']")
+    (button,) = await run(browser.find_elements, By.XPATH,
+                          "//section[@id='source-handbook']//button[text()='Sync now']")
     await run(button.click)
     (notice,) = await wait_for(browser, "p.notice")
     assert (await run(lambda: notice.text)).startswith("Sync of handbook started")

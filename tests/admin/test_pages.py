@@ -169,6 +169,26 @@ async def test_sources_show_runs_errors_and_next_run(admin: Console) -> None:
     assert "every 1440 min" in html
 
 
+async def test_a_run_with_failures_is_not_shown_as_a_plain_ok(admin: Console) -> None:
+    now = datetime.now(UTC)
+    run = {"full": False, "status": "ok", "started_at": now, "finished_at": now,
+           "added": 0, "updated": 0, "deleted": 0, "unchanged": 3, "chunks_written": 0}
+    with admin.db.write() as session:
+        session.execute(insert(SyncRun), [
+            {**run, "source": "handbook", "failed": 5, "errors": ["broken.pdf: no EOF marker"]},
+            {**run, "source": "wiki", "failed": 0, "errors": []}])
+    try:
+        html = await _html(admin, "/admin/sources")
+        handbook, wiki = html.split('id="source-wiki"')
+        newest = handbook.split("<tbody>")[1].split("</tr>")[0]
+        assert '<span class="status warning">partial</span>' in newest  # not a green "ok"
+        assert "The last run could not read 5" in handbook
+        assert "No document indexed yet" in wiki and "Not synced yet" not in wiki
+    finally:
+        with admin.db.write() as session:
+            session.execute(delete(SyncRun).where(SyncRun.started_at == now))
+
+
 async def test_sync_now_runs_the_scheduler(admin: Console) -> None:
     html = await _html(admin, "/admin/sources")
     token = re.search(r'name="csrf" value="([^"]+)"', html)
