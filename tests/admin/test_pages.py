@@ -224,12 +224,27 @@ async def test_evaluation_reports_and_their_charts(admin: Console) -> None:
 
 
 async def test_channels_lists_the_stored_policies(admin: Console) -> None:
-    ChannelPolicyRepository(admin.db).put("slack", "C42", f"Support {SCRIPT}",
-                                          {"mode": "fast", "answer_in_thread": True})
+    ChannelPolicyRepository(admin.db).put("slack", "C42", f"Support {SCRIPT}", {
+        "sources": ["handbook"], "only_when_confident": False, "follow_ups": False,
+        "escalate_to": ["U0SUPPORT"], "respond": "questions"})
     html = await _html(admin, "/admin/channels")
     assert "<td>C42</td>" in html and f"Support {ESCAPED}" in html and SCRIPT not in html
-    assert "<code>mode = fast</code>" in html
+    assert ("<td>sources: handbook; answers every question; escalates to U0SUPPORT; "
+            "thread replies are not follow-ups</td>") in html
+    assert "False" not in html and "only_when_confident" not in html  # words, not raw values
     assert 'href="/admin/channels/edit?platform=slack&amp;channel=C42"' in html  # admins edit
+
+
+async def test_by_channel_names_a_channel_by_its_policy_s_label(admin: Console) -> None:
+    repository = ChannelPolicyRepository(admin.db)
+    repository.put("slack", "#team-3", "Team three", {})
+    try:
+        html = await _html(admin, "/admin/?window=90d")
+        by_channel = html.split("<h2>By channel</h2>")[1].split("</section>")[0]
+        assert 'title="#team-3">Team three</a>' in by_channel
+        assert 'title="#team-4">#team-4</a>' in by_channel  # no policy: its id as it is
+    finally:
+        repository.remove("slack", "#team-3")
 
 
 async def test_questions_asked_during_a_first_sync_get_a_tile_of_their_own(
