@@ -303,6 +303,20 @@ def test_chat_votes_on_the_last_answer_and_a_new_vote_replaces_the_old(
     assert "sift> " in out and "Sources:" in out and VPN_MARKER in out
 
 
+PRODUCTION = "How do I rotate the production database credentials?"
+PRODUCTION_DOC = "eng-runbook-prod-db-creds"  # access: [engineering] in the sample
+
+
+def test_the_sample_s_restricted_runbook_shows_only_as_a_member_of_its_group(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def cited(*who: str) -> list[str]:
+        return [c["doc_id"] for c in ask_json(capsys, *who, PRODUCTION)["citations"]]
+
+    assert PRODUCTION_DOC not in cited()  # the public
+    assert PRODUCTION_DOC not in cited("--as", "someone@northwind-relay.example")
+    assert cited("--as", "priya@northwind-relay.example")[0] == PRODUCTION_DOC
+
+
 def test_a_follow_up_without_a_model_carries_the_previous_question_s_subject(
         sift_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     database = Database(f"sqlite:///{sift_env / 'sift.db'}")
