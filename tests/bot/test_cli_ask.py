@@ -206,6 +206,13 @@ async def test_explain_lists_every_candidate_with_the_graders_reason(
     assert code == 0, out
     answer, explained = out.split("Candidates (mode: accurate", 1)
     assert "Sources:\n  [1] Setting up the Relay Connect VPN — https://" in answer
+    # Each column under its heading: the header's words end where the row's figures end.
+    header = explained.splitlines()[1]
+    first = next(m for m in EXPLAIN_ROW.finditer(explained))
+    row = first.group(0)
+    assert header.split() == ["#", "search", "grade", "graded", "by", "reason"]
+    assert header.index("grade") + len("grade") == row.index(first["score"]) + 4
+    assert header.index("graded by") == row.index(first["source"])
     rows = {m["reason"]: (float(m["score"]), m["source"]) for m in EXPLAIN_ROW.finditer(out)}
     assert reasons and rows == {reason: (score, "llm") for reason, score in reasons.items()}
     assert len(EXPLAIN_ROW.findall(explained)) == len(fake_claude.calls("grade"))
