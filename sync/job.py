@@ -80,8 +80,12 @@ class SyncJob:
         token = bind_correlation_id(new_correlation_id())
         started = time.perf_counter()
         try:
-            since = None if full else await self._state(self.state.last_success, self.source)
-            run = RunState(full=full or since is None, dry_run=dry_run)
+            known = await self._state(self.state.documents, self.source)
+            # No document on record (a source removed, then configured again): its last run
+            # proves nothing is indexed, so this run reads everything, as a first one does.
+            since = None if full or not known else await self._state(
+                self.state.last_success, self.source)
+            run = RunState(full=full or since is None, dry_run=dry_run, known=known)
             run_id = None if dry_run else await self._state(
                 self.state.start_run, self.source, full=run.full)
             try:
@@ -100,7 +104,6 @@ class SyncJob:
             reset_correlation_id(token)
 
     async def _sync(self, run: RunState, since: datetime | None) -> None:
-        run.known = await self._state(self.state.documents, self.source)
         if run.full:  # a full pass also reconciles the index with what storage believes
             with self.timers.phase("write"):
                 run.indexed = await self.index.list_documents(self.source)
