@@ -41,10 +41,7 @@ async def test_start_up_sync_runs_in_the_background(tmp_path: Path,
         assert (run.source, run.full, run.status, run.added) == ("runbooks", True, "ok", 4)
     finally:
         await served.stop()
-        index = served.app.index()
-        await index.connect(ensure=False)
-        await index.drop()
-        await index.close()
+        await _drop_index(served)
 
 
 async def test_start_up_lines_and_a_source_no_longer_configured(
@@ -168,7 +165,11 @@ async def test_a_running_server_does_not_bring_back_a_source_a_newer_sift_toml_r
             await index.close()
     finally:
         await served.stop()
-        index = served.app.index()
-        await index.connect(ensure=False)
-        await index.drop()
-        await index.close()
+        await _drop_index(served)
+
+
+async def _drop_index(served: ServedSift) -> None:
+    index = served.app.index()
+    await index.connect(ensure=False)
+    await index.drop()
+    await index.close()
