@@ -12,6 +12,7 @@ from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
 from sync.connectors.convert import (
     DocumentParseError,
     as_datetime,
+    decode_text,
     first_heading,
     split_front_matter,
 )
@@ -91,10 +92,7 @@ def _text(doc_id: str, where: str, data: bytes, url: str, tags: tuple[str, ...],
     name = where.rsplit("/", 1)[-1]
     try:
         if name.lower().endswith(TEXT):
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DocumentParseError(f"not UTF-8 text (byte {exc.start})") from exc
+            text = decode_text(data)
             parsed = split_front_matter(text) if name.lower().endswith(TEXT[:3]) else None
             body, meta = (parsed.body, parsed.meta) if parsed else (text, {})
         else:

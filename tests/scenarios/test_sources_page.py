@@ -32,8 +32,8 @@ UNREADABLE, BROKEN, MISSPELT = 229, 40, 10
 def write_folder(kb: Path) -> None:
     kb.mkdir()
     (kb / "vpn.md").write_text("# VPN\n\nConnect with the company client, then sign in.\n")
-    for n in range(UNREADABLE):  # not UTF-8
-        (kb / f"export-{n:03d}.txt").write_bytes(b"caf\xe9 " * 20)
+    for n in range(UNREADABLE):  # not text in any encoding (a Latin-1 file would be read)
+        (kb / f"export-{n:03d}.txt").write_bytes(b"\x00\x81\x8d\x8f\x90\x9d\xff\xfe" * 50)
     for n in range(BROKEN):  # named to sort after everything else, as in the report
         (kb / f"zz-policy-{n:02d}.md").write_text(
             f"---\ntitle: [Policy {n}\naccess: public\n---\n# Policy {n}\n\nBody.\n")
@@ -109,7 +109,8 @@ async def test_every_failing_and_warned_document_is_listed_page_by_page(
     assert set(listed) == expected
     broken = listed["zz-policy-39.md"]
     assert broken[0] == "failed" and "invalid YAML front matter" in broken[1]
-    assert listed["export-000.txt"] == ("failed", "export-000.txt: not UTF-8 text (byte 3)")
+    assert listed["export-000.txt"] == ("failed", "export-000.txt: not UTF-8 text (byte 1), and no "
+                                           "other text encoding fits it")
     warned = listed["hr-07.md"]
     assert warned[0] == "warning" and "did you mean 'access'" in warned[1]
 

@@ -141,15 +141,16 @@ async def test_a_repository_that_does_not_exist_is_reported_and_the_rest_syncs(
 async def test_huge_and_unconvertible_files_are_named_and_the_rest_syncs(
         github: FakeGitHub) -> None:
     github.commit("acme/handbook", {"docs/huge.md": "# Huge\n\n" + "x" * 3_000_000,
-                                    "docs/latin1.md": "# Caf\xe9".encode("latin-1"),
+                                    "docs/binary.md": b"\x00\x81\x8d\x8f\x90\x9d\xff\xfe" * 50,
                                     "docs/yaml.md": "---\ntitle: [unclosed\n---\n\nBody"})
     index = MemoryIndex()
     summary = await job(github, index, MemorySyncState()).run(full=True)
     assert summary.counts.added == 8
-    huge, latin1, yaml = sorted(summary.errors)
+    binary, huge, yaml = sorted(summary.errors)
     assert huge == ("acme/handbook/docs/huge.md is 2.9 MB, over `github.max_file_bytes` (2 MB): "
                     "skipped")
-    assert latin1 == "acme/handbook/docs/latin1.md: not UTF-8 text (byte 5)"
+    assert binary == ("acme/handbook/docs/binary.md: not UTF-8 text (byte 1), and no other "
+                      "text encoding fits it")
     assert yaml.startswith("acme/handbook/docs/yaml.md: invalid YAML front matter (line 2)")
     # The huge file was judged by the tree's size: five blobs read, not six.
     assert github.reads("/repos/acme/handbook/git/blobs") == 5
