@@ -1,0 +1,314 @@
+"""The Microsoft Teams channels connector: a thread (or a long message) of a channel is one
+document, read through Graph's channel messages delta."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import Field, SecretStr
+
+from rag.errors import ConfigError, SyncError
+from sync.connectors.base import (
+    Checkpoint,
+    ConnectorSettings,
+    ConnectorSpec,
+    DocumentFailure,
+    DocumentGone,
+    Fetched,
+    SourceConfig,
+    SourceDocument,
+)
+from sync.connectors.convert import DocumentParseError, as_datetime
+from sync.connectors.entra import (
+    GRAPH_SCOPE,
+    PUBLIC_CLOUD,
+    EntraApp,
+    EntraError,
+    EntraNames,
+    EntraToken,
+)
+from sync.connectors.http_client import JsonClient
+from sync.connectors.oauth import RenewingToken
+from sync.connectors.slack_text import first_line
+from sync.connectors.teams_api import (
+    GRANT,
+    Channel,
+    ChannelUnreadable,
+    Message,
+    Team,
+    TeamsGraph,
+)
+from sync.connectors.teams_text import to_markdown
+
+GRAPH = "https://graph.microsoft.com/v1.0"
+TEAM_PREFIX = "teams:team:"  # a standard channel's readers: the team's members
+CHANNEL_PREFIX = "teams:channel:"  # a private or shared channel's readers: its members
+NAMES = EntraNames(tenant="`teams.tenant_id` (or SIFT_TEAMS_TENANT_ID)",
+                   client_id="`teams.client_id` (or SIFT_TEAMS_APP_ID)",
+                   secret="the source's `token` (or SIFT_TEAMS_APP_PASSWORD: the client "
+                          "secret, expired or revoked?)",
+                   certificate="`teams.certificate_path` (or SIFT_TEAMS__CERTIFICATE_PFX)",
+                   authority="`teams.authority` (or SIFT_PERMISSIONS__LOGIN_URL)")
+
+
+class TeamsSettings(ConnectorSettings):
+    """The `[sources.teams]` table. Credentials default to the Teams bot's own app."""
+
+    teams: list[str] = Field(default_factory=list)  # team ids or display names
+    # Channel ids ("19:…@thread.tacv2") or names within those teams. Empty: every standard
+    # channel of the listed teams; private and shared channels only when listed.
+    channels: list[str] = Field(default_factory=list)
+    bots: list[str] = Field(default_factory=list)  # other apps' ids whose messages count
+    app_id: str = ""  # Sift's own app id (default SIFT_TEAMS_APP_ID): never indexed
+    min_chars: int = Field(200, ge=0)  # a message without replies shorter than this is noise
+    tenant_id: str = ""
+    client_id: str = ""
+    authority: str = ""  # default SIFT_PERMISSIONS__LOGIN_URL, else Microsoft's public cloud
+    certificate_path: Path | None = None
+    certificate_password: SecretStr | None = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(5, ge=0)
+
+
+@dataclass(frozen=True)
+class BotApp:
+    """The Teams bot's Entra app and Graph addresses: a Teams source's unless it names its own."""
+
+    tenant: str = ""
+    client_id: str = ""
+    secret: str | None = None
+    certificate: Path | None = None
+    graph_url: str = ""
+    login_url: str = ""
+
+
+def with_bot_app(config: SourceConfig, options: TeamsSettings, bot: BotApp
+                 ) -> tuple[SourceConfig, TeamsSettings]:
+    own_credential = config.token or options.certificate_path
+    config = replace(config, url=config.url or bot.graph_url,
+                     token=config.token or (None if own_credential else bot.secret))
+    return config, options.model_copy(update={
+        "tenant_id": options.tenant_id or bot.tenant,
+        "client_id": options.client_id or bot.client_id,
+        "app_id": options.app_id or bot.client_id,
+        "authority": options.authority or bot.login_url,
+        "certificate_path": options.certificate_path or (
+            None if own_credential or bot.secret else bot.certificate)})
+
+
+def _when(value: str) -> datetime | None:
+    try:
+        return as_datetime(value) if value else None
+    except DocumentParseError:
+        return None
+
+
+class TeamsConnector:
+    """Channel threads of the listed teams; each run asks Graph's delta of every channel for
+    the roots whose reply chain changed and re-reads their replies. A full pass lists every
+    root again, so whatever it did not see (deleted threads, dropped channels) is pruned."""
+
+    cheap_ids = False
+
+    def __init__(self, source: SourceConfig, settings: TeamsSettings) -> None:
+        self.source, self.settings = source, settings
+        self.base = (source.url or GRAPH).rstrip("/") + "/"
+        self.label = f"Source '{source.name}' (Teams)"
+        s = settings
+        self._entra = EntraToken(EntraApp(
+            s.tenant_id, s.client_id, SecretStr(source.token) if source.token else None,
+            s.certificate_path, "", s.certificate_password, s.authority or PUBLIC_CLOUD,
+            s.timeout_s), NAMES, GRAPH_SCOPE)
+
+    async def _token(self, refused: str) -> str:
+        try:
+            return await self._entra.get(refused)
+        except EntraError as exc:
+            raise SyncError(str(exc), user_message=f"{self.label}: {exc.sentence}") from None
+
+    @asynccontextmanager
+    async def graph(self) -> AsyncIterator[TeamsGraph]:
+        """Graph through the app's token: wrong credentials stop here, before any read."""
+        async with httpx.AsyncClient(base_url=self.base, timeout=self.settings.timeout_s) as http:
+            http.auth = auth = RenewingToken(self._token)
+            await auth.renew()
+            http.headers["User-Agent"] = "sift-sync"
+            client = JsonClient(http, max_retries=self.settings.max_retries,
+                                label=self.label, auth_hint=f"the app's Graph permissions: "
+                                f"{GRANT}")
+            yield TeamsGraph(client, self.base, self.label)
+
+    # --- teams and channels ----------------------------------------------------------------
+
+    async def resolve(self, api: TeamsGraph) -> tuple[list[Channel], list[DocumentFailure]]:
+        """The channels to read, and a failure naming each listed team or channel that
+        cannot be read. Names are resolved once per run."""
+        failures: list[DocumentFailure] = []
+        teams: list[Team] = []
+        by_name: dict[str, Team] | None = None
+        for ref in dict.fromkeys(r.strip() for r in self.settings.teams if r.strip()):
+            if by_name is None:
+                listed = await api.teams()
+                by_name = {t.name.casefold(): t for t in listed} | {t.id: t for t in listed}
+            team = by_name.get(ref) or by_name.get(ref.casefold())
+            if team is None:
+                failures.append(DocumentFailure(f"team:{ref}", f"{self.label}: Graph lists no "
+                                                f"team named {ref}: check `teams.teams`"))
+            else:
+                teams.append(team)
+        channels: list[Channel] = []
+        wanted = [c.strip().lstrip("#") for c in self.settings.channels if c.strip()]
+        found: set[str] = set()
+        for team in teams:
+            try:
+                listed_channels = await api.channels(team)
+            except ChannelUnreadable as exc:
+                failures.append(self._unreadable(f"team {team.name}", exc))
+                continue
+            for channel in listed_channels:
+                named = {channel.id, channel.name, channel.name.casefold()} & set(
+                    wanted + [w.casefold() for w in wanted])
+                if named or (not wanted and channel.standard):
+                    channels.append(channel)
+                    found |= named
+        for ref in wanted:
+            if ref not in found and ref.casefold() not in found:
+                failures.append(DocumentFailure(f"channel:{ref}", f"{self.label}: no channel "
+                                                f"{ref} in the listed teams (deleted, or "
+                                                "misspelt?): check "
+                                                "`teams.channels` and `teams.teams`"))
+        return channels, failures
+
+    def _unreadable(self, where: str, exc: ChannelUnreadable) -> DocumentFailure:
+        return DocumentFailure(f"channel:{where}", f"{self.label}: {exc.user_message}")
+
+    # --- documents -------------------------------------------------------------------------
+
+    async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
+        async for item in self.changes(None):
+            if not isinstance(item, Checkpoint):
+                yield item
+
+    async def changes(self, cursor: str | None) -> AsyncIterator[Fetched | Checkpoint]:
+        links = _load(cursor)
+        async with self.graph() as api:
+            channels, failures = await self.resolve(api)
+            for failure in failures:
+                yield failure
+            complete = True
+            for channel in channels:
+                key = f"{channel.team.id}/{channel.id}"
+                complete = complete and key not in links
+                try:
+                    async for item in self._channel(api, channel, links.get(key), links, key):
+                        yield item
+                except ChannelUnreadable as exc:
+                    yield self._unreadable(f"#{channel.name}", exc)
+        yield Checkpoint(json.dumps({"channels": links}), complete=complete)
+
+    async def _channel(self, api: TeamsGraph, channel: Channel, link: str | None,
+                       links: dict[str, str], key: str) -> AsyncIterator[Fetched]:
+        delta = await api.delta(channel, link)
+        for root in delta.roots:
+            doc_id = f"{channel.id}/{root.id}"
+            if root.deleted:
+                yield DocumentGone(doc_id)
+                continue
+            if root.kind != "message":  # members added, channel renamed: no knowledge
+                continue
+            thread = [root, *await api.replies(channel, root.id)]
+            doc = self._document(channel, root, thread)
+            if doc is not None:
+                yield doc
+            elif link is not None:  # it was worth indexing once, perhaps: not any more
+                yield DocumentGone(doc_id)
+        links[key] = delta.link  # only once the whole channel was read
+
+    async def list_ids(self) -> set[str]:
+        ids: set[str] = set()
+        async with self.graph() as api:
+            for channel in (await self.resolve(api))[0]:
+                try:
+                    delta = await api.delta(channel, None)
+                except ChannelUnreadable:
+                    continue  # reported by the listing; its threads leave with it
+                ids |= {f"{channel.id}/{r.id}" for r in delta.roots if not r.deleted}
+        return ids
+
+    def _wanted(self, m: Message) -> bool:
+        """Never Sift's own words; other apps only when listed; no events or deleted ones."""
+        if m.kind != "message" or m.deleted:
+            return False
+        if m.app_id:
+            return m.app_id != self.settings.app_id and m.app_id in self.settings.bots
+        return True
+
+    def _document(self, channel: Channel, root: Message, thread: list[Message]
+                  ) -> SourceDocument | None:
+        spoken = [(m, to_markdown(m)) for m in thread if self._wanted(m)]
+        spoken = [(m, text) for m, text in spoken if text]
+        if not spoken or (len(spoken) == 1 and len(spoken[0][1]) < self.settings.min_chars):
+            return None
+        parts, authors = [], []
+        for m, text in spoken:
+            author = m.author or "an app"
+            authors.append(author)
+            when = _when(m.created)
+            stamp = f" ({when:%Y-%m-%d %H:%M} UTC)" if when else ""
+            parts.append(f"**{author}**{stamp}:\n{text}")
+        tag = f"#{channel.name}"
+        started = _when(root.created)
+        where = f"{tag} thread" if len(spoken) > 1 else tag
+        label = f"{where} in {channel.team.name}"
+        label += f", {started.day} {started:%b %Y}" if started else ""
+        updated = [w for m, _ in spoken if (w := _when(m.modified) or _when(m.created))]
+        return SourceDocument(
+            doc_id=f"{channel.id}/{root.id}",
+            title=f"{first_line(spoken[0][1]) or 'A message'} ({label})",
+            body="\n\n".join(parts), url=root.url, tags=(tag, channel.team.name),
+            authors=tuple(dict.fromkeys(authors)), channels=(tag,),
+            doc_type="teams-thread" if len(spoken) > 1 else "teams-message",
+            subtype=channel.name, published_at=started,
+            updated_at=max(updated) if updated else None, access=access_of(channel))
+
+
+def access_of(channel: Channel) -> tuple[str, ...]:
+    """A standard channel is read by its team; a private or shared one by its own members."""
+    if channel.standard:
+        return (f"{TEAM_PREFIX}{channel.team.id}",)
+    return (f"{CHANNEL_PREFIX}{channel.id}",)
+
+
+def _load(cursor: str | None) -> dict[str, str]:
+    """The stored deltaLinks per channel; an unreadable cursor means a listing from scratch."""
+    try:
+        state: Any = json.loads(cursor) if cursor else {}
+    except ValueError:
+        return {}
+    links = state.get("channels") if isinstance(state, dict) else None
+    return {str(k): str(v) for k, v in links.items()} if isinstance(links, dict) else {}
+
+
+def build(source: SourceConfig, settings: TeamsSettings) -> TeamsConnector:
+    needed = ((source.token or settings.certificate_path, "token",
+               "the app's client secret (SIFT_TEAMS_APP_PASSWORD), or "
+               "`teams.certificate_path`"),
+              (settings.tenant_id, "teams.tenant_id", "the tenant id, SIFT_TEAMS_TENANT_ID"),
+              (settings.client_id, "teams.client_id", "the app id, SIFT_TEAMS_APP_ID"),
+              (settings.teams, "teams.teams", "the teams to read, by id or name"))
+    for value, setting, what in needed:
+        if not value:
+            raise ConfigError(f"source {source.name} has no {setting}", user_message=f"Source "
+                              f"'{source.name}' is teams but has no `{setting}` ({what}).")
+    return TeamsConnector(source, settings)
+
+
+SPEC = ConnectorSpec("teams", TeamsSettings, build, "Microsoft Teams channel threads and "
+                     "messages through Microsoft Graph")
