@@ -150,6 +150,27 @@ class TeamsConnector:
     async def resolve(self, api: TeamsGraph) -> tuple[list[Channel], list[DocumentFailure]]:
         """The channels to read, and a failure naming each listed team or channel that
         cannot be read. Names are resolved once per run."""
+        teams, failures = await self.listed_teams(api)
+        channels: list[Channel] = []
+        named: set[str] = set()
+        for team in teams:
+            try:
+                chosen, found = self.pick(await api.channels(team))
+            except ChannelUnreadable as exc:
+                failures.append(self._unreadable(f"team {team.name}", exc))
+                continue
+            channels += chosen
+            named |= found
+        for ref in self._wanted_channels():
+            if ref not in named and ref.casefold() not in named:
+                failures.append(DocumentFailure(f"channel:{ref}", f"{self.label}: no channel "
+                                                f"{ref} in the listed teams (deleted, or "
+                                                "misspelt?): check `teams.channels` and "
+                                                "`teams.teams`"))
+        return channels, failures
+
+    async def listed_teams(self, api: TeamsGraph) -> tuple[list[Team], list[DocumentFailure]]:
+        """`teams.teams` as Graph's teams (ids, or display names listed once)."""
         failures: list[DocumentFailure] = []
         teams: list[Team] = []
         by_name: dict[str, Team] | None = None
@@ -163,28 +184,23 @@ class TeamsConnector:
                                                 f"team named {ref}: check `teams.teams`"))
             else:
                 teams.append(team)
-        channels: list[Channel] = []
-        wanted = [c.strip().lstrip("#") for c in self.settings.channels if c.strip()]
-        found: set[str] = set()
-        for team in teams:
-            try:
-                listed_channels = await api.channels(team)
-            except ChannelUnreadable as exc:
-                failures.append(self._unreadable(f"team {team.name}", exc))
-                continue
-            for channel in listed_channels:
-                named = {channel.id, channel.name, channel.name.casefold()} & set(
-                    wanted + [w.casefold() for w in wanted])
-                if named or (not wanted and channel.standard):
-                    channels.append(channel)
-                    found |= named
-        for ref in wanted:
-            if ref not in found and ref.casefold() not in found:
-                failures.append(DocumentFailure(f"channel:{ref}", f"{self.label}: no channel "
-                                                f"{ref} in the listed teams (deleted, or "
-                                                "misspelt?): check "
-                                                "`teams.channels` and `teams.teams`"))
-        return channels, failures
+        return teams, failures
+
+    def _wanted_channels(self) -> list[str]:
+        return [c.strip().lstrip("#") for c in self.settings.channels if c.strip()]
+
+    def pick(self, listed: list[Channel]) -> tuple[list[Channel], set[str]]:
+        """Which of a team's channels this source reads (the listed ones, else every standard
+        channel), and the `teams.channels` references they answered to."""
+        wanted = self._wanted_channels()
+        refs = set(wanted) | {w.casefold() for w in wanted}
+        chosen, named = [], set()
+        for channel in listed:
+            found = {channel.id, channel.name, channel.name.casefold()} & refs
+            if found or (not wanted and channel.standard):
+                chosen.append(channel)
+                named |= found
+        return chosen, named
 
     def _unreadable(self, where: str, exc: ChannelUnreadable) -> DocumentFailure:
         return DocumentFailure(f"channel:{where}", f"{self.label}: {exc.user_message}")
