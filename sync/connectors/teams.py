@@ -97,7 +97,7 @@ def with_bot_app(config: SourceConfig, options: TeamsSettings, bot: BotApp
     return config, options.model_copy(update={
         "tenant_id": options.tenant_id or bot.tenant,
         "client_id": options.client_id or bot.client_id,
-        "app_id": options.app_id or bot.client_id,
+        "app_id": options.app_id or bot.client_id or options.client_id,
         "authority": options.authority or bot.login_url,
         "certificate_path": options.certificate_path or (
             None if own_credential or bot.secret else bot.certificate)})
@@ -231,8 +231,12 @@ class TeamsConnector:
 
     async def _channel(self, api: TeamsGraph, channel: Channel, link: str | None,
                        links: dict[str, str], key: str) -> AsyncIterator[Fetched]:
+        """The channel's changed threads; from scratch, every thread: Graph's delta reaches
+        eight months back, so the roots come from the plain listing and the delta (walked
+        first, so that what changes meanwhile comes again) only gives the next link."""
         delta = await api.delta(channel, link)
-        for root in delta.roots:
+        roots = delta.roots if link is not None else await api.roots(channel)
+        for root in roots:
             doc_id = f"{channel.id}/{root.id}"
             if root.deleted:
                 yield DocumentGone(doc_id)
@@ -252,10 +256,10 @@ class TeamsConnector:
         async with self.graph() as api:
             for channel in (await self.resolve(api))[0]:
                 try:
-                    delta = await api.delta(channel, None)
+                    roots = await api.roots(channel)
                 except ChannelUnreadable:
                     continue  # reported by the listing; its threads leave with it
-                ids |= {f"{channel.id}/{r.id}" for r in delta.roots if not r.deleted}
+                ids |= {f"{channel.id}/{r.id}" for r in roots if not r.deleted}
         return ids
 
     def _wanted(self, m: Message) -> bool:

@@ -178,6 +178,12 @@ class TeamsGraph:
             f"{self.label}: Graph's delta listing of #{channel.name} ended without a "
             "deltaLink."))
 
+    async def roots(self, channel: Channel) -> list[Message]:
+        """Every root message of the channel, however old (delta reaches eight months back)."""
+        url = f"teams/{channel.team.id}/channels/{channel.id}/messages"
+        return [message(r) async for r in self._values(url, {"$top": TOP}, f"#{channel.name}")
+                if r.get("id")]
+
     async def replies(self, channel: Channel, root: str) -> list[Message]:
         """Every reply of a thread (pages of 50), oldest first."""
         url = f"teams/{channel.team.id}/channels/{channel.id}/messages/{root}/replies"

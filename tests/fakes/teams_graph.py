@@ -74,6 +74,9 @@ class FakeTeamsGraph(LocalServer):
         self.calls: list[str] = []
         self.clock = 1767000000000  # message ids are the milliseconds they were posted at
         self.change = 0
+        # Delta lists only the last eight months: a first delta leaves out roots posted
+        # before this (ms); the channel's plain message listing has them all.
+        self.delta_since_ms = 0
         r = self.app.router
         base = "/v1.0/teams"
         r.add_get(base, self._teams)
@@ -81,6 +84,7 @@ class FakeTeamsGraph(LocalServer):
         r.add_get(base + "/{team}/channels", self._channels)
         r.add_get(base + "/{team}/channels/{channel}", self._channel)
         r.add_get(base + "/{team}/channels/{channel}/members", self._channel_members)
+        r.add_get(base + "/{team}/channels/{channel}/messages", self._messages)
         r.add_get(base + "/{team}/channels/{channel}/messages/delta", self._delta)
         r.add_get(base + "/{team}/channels/{channel}/messages/{id}", self._message)
         r.add_get(base + "/{team}/channels/{channel}/messages/{id}/replies", self._replies)
@@ -330,11 +334,22 @@ class FakeTeamsGraph(LocalServer):
                      "since": int(delta) if delta else 0, "upto": self.change}
         since, upto = int(state["since"]), int(state["upto"])
         roots = [r for r in channel.roots if since < channel.changed[r["id"]] <= upto
-                 and (since or r["deletedDateTime"] is None)]  # a first listing: live ones
+                 and (since or (r["deletedDateTime"] is None  # a first listing: live ones
+                                and int(r["id"]) >= self.delta_since_ms))]
         link = f"{self.url}{request.path}?$deltatoken={upto}"
         if token is None:
             request = request.clone(rel_url=f"{request.path}?$skiptoken={_token(state)}")
         return self._page(request, roots, int(state["top"]), {"@odata.deltaLink": link})
+
+    async def _messages(self, request: web.Request) -> web.Response:
+        """Every root message of the channel, newest first (deleted ones too, as Graph
+        keeps them), 50 a page at most."""
+        refused = self._refused(request)
+        if refused:
+            return refused
+        channel = self.teams[request.match_info["team"]].channels[request.match_info["channel"]]
+        return self._page(request, list(reversed(channel.roots)),
+                          self._top(request, 20), {})
 
     async def _message(self, request: web.Request) -> web.Response:
         refused = self._refused(request)

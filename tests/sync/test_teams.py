@@ -182,6 +182,20 @@ async def test_sync_follows_the_delta_then_a_full_pass_prunes(graph: FakeTeamsGr
                              "(deleted, or misspelt?): check `teams.channels` and `teams.teams`",)
 
 
+async def test_threads_older_than_the_deltas_eight_months_stay(graph: FakeTeamsGraph,
+                                                                  ids: Tenant) -> None:
+    graph.delta_since_ms = int(ids.long)  # the VPN thread is older than delta reaches
+    index, state = MemoryIndex(), MemorySyncState()
+    await job(graph, index, state).run(full=True)
+    graph.post(IT, HELP, CAL, "<p>The form moved to the IT portal last week.</p>",
+               reply_to=ids.vpn)  # a new reply: the delta lists its root again
+    await job(graph, index, state).run()
+    again = await job(graph, index, state).run(full=True)
+    assert again.counts.deleted == 0
+    assert f"{HELP}/{ids.vpn}" in await index.list_documents(SOURCE)
+    assert "IT portal" in text_of(index)
+
+
 async def test_a_deleted_reply_leaves_its_thread(graph: FakeTeamsGraph, ids: Tenant) -> None:
     index, state = MemoryIndex(), MemorySyncState()
     await job(graph, index, state, min_chars=10).run(full=True)
@@ -198,6 +212,7 @@ async def test_a_team_or_channel_the_app_cannot_read_is_named_and_the_rest_syncs
     summary = await job(graph, MemoryIndex(), MemorySyncState(), teams=["IT", "HR", "Ops"],
                         channels=["it-help", VAULT, "General", "no-such-room"]).run(full=True)
     assert summary.counts.added == 2
+    assert len([c for c in graph.calls if c.split("?")[0] == "/v1.0/teams"]) == 1  # once
     grant = ("grant the app ChannelMessage.Read.All (application, admin consent), or install "
              "Sift in that team so that its ChannelMessage.Read.Group consent applies")
     assert summary.errors == (
