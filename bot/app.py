@@ -88,7 +88,7 @@ from sync.chunk import ChunkingConfig
 from sync.connectors import registry
 from sync.connectors.base import Connector
 from sync.connectors.slack import PRIVATE_PREFIX
-from sync.connectors.teams import CHANNEL_PREFIX, TEAM_PREFIX
+from sync.connectors.teams_thread import CHANNEL_PREFIX, TEAM_PREFIX
 from sync.interrupt import StopRequest
 from sync.job import JobConfig
 from sync.lock import SyncBusy

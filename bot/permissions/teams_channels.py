@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from bot.permissions.cache import TtlCache
 from bot.permissions.slack_identity import LookupFailed
 from rag.errors import SyncError
-from sync.connectors.teams import TeamsConnector, access_of
+from sync.connectors.teams import TeamsConnector
 from sync.connectors.teams_api import Channel, Member, Team, TeamsGraph
+from sync.connectors.teams_thread import access_of
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime
 from sync.connectors.entra import (
     GRAPH_SCOPE,
     PUBLIC_CLOUD,
@@ -36,7 +35,6 @@ from sync.connectors.entra import (
 )
 from sync.connectors.http_client import JsonClient
 from sync.connectors.oauth import RenewingToken
-from sync.connectors.slack_text import first_line
 from sync.connectors.teams_api import (
     GRANT,
     Channel,
@@ -46,10 +44,9 @@ from sync.connectors.teams_api import (
     TeamsGraph,
 )
 from sync.connectors.teams_text import to_markdown
+from sync.connectors.teams_thread import thread_document
 
 GRAPH = "https://graph.microsoft.com/v1.0"
-TEAM_PREFIX = "teams:team:"  # a standard channel's readers: the team's members
-CHANNEL_PREFIX = "teams:channel:"  # a private or shared channel's readers: its members
 NAMES = EntraNames(tenant="`teams.tenant_id` (or SIFT_TEAMS_TENANT_ID)",
                    client_id="`teams.client_id` (or SIFT_TEAMS_APP_ID)",
                    secret="the source's `token` (or SIFT_TEAMS_APP_PASSWORD: the client "
@@ -101,13 +98,6 @@ def with_bot_app(config: SourceConfig, options: TeamsSettings, bot: BotApp
         "authority": options.authority or bot.login_url,
         "certificate_path": options.certificate_path or (
             None if own_credential or bot.secret else bot.certificate)})
-
-
-def _when(value: str) -> datetime | None:
-    try:
-        return as_datetime(value) if value else None
-    except DocumentParseError:
-        return None
 
 
 class TeamsConnector:
@@ -272,38 +262,10 @@ class TeamsConnector:
 
     def _document(self, channel: Channel, root: Message, thread: list[Message]
                   ) -> SourceDocument | None:
-        spoken = [(m, to_markdown(m)) for m in thread if self._wanted(m)]
-        spoken = [(m, text) for m, text in spoken if text]
+        spoken = [(m, text) for m in thread if self._wanted(m) and (text := to_markdown(m))]
         if not spoken or (len(spoken) == 1 and len(spoken[0][1]) < self.settings.min_chars):
             return None
-        parts, authors = [], []
-        for m, text in spoken:
-            author = m.author or "an app"
-            authors.append(author)
-            when = _when(m.created)
-            stamp = f" ({when:%Y-%m-%d %H:%M} UTC)" if when else ""
-            parts.append(f"**{author}**{stamp}:\n{text}")
-        tag = f"#{channel.name}"
-        started = _when(root.created)
-        where = f"{tag} thread" if len(spoken) > 1 else tag
-        label = f"{where} in {channel.team.name}"
-        label += f", {started.day} {started:%b %Y}" if started else ""
-        updated = [w for m, _ in spoken if (w := _when(m.modified) or _when(m.created))]
-        return SourceDocument(
-            doc_id=f"{channel.id}/{root.id}",
-            title=f"{first_line(spoken[0][1]) or 'A message'} ({label})",
-            body="\n\n".join(parts), url=root.url, tags=(tag, channel.team.name),
-            authors=tuple(dict.fromkeys(authors)), channels=(tag,),
-            doc_type="teams-thread" if len(spoken) > 1 else "teams-message",
-            subtype=channel.name, published_at=started,
-            updated_at=max(updated) if updated else None, access=access_of(channel))
-
-
-def access_of(channel: Channel) -> tuple[str, ...]:
-    """A standard channel is read by its team; a private or shared one by its own members."""
-    if channel.standard:
-        return (f"{TEAM_PREFIX}{channel.team.id}",)
-    return (f"{CHANNEL_PREFIX}{channel.id}",)
+        return thread_document(channel, root, spoken)
 
 
 def _load(cursor: str | None) -> dict[str, str]:
