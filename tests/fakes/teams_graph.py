@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -15,12 +14,12 @@ from aiohttp import web
 
 from tests.fakes.entra_server import CLIENT_ID, SECRET, TENANT, TOKEN, FakeEntra
 from tests.fakes.http import LocalServer
+from tests.fakes.teams_messages import CARD, Sent, card, chat_message, file, iso
 
-__all__ = ["CLIENT_ID", "SECRET", "TENANT", "TOKEN", "FakeTeamsGraph"]
+__all__ = ["CARD", "CLIENT_ID", "SECRET", "TENANT", "TOKEN", "FakeTeamsGraph", "card", "file"]
 Json = dict[str, Any]
 MAX_TOP = 50  # the documented upper limit of $top for delta and replies
 TEAMS_TOP = 20  # pages of teams, channels and members (Graph's own page size varies)
-CARD = "application/vnd.microsoft.card.adaptive"
 
 
 def _token(state: Json) -> str:
@@ -30,11 +29,6 @@ def _token(state: Json) -> str:
 def _state(token: str) -> Json:
     loaded: Json = json.loads(base64.urlsafe_b64decode(token.encode()))
     return loaded
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + \
-        f"{ms % 1000:03d}Z"
 
 
 @dataclass
@@ -138,38 +132,9 @@ class FakeTeamsGraph(LocalServer):
         ms = self._stamp()
         message_id = str(ms)
         sender = None if user is None else self.users[user]
-        raw: Json = {
-            "@odata.type": "#microsoft.graph.chatMessage",
-            "id": message_id, "replyToId": reply_to, "etag": message_id,
-            "messageType": message_type, "createdDateTime": _iso(ms),
-            "lastModifiedDateTime": _iso(ms), "lastEditedDateTime": None,
-            "deletedDateTime": None, "subject": None, "summary": None, "chatId": None,
-            "importance": "normal", "locale": "en-us",
-            "webUrl": (f"https://teams.microsoft.com/l/message/{quote(channel_id, safe='')}/"
-                       f"{message_id}?groupId={team_id}&tenantId={TENANT}&createdTime={ms}"
-                       f"&parentMessageId={reply_to or message_id}"),
-            "policyViolation": None, "eventDetail": None,
-            "from": {"application": None if app is None else {
-                         "@odata.type": "#microsoft.graph.teamworkApplicationIdentity",
-                         "applicationIdentityType": "bot", **app},
-                     "device": None, "conversation": None,
-                     "user": None if sender is None else {
-                         "@odata.type": "#microsoft.graph.teamworkUserIdentity",
-                         "id": sender["id"], "displayName": sender["displayName"],
-                         "userIdentityType": "aadUser", "tenantId": TENANT}},
-            "body": {"contentType": content_type, "content": html},
-            "channelIdentity": {"teamId": team_id, "channelId": channel_id},
-            "attachments": attachments or [],
-            "mentions": [{"id": n, "mentionText": self.users[u]["displayName"],
-                          "mentioned": {"application": None, "device": None,
-                                        "conversation": None, "tag": None,
-                                        "user": {"@odata.type": "#microsoft.graph."
-                                                 "teamworkUserIdentity", "id": u,
-                                                 "displayName": self.users[u]["displayName"],
-                                                 "userIdentityType": "aadUser",
-                                                 "tenantId": TENANT}}}
-                         for n, u in enumerate(mentions or [])],
-            "reactions": [], "messageHistory": []}
+        raw = chat_message(Sent(team_id, channel_id, ms, reply_to, message_type, sender, app,
+                                html, content_type),
+                           [self.users[u] for u in mentions or []], attachments or [])
         if reply_to is None:
             channel.roots.append(raw)
             channel.replies[message_id] = []
@@ -201,7 +166,7 @@ class FakeTeamsGraph(LocalServer):
     def edit(self, team_id: str, channel_id: str, message_id: str, html: str) -> None:
         channel = self.teams[team_id].channels[channel_id]
         raw, root = self._find(channel, message_id)
-        now = _iso(self._stamp())
+        now = iso(self._stamp())
         raw["body"]["content"] = html
         raw["lastModifiedDateTime"] = raw["lastEditedDateTime"] = now
         self._touch(channel, root)
@@ -210,7 +175,7 @@ class FakeTeamsGraph(LocalServer):
         """Graph keeps a deleted message, with deletedDateTime and an empty body."""
         channel = self.teams[team_id].channels[channel_id]
         raw, root = self._find(channel, message_id)
-        now = _iso(self._stamp())
+        now = iso(self._stamp())
         raw["deletedDateTime"] = raw["lastModifiedDateTime"] = now
         raw["body"] = {"contentType": "text", "content": ""}
         raw["attachments"], raw["mentions"] = [], []
@@ -373,18 +338,3 @@ class FakeTeamsGraph(LocalServer):
 
     def paths(self, fragment: str) -> list[str]:
         return [c for c in self.calls if fragment in c]
-
-
-def card(*texts: str) -> Json:
-    """An Adaptive Card attachment as a bot posts it (its content a JSON string)."""
-    return {"id": "card-1", "contentType": CARD, "contentUrl": None, "name": None,
-            "thumbnailUrl": None, "teamsAppId": None, "content": json.dumps({
-                "type": "AdaptiveCard", "version": "1.4",
-                "body": [{"type": "TextBlock", "text": t, "wrap": True} for t in texts]})}
-
-
-def file(name: str) -> Json:
-    """A file shared in a message: a reference attachment (the body holds its marker)."""
-    return {"id": f"file-{name}", "contentType": "reference",
-            "contentUrl": f"https://acme.sharepoint.com/sites/it/Shared%20Documents/{name}",
-            "content": None, "name": name, "thumbnailUrl": None, "teamsAppId": None}
