@@ -81,6 +81,15 @@ def tenant(graph: FakeTeamsGraph) -> None:
 class Tenant:
     graph: FakeTeamsGraph
     collection: str
+    index: WeaviateIndex
+    embedder: LocalEmbedder
+    state: MemorySyncState
+
+    async def sync(self, full: bool = False) -> Any:
+        connector = TeamsConnector(SourceConfig(SOURCE, url=self.graph.graph_url, token=SECRET),
+                                   SourceOptions(**source_options(self.graph)))
+        return await SyncJob(SOURCE, connector, self.index, self.embedder, self.state,
+                             JobConfig(live_principals=("teams:",))).run(full=full)
 
 
 @pytest.fixture
@@ -93,12 +102,10 @@ async def synced(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
     index = WeaviateIndex(index_config(weaviate_server, name), embedder.name,
                           embedder.dimension)
     await index.connect()
-    connector = TeamsConnector(SourceConfig(SOURCE, url=graph.graph_url, token=SECRET),
-                               SourceOptions(**source_options(graph)))
-    first = await SyncJob(SOURCE, connector, index, embedder, MemorySyncState(),
-                          JobConfig(live_principals=("teams:",))).run(full=True)
+    synced = Tenant(graph, name, index, embedder, MemorySyncState())
+    first = await synced.sync(full=True)
     assert first.counts.added == 2, first
-    yield Tenant(graph, name)
+    yield synced
     await index.drop()
     await index.close()
     await graph.stop()
@@ -134,11 +141,12 @@ def in_channel(url: str, channel: str, sender: dict[str, Any]) -> dict[str, Any]
     return dict(json.loads(json.dumps(payload).replace(p.CHANNEL, channel)))
 
 
-async def answered(sift: ServedSift, timeout_s: float = 30) -> None:
+async def answered(sift: ServedSift, n: int = 1, timeout_s: float = 30) -> None:
+    """Until `n` answers are recorded and linked to the Teams messages they went out as."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         rows = await asyncio.to_thread(sift.rows, Interaction)
-        if rows and all(r.message_ref for r in rows):
+        if len(rows) >= n and all(r.message_ref for r in rows):
             await asyncio.sleep(0.3)  # a streamed answer's last update follows its link
             return
         await asyncio.sleep(0.05)
@@ -183,3 +191,31 @@ async def test_the_web_chat_as_the_public_sees_no_teams_thread(
     assert marks(said) == set()
     assert marks(json.dumps([r.body for r in fake_anthropic.requests])) == set()
     assert len(await asyncio.to_thread(served.rows, Interaction)) == 1  # it did answer
+
+
+async def test_sifts_own_answers_in_a_channel_are_never_indexed(
+        served: ServedSift, connector: FakeConnector, synced: Tenant,
+        fake_anthropic: FakeAnthropic) -> None:
+    await served.post(ROUTE, json=in_channel(connector.service_url, HELP, MEMBER))
+    await answered(served)
+    said = [str(r.body.get("text") or "") for r in connector.received
+            if isinstance(r.body, dict) and "Codes:" in str(r.body.get("text") or "")]
+    assert said and TEAM_MARK in said[-1]
+    # Graph now holds the question and Sift's answer in its thread, posted by Sift's app.
+    root = synced.graph.post(IT, HELP, MEMBER["aadObjectId"], f"<p>{QUESTION}</p>")
+    synced.graph.post(IT, HELP, None, f"<p>{said[-1]}</p>", reply_to=root,
+                      app={"id": CLIENT_ID, "displayName": "Sift"})
+    before = await synced.index.count_by_document(SOURCE)
+    incremental = await synced.sync()
+    full = await synced.sync(full=True)
+    after = await synced.index.count_by_document(SOURCE)
+    # The question is a document of its own (min_chars=10); Sift's reply in its thread is not.
+    assert set(after) - set(before) == {f"{HELP}/{root}"}
+    assert incremental.counts.added == 1 and full.counts.added == 0
+    fake_anthropic.requests.clear()
+    await served.post(ROUTE, json=p.personal_message(connector.service_url, QUESTION,
+                                                     sender=EVE))
+    await answered(served, 2)
+    prompts = json.dumps([r.body for r in fake_anthropic.requests])
+    assert "door code for the server room" in prompts  # the new document is retrieved
+    assert "Codes:" not in prompts  # but never what Sift said
