@@ -39,6 +39,7 @@ from sync.connectors.teams_api import (
     GRANT,
     Channel,
     ChannelUnreadable,
+    DeltaExpired,
     Message,
     Team,
     TeamsGraph,
@@ -208,23 +209,30 @@ class TeamsConnector:
             channels, failures = await self.resolve(api)
             for failure in failures:
                 yield failure
-            complete = True
+            complete, notes = True, list[str]()
             for channel in channels:
                 key = f"{channel.team.id}/{channel.id}"
                 complete = complete and key not in links
                 try:
-                    async for item in self._channel(api, channel, links.get(key), links, key):
+                    async for item in self._channel(api, channel, links, key, notes):
                         yield item
                 except ChannelUnreadable as exc:
                     yield self._unreadable(f"#{channel.name}", exc)
-        yield Checkpoint(json.dumps({"channels": links}), complete=complete)
+        yield Checkpoint(json.dumps({"channels": links}), complete=complete,
+                         warnings=tuple(notes))
 
-    async def _channel(self, api: TeamsGraph, channel: Channel, link: str | None,
-                       links: dict[str, str], key: str) -> AsyncIterator[Fetched]:
+    async def _channel(self, api: TeamsGraph, channel: Channel, links: dict[str, str],
+                       key: str, notes: list[str]) -> AsyncIterator[Fetched]:
         """The channel's changed threads; from scratch, every thread: Graph's delta reaches
         eight months back, so the roots come from the plain listing and the delta (walked
         first, so that what changes meanwhile comes again) only gives the next link."""
-        delta = await api.delta(channel, link)
+        link = links.get(key)
+        try:
+            delta = await api.delta(channel, link)
+        except DeltaExpired:
+            notes.append(f"#{channel.name} in {channel.team.name}: Graph no longer honoured "
+                         "the stored delta token (HTTP 410); it was listed again from scratch")
+            link, delta = None, await api.delta(channel, None)
         roots = delta.roots if link is not None else await api.roots(channel)
         for root in roots:
             doc_id = f"{channel.id}/{root.id}"

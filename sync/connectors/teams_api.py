@@ -12,6 +12,7 @@ from rag.errors import SyncError
 from sync.connectors.http_client import JsonClient, decode_json
 
 MISSING = frozenset({403, 404})
+GONE = frozenset({410})  # a delta token the service no longer honours
 TOP = 50  # the largest page Graph serves of channel messages and replies
 GRANT = ("grant the app ChannelMessage.Read.All (application, admin consent), or install "
          "Sift in that team so that its ChannelMessage.Read.Group consent applies")
@@ -19,6 +20,10 @@ GRANT = ("grant the app ChannelMessage.Read.All (application, admin consent), or
 
 class ChannelUnreadable(SyncError):
     """One team or channel cannot be read (no permission there, or it is gone)."""
+
+
+class DeltaExpired(SyncError):
+    """Graph no longer honours a stored deltaLink (HTTP 410): list the channel again."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,9 @@ class TeamsGraph:
                      ) -> AsyncIterator[dict[str, Any]]:
         """Every page of a listing, following @odata.nextLink (on Graph's own host only)."""
         while url:
-            response = await self.api.get(url, params, accept=MISSING)
+            response = await self.api.get(url, params, accept=MISSING | GONE)
+            if response.status_code in GONE:
+                raise DeltaExpired(f"{where}: HTTP 410 for {url}")
             if response.status_code in MISSING:
                 raise _unreadable(response.status_code, where)
             body = decode_json(response)

@@ -71,6 +71,8 @@ class FakeTeamsGraph(LocalServer):
         # Delta lists only the last eight months: a first delta leaves out roots posted
         # before this (ms); the channel's plain message listing has them all.
         self.delta_since_ms = 0
+        self.expired_below = 0  # deltatokens under this change number answer 410
+        self.throttle = 0  # this many delta requests answer 429 with Retry-After: 1
         r = self.app.router
         base = "/v1.0/teams"
         r.add_get(base, self._teams)
@@ -292,6 +294,14 @@ class FakeTeamsGraph(LocalServer):
         channel = self.teams[request.match_info["team"]].channels[request.match_info["channel"]]
         token = request.query.get("$skiptoken")
         delta = request.query.get("$deltatoken")
+        if self.throttle:
+            self.throttle -= 1
+            return web.json_response({"error": {"code": "TooManyRequests", "message":
+                                      "Too many requests."}}, status=429,
+                                     headers={"Retry-After": "1"})
+        if delta and int(delta) < self.expired_below:
+            return _error(410, "resyncRequired", "The delta token is no longer valid; "
+                          "start a new round of synchronization.")
         if token:
             state = _state(token)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -194,6 +195,31 @@ async def test_threads_older_than_the_deltas_eight_months_stay(graph: FakeTeamsG
     assert again.counts.deleted == 0
     assert f"{HELP}/{ids.vpn}" in await index.list_documents(SOURCE)
     assert "IT portal" in text_of(index)
+
+
+async def test_an_expired_delta_token_lists_the_channel_again(graph: FakeTeamsGraph,
+                                                                ids: Tenant) -> None:
+    index, state = MemoryIndex(), MemorySyncState()
+    await job(graph, index, state).run(full=True)
+    graph.post(IT, HELP, CAL, "<p>The form moved to the IT portal last week.</p>",
+               reply_to=ids.vpn)
+    graph.expired_below = graph.change + 1  # every stored token is too old now
+    later = await job(graph, index, state).run()
+    assert later.counts.updated == 1 and "IT portal" in text_of(index)
+    assert later.warnings == tuple(
+        f"#{name} in IT: Graph no longer honoured the stored delta token (HTTP 410); it was "
+        "listed again from scratch" for name in ("it-help", "secret-ops"))
+    graph.expired_below = 0
+    quiet = await job(graph, index, state).run()  # the fresh link is kept
+    assert (quiet.counts.updated, quiet.warnings) == (0, ())
+
+
+async def test_a_throttled_delta_waits_for_retry_after(graph: FakeTeamsGraph,
+                                                       ids: Tenant) -> None:
+    graph.throttle = 1
+    started = time.monotonic()
+    docs = by_id(await read(graph, channels=["it-help"]))
+    assert len(docs) == 2 and time.monotonic() - started >= 0.95  # Graph said one second
 
 
 async def test_a_deleted_reply_leaves_its_thread(graph: FakeTeamsGraph, ids: Tenant) -> None:
