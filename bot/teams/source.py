@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from bot.teams.spec import config
 from sync.connectors.base import SourceConfig
-from sync.connectors.teams import BotApp, TeamsSettings, with_bot_app
+from sync.connectors.teams_settings import BotApp, TeamsSettings, with_bot_app
 
 if TYPE_CHECKING:
     from bot.settings import Settings, SourceSettings

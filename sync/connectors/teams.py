@@ -4,20 +4,17 @@ document, read through Graph's channel messages delta."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import Field, SecretStr
+from pydantic import SecretStr
 
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
     Checkpoint,
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -30,7 +27,6 @@ from sync.connectors.entra import (
     PUBLIC_CLOUD,
     EntraApp,
     EntraError,
-    EntraNames,
     EntraToken,
 )
 from sync.connectors.http_client import JsonClient
@@ -44,62 +40,12 @@ from sync.connectors.teams_api import (
     Team,
     TeamsGraph,
 )
+from sync.connectors.teams_push import TeamsReceiver
+from sync.connectors.teams_settings import NAMES, TeamsSettings
 from sync.connectors.teams_text import to_markdown
 from sync.connectors.teams_thread import thread_document
 
 GRAPH = "https://graph.microsoft.com/v1.0"
-NAMES = EntraNames(tenant="`teams.tenant_id` (or SIFT_TEAMS_TENANT_ID)",
-                   client_id="`teams.client_id` (or SIFT_TEAMS_APP_ID)",
-                   secret="the source's `token` (or SIFT_TEAMS_APP_PASSWORD: the client "
-                          "secret, expired or revoked?)",
-                   certificate="`teams.certificate_path` (or SIFT_TEAMS__CERTIFICATE_PFX)",
-                   authority="`teams.authority` (or SIFT_PERMISSIONS__LOGIN_URL)")
-
-
-class TeamsSettings(ConnectorSettings):
-    """The `[sources.teams]` table. Credentials default to the Teams bot's own app."""
-
-    teams: list[str] = Field(default_factory=list)  # team ids or display names
-    # Channel ids ("19:…@thread.tacv2") or names within those teams. Empty: every standard
-    # channel of the listed teams; private and shared channels only when listed.
-    channels: list[str] = Field(default_factory=list)
-    bots: list[str] = Field(default_factory=list)  # other apps' ids whose messages count
-    app_id: str = ""  # Sift's own app id (default SIFT_TEAMS_APP_ID): never indexed
-    min_chars: int = Field(200, ge=0)  # a message without replies shorter than this is noise
-    tenant_id: str = ""
-    client_id: str = ""
-    authority: str = ""  # default SIFT_PERMISSIONS__LOGIN_URL, else Microsoft's public cloud
-    certificate_path: Path | None = None
-    certificate_password: SecretStr | None = None
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(5, ge=0)
-
-
-@dataclass(frozen=True)
-class BotApp:
-    """The Teams bot's Entra app and Graph addresses: a Teams source's unless it names its own."""
-
-    tenant: str = ""
-    client_id: str = ""
-    secret: str | None = None
-    certificate: Path | None = None
-    graph_url: str = ""
-    login_url: str = ""
-
-
-def with_bot_app(config: SourceConfig, options: TeamsSettings, bot: BotApp
-                 ) -> tuple[SourceConfig, TeamsSettings]:
-    own_credential = config.token or options.certificate_path
-    config = replace(config, url=config.url or bot.graph_url,
-                     token=config.token or (None if own_credential else bot.secret))
-    return config, options.model_copy(update={
-        "tenant_id": options.tenant_id or bot.tenant,
-        "client_id": options.client_id or bot.client_id,
-        "app_id": options.app_id or bot.client_id or options.client_id,
-        "authority": options.authority or bot.login_url,
-        "certificate_path": options.certificate_path or (
-            None if own_credential or bot.secret else bot.certificate)})
-
 
 class TeamsConnector:
     """Channel threads of the listed teams; each run asks Graph's delta of every channel for
@@ -249,6 +195,27 @@ class TeamsConnector:
                 yield DocumentGone(doc_id)
         links[key] = delta.link  # only once the whole channel was read
 
+    async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
+        """Threads by id (`<channel id>/<root id>`), as Graph's notifications name them. Ids
+        of channels this source does not read are passed over; a thread Graph no longer has,
+        or that no longer qualifies, leaves."""
+        async with self.graph() as api:
+            by_id = {c.id: c for c in (await self.resolve(api))[0]}
+            for doc_id in doc_ids:
+                channel_id, _, root_id = doc_id.rpartition("/")
+                channel = by_id.get(channel_id)
+                if channel is None or not root_id:
+                    continue
+                try:
+                    root = await api.message(channel, root_id)
+                    thread = ([root, *await api.replies(channel, root.id)]
+                              if root is not None and not root.deleted else [])
+                except ChannelUnreadable as exc:
+                    yield self._unreadable(f"#{channel.name}", exc)
+                    continue
+                doc = self._document(channel, thread[0], thread) if thread else None
+                yield doc if doc is not None else DocumentGone(doc_id)
+
     async def list_ids(self) -> set[str]:
         ids: set[str] = set()
         async with self.graph() as api:
@@ -300,5 +267,9 @@ def build(source: SourceConfig, settings: TeamsSettings) -> TeamsConnector:
     return TeamsConnector(source, settings)
 
 
+def push(source: SourceConfig, settings: TeamsSettings) -> TeamsReceiver:
+    return TeamsReceiver(settings.client_state)
+
+
 SPEC = ConnectorSpec("teams", TeamsSettings, build, "Microsoft Teams channel threads and "
-                     "messages through Microsoft Graph")
+                     "messages through Microsoft Graph", push=push)

@@ -185,6 +185,17 @@ class TeamsGraph:
             f"{self.label}: Graph's delta listing of #{channel.name} ended without a "
             "deltaLink."))
 
+    async def message(self, channel: Channel, message_id: str) -> Message | None:
+        """One root message, None when Graph no longer has it."""
+        response = await self.api.get(f"teams/{channel.team.id}/channels/{channel.id}/"
+                                      f"messages/{message_id}", accept=MISSING)
+        if response.status_code == 404:
+            return None
+        if response.status_code in MISSING:
+            raise _unreadable(response.status_code, f"#{channel.name}")
+        body = decode_json(response)
+        return message(body) if isinstance(body, dict) else None
+
     async def roots(self, channel: Channel) -> list[Message]:
         """Every root message of the channel, however old (delta reaches eight months back)."""
         url = f"teams/{channel.team.id}/channels/{channel.id}/messages"

@@ -45,6 +45,7 @@ VAULT, HELP = p.CHANNEL, "19:8d2b4f6a1c3e5a7b9d0f2e4c6a8b0d1f@thread.tacv2"
 MEMBER, EVE, OUTSIDER = p.user(1), p.user(2), p.user(3)
 QUESTION = "What is the door code for the server room?"
 SOURCE = "chat"
+CLIENT_STATE = "teams-client-state-8b2f"  # the Graph subscriptions' (pushes)
 
 
 def marks(text: str) -> set[str]:
@@ -58,7 +59,8 @@ def echo(prompt: str) -> str:
 
 def source_options(graph: FakeTeamsGraph) -> dict[str, Any]:
     return {"teams": ["IT"], "channels": ["it-help", VAULT], "tenant_id": TENANT,
-            "client_id": CLIENT_ID, "authority": graph.login_url, "min_chars": 10}
+            "client_id": CLIENT_ID, "authority": graph.login_url, "min_chars": 10,
+            "client_state": CLIENT_STATE}
 
 
 def tenant(graph: FakeTeamsGraph) -> None:
@@ -92,8 +94,8 @@ class Tenant:
                              JobConfig(live_principals=("teams:",))).run(full=full)
 
 
-@pytest.fixture
-async def synced(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
+@pytest.fixture(name="synced")  # named apart, so that other modules may import it
+async def synced_fixture(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
                  ) -> AsyncIterator[Tenant]:
     graph = FakeTeamsGraph()
     await graph.start()
@@ -111,8 +113,8 @@ async def synced(weaviate_server: ManagedWeaviate, embedder: LocalEmbedder
     await graph.stop()
 
 
-@pytest.fixture
-async def served(tmp_path: Path, weaviate_server: ManagedWeaviate, embedder: LocalEmbedder,
+@pytest.fixture(name="served")
+async def served_fixture(tmp_path: Path, weaviate_server: ManagedWeaviate, embedder: LocalEmbedder,
                  fake_anthropic: FakeAnthropic, synced: Tenant) -> AsyncIterator[ServedSift]:
     fake_anthropic.grade_rule = lambda q, d: (0.9, "Names the door code.")
     fake_anthropic.answer_from_prompt = echo
