@@ -29,8 +29,9 @@ comma := ,
 EXTRA_FLAGS := $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra))
 
 $(STAMP): pyproject.toml uv.lock | $(BIN)/uv
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --frozen $(EXTRA_FLAGS)
-	touch $(STAMP)
+	@echo "installing the packages pinned in uv.lock into $(VENV) (a minute or two the first time)"
+	@UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen $(EXTRA_FLAGS)
+	@touch $(STAMP)
 
 # System packages only the tests use: the PostgreSQL server and a headless browser (the
 # console's and the web chat's browser tests). `make run` does not need them.

@@ -147,6 +147,9 @@ def configure_logging(level: str, format: str = "text") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The Agents SDK warns on every anonymous (local) activity; Sift warns once at start-up.
     logging.getLogger("microsoft_agents").setLevel(logging.ERROR)
+    # pypdf warns about each flaw it works around ("EOF marker not found"); a PDF it cannot
+    # read anyway is reported once, by name, as the document that failed.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 def quiet_http_stack(client_class: type) -> None:

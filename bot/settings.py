@@ -428,6 +428,15 @@ def sample_source() -> SourceSettings:
     return SourceSettings(name="sample", kind="folder", path=SAMPLE_KNOWLEDGE)
 
 
+def sample_groups() -> list[GroupSettings]:
+    """The access groups the sample knowledge base restricts documents to, with the sample's
+    own authors as members, so that `sift ask --as priya@northwind-relay.example` shows what
+    a permission changes (README: "Permissions in the sample")."""
+    domain = "northwind-relay.example"
+    return [GroupSettings(name="engineering", emails=[f"priya@{domain}", f"joao@{domain}"]),
+            GroupSettings(name="security", emails=[f"elena@{domain}", f"ravi@{domain}"])]
+
+
 class Settings(BaseSettings):
     """All of Sift's settings. Flat names are the documented public interface (SIFT_*)."""
 
@@ -544,6 +553,14 @@ class Settings(BaseSettings):
         if twice:
             raise ValueError(f"group {twice[0]!r} is declared more than once")
         return groups
+
+    @model_validator(mode="after")
+    def _sample_groups(self) -> Settings:
+        # The sample (no [[sources]]) comes with the groups its documents name, unless the
+        # configuration declares groups of its own.
+        if not self.sources and not self.groups:
+            self.groups = sample_groups()
+        return self
 
     @classmethod
     def settings_customise_sources(

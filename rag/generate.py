@@ -109,11 +109,13 @@ class ExtractiveGenerator:
 
     async def generate(self, question: str, selected: Sequence[Candidate],
                        history: Sequence[Turn] = (), preview: TextSink | None = None, *,
-                       pool: Sequence[Candidate] = ()) -> Draft:
+                       pool: Sequence[Candidate] = (), subject: str = "") -> Draft:
         """`pool`: every candidate retrieved for the question, which weighs its terms (a word
-        every candidate has tells them apart no better than a stop word)."""
+        every candidate has tells them apart no better than a stop word). `subject`: the
+        earlier question a follow-up continues, which decides the documents on topic while
+        the follow-up's own words pick what of them is quoted first."""
         # Quoting takes no time: there is nothing to preview.
-        groups = by_document(on_topic(question, selected, pool), self._documents)
+        groups = by_document(on_topic(subject or question, selected, pool), self._documents)
         if not groups:
             return Draft("", no_answer=True, extractive=True)
         parts = [self._note]

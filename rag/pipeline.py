@@ -33,6 +33,7 @@ from rag.types import (
     Question,
     SearchFilters,
     Turn,
+    Understanding,
     Usage,
 )
 from rag.understand import Understander
@@ -189,8 +190,8 @@ class Pipeline:
             draft, generation_failed = await s.fallback_extractive.generate(
                 "", chosen, pool=candidates), True
         else:
-            draft, generation_failed = await self._generate(understood.standalone, chosen,
-                                                            question, preview, candidates)
+            draft, generation_failed = await self._generate(understood, chosen, question,
+                                                            preview, candidates)
         run.lap("generate", mark)
         if draft.usage.calls:
             run.usage["generate"] = draft.usage
@@ -205,12 +206,14 @@ class Pipeline:
             candidates=tuple(replace(c, cited=c.chunk.chunk_id in cited) for c in candidates),
             extractive=draft.extractive, uncited_claims=draft.uncited_claims)
 
-    async def _generate(self, standalone: str, chosen: Sequence[Candidate],
+    async def _generate(self, understood: Understanding, chosen: Sequence[Candidate],
                         question: Question, preview: TextSink | None,
                         pool: Sequence[Candidate]) -> tuple[Draft, bool]:
         """`pool`: every candidate retrieved, which weighs the question's terms for excerpts."""
+        standalone = understood.standalone
         if self._s.generator is None:
-            return await self._s.extractive.generate(standalone, chosen, pool=pool), False
+            return await self._s.extractive.generate(standalone, chosen, pool=pool,
+                                                     subject=understood.subject), False
         if preview is not None:
             preview = PolicedPreview(self._policy, [c.chunk.url for c in chosen], preview).show
         try:
@@ -219,8 +222,8 @@ class Pipeline:
         except LLMError as exc:
             # The excerpts are still worth showing; the answer says plainly what happened.
             log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)
-            return await self._s.fallback_extractive.generate(standalone, chosen,
-                                                              pool=pool), True
+            return await self._s.fallback_extractive.generate(
+                standalone, chosen, pool=pool, subject=understood.subject), True
 
     async def _police(self, answer: Answer) -> Answer:
         """Off-policy links made inert; an answer that leaks the prompts becomes excerpts."""

@@ -121,6 +121,10 @@ class Understanding:
     search_phrases: tuple[str, ...]
     intent: Intent = Intent.KNOWLEDGE
     direct_reply: str = ""
+    # Without a model, a follow-up's standalone question is the earlier one plus its own words;
+    # this is the earlier one, which decides what is on topic ("and in Toronto?" stays about
+    # the expense limits while Toronto picks the lines quoted).
+    subject: str = ""
 
 
 class GradeSource(enum.StrEnum):

@@ -9,6 +9,7 @@ from typing import Any
 
 from rag import messages, prompts
 from rag.errors import LLMError
+from rag.follow_up import carry_subject
 from rag.ports import LLM, LLMRequest
 from rag.types import Intent, Question, Understanding, Usage
 
@@ -32,7 +33,9 @@ _THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers)\b[\s\w!.,]{0,20}$", 
 
 
 def passthrough(question: Question) -> Understanding:
-    return Understanding(standalone=question.text, search_phrases=(question.text,))
+    """The question as asked; a follow-up carries the previous question's subject (no model)."""
+    carried = carry_subject(question.text, question.history)
+    return Understanding(carried.standalone, (carried.standalone,), subject=carried.subject)
 
 
 def rule_based(question: Question) -> Understanding | None:

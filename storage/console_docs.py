@@ -34,6 +34,8 @@ class DocHealth:
     down: int
     source: str = ""
     restricted: bool = False  # not public: a viewer sees neither its title nor its link
+    model_average: float | None = None  # a model's grades only; None: the heuristic's alone
+    synced: bool = True  # False: no source holds it any more (deleted at its source)
 
 
 @dataclass(frozen=True)
@@ -75,24 +77,28 @@ class NearDocument:
     score: float
 
 
-def _health(d: DocumentStats) -> DocHealth:
+def _health(d: DocumentStats, synced: bool) -> DocHealth:
     return DocHealth(d.doc_id, d.title, d.url, d.retrieved, d.graded,
                      d.grade_score_sum / d.graded if d.graded else None, d.cited,
-                     d.thumbs_up, d.thumbs_down, restricted=d.restricted)
+                     d.thumbs_up, d.thumbs_down, restricted=d.restricted,
+                     model_average=d.model_grade_sum / d.model_graded if d.model_graded
+                     else None, synced=synced)
 
 
 def documents(db: Database, view: str, *, threshold: float, min_retrieved: int = 3,
               text: str = "", offset: int = 0, limit: int = 50) -> list[DocHealth]:
-    """One page of a health view: low (retrieved often, graded low), down (cited and voted
-    down), never (synced, never retrieved), all (most retrieved first)."""
+    """One page of a health view: low (retrieved often, graded low by a model: the fast mode's
+    heuristic grades only count shared words), down (cited and voted down), never (synced,
+    never retrieved), all (most retrieved first)."""
     if view == "never":
         return _never(db, text, offset, limit)
     s = DocumentStats
-    query = select(s)
+    query = select(s, exists().where(SourceDocument.doc_id == s.doc_id))
     if view == "low":
-        query = query.where(s.retrieved >= min_retrieved, s.graded > 0,
-                            s.grade_score_sum < threshold * s.graded)
-        query = query.order_by(s.retrieved.desc(), (s.grade_score_sum / s.graded), s.doc_id)
+        query = query.where(s.retrieved >= min_retrieved, s.model_graded > 0,
+                            s.model_grade_sum < threshold * s.model_graded)
+        query = query.order_by(s.retrieved.desc(), (s.model_grade_sum / s.model_graded),
+                               s.doc_id)
     elif view == "down":
         query = query.where(s.thumbs_down > 0).order_by(s.thumbs_down.desc(), s.doc_id)
     else:
@@ -100,7 +106,8 @@ def documents(db: Database, view: str, *, threshold: float, min_retrieved: int =
     if text:
         query = query.where(or_(s.title.ilike(f"%{text}%"), s.doc_id.ilike(f"%{text}%")))
     with db.read() as session:
-        return [_health(d) for d in session.scalars(query.offset(offset).limit(limit))]
+        return [_health(d, bool(synced))
+                for d, synced in session.execute(query.offset(offset).limit(limit))]
 
 
 def _never(db: Database, text: str, offset: int, limit: int) -> list[DocHealth]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -56,17 +56,22 @@ def _delta(doc_id: str, group: list[CandidateLike], cited_chunks: set[str],
     )
 
 
-def stats_rows(deltas: Iterable[DocDelta], now: datetime) -> list[dict[str, Any]]:
-    """Rows for the document_stats upsert: counters are increments, the rest replaces."""
+def stats_rows(deltas: Iterable[DocDelta], now: datetime,
+               model_best: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Rows for the document_stats upsert: counters are increments, the rest replaces.
+    `model_best`: each document's best grade from a model (not the heuristic), where it has one."""
     return [
         {"doc_id": d.doc_id, "title": d.title, "url": d.url, "retrieved": 1,
          "graded": int(d.graded), "graded_relevant": int(d.relevant),
-         "grade_score_sum": d.best_score, "selected": int(d.selected), "cited": int(d.cited),
+         "grade_score_sum": d.best_score, "model_graded": int(d.doc_id in model_best),
+         "model_grade_sum": model_best.get(d.doc_id, 0.0),
+         "selected": int(d.selected), "cited": int(d.cited),
          "thumbs_up": 0, "thumbs_down": 0, "first_seen": now, "last_seen": now,
          "restricted": d.restricted}
         for d in deltas
     ]
 
 
-COUNTERS = ("retrieved", "graded", "graded_relevant", "grade_score_sum", "selected", "cited")
+COUNTERS = ("retrieved", "graded", "graded_relevant", "grade_score_sum", "model_graded",
+            "model_grade_sum", "selected", "cited")
 LATEST = ("title", "url", "last_seen", "restricted")

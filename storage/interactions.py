@@ -128,8 +128,8 @@ class InteractionRepository:
         cited_chunks = {c.chunk_id for c in answer.citations}
         numbers = {c.chunk_id: c.n for c in answer.citations}
         deltas = document_deltas(answer.candidates, cited_chunks, self._threshold)
-        days = grade_day_rows(best_evidence(answer.candidates, self._evidence),
-                              self._threshold, now)
+        evidence = best_evidence(answer.candidates, self._evidence)
+        days = grade_day_rows(evidence, self._threshold, now)
         row = self._interaction(answer, now)
         with self._db.write() as session:
             interaction_id: int = session.execute(_INSERT_INTERACTION, row).scalar_one()
@@ -140,7 +140,8 @@ class InteractionRepository:
                 session.execute(_INSERT_SOURCES, sources)
             if deltas:
                 session.execute(upsert(self._db.dialect, table(DocumentStats), keys=("doc_id",),
-                                       add=COUNTERS, replace=LATEST), stats_rows(deltas, now))
+                                       add=COUNTERS, replace=LATEST),
+                                stats_rows(deltas, now, evidence))
             if days:
                 session.execute(add_to_days(self._db.dialect), days)
             # After document_stats, as in voting: one lock order for every writer.

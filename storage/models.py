@@ -201,6 +201,9 @@ class DocumentStats(Base):
     graded: Mapped[int] = mapped_column(Integer, default=0)
     graded_relevant: Mapped[int] = mapped_column(Integer, default=0)
     grade_score_sum: Mapped[float] = mapped_column(Float, default=0.0)
+    # The same two, from a model's grades only (the heuristic's are low by construction).
+    model_graded: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    model_grade_sum: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     selected: Mapped[int] = mapped_column(Integer, default=0)
     cited: Mapped[int] = mapped_column(Integer, default=0)
     thumbs_up: Mapped[int] = mapped_column(Integer, default=0)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from storage.columns import utc_now
 from storage.db import Database
-from storage.models import DocumentStats, Feedback, Interaction, SourceDocument
+from storage.models import DocumentGradeDay, DocumentStats, Feedback, Interaction, SourceDocument
 from storage.stats import (
     ChannelStats,
     ContentGap,
@@ -138,16 +138,21 @@ def _model_usage(session: Session, since: datetime) -> list[ModelUsage]:
 
 def _low_grade(session: Session, options: ReportOptions) -> list[DocumentFinding]:
     s = DocumentStats
-    query = (select(s).where(s.retrieved >= options.min_retrieved, s.graded > 0,
-                             s.grade_score_sum < options.relevant_threshold * s.graded)
-             .order_by(s.retrieved.desc(), (s.grade_score_sum / s.graded).asc(), s.doc_id)
+    # A model's grades only: the fast mode's heuristic scores shared words, low by construction.
+    relevant = (select(func.coalesce(func.sum(DocumentGradeDay.relevant), 0))
+                .where(DocumentGradeDay.doc_id == s.doc_id).scalar_subquery())
+    query = (select(s, relevant).where(s.retrieved >= options.min_retrieved, s.model_graded > 0,
+                             s.model_grade_sum < options.relevant_threshold * s.model_graded)
+             .order_by(s.retrieved.desc(), (s.model_grade_sum / s.model_graded).asc(),
+                       s.doc_id)
              .limit(options.limit))
     hide = not options.include_restricted
     return [DocumentFinding(RESTRICTED if d.restricted and hide else d.doc_id,
                             RESTRICTED if d.restricted and hide else d.title, d.retrieved,
-                            d.graded, d.graded_relevant, d.grade_score_sum / d.graded, d.cited,
-                            d.thumbs_down, d.restricted)
-            for d in session.scalars(query)]
+                            d.model_graded, int(model_relevant),
+                            d.model_grade_sum / d.model_graded, d.cited, d.thumbs_down,
+                            d.restricted)
+            for d, model_relevant in session.execute(query)]
 
 
 def _never_retrieved(session: Session, limit: int,

@@ -116,6 +116,7 @@ class SyncJob:
         if run.full or self.connector.cheap_ids or run.listed_all:  # else: the next full pass
             await self._prune(run)
         self._warn_groups(run)
+        self._warn_empty(run)
 
     async def _listing(self, run: RunState, since: datetime | None) -> AsyncIterator[
             Fetched | Checkpoint]:
@@ -159,6 +160,16 @@ class SyncJob:
             raise self._failure(exc) from exc
         finally:
             reset_correlation_id(token)
+
+    def _warn_empty(self, run: RunState) -> None:
+        """A full pass that found nothing at all is said, not finished in silence."""
+        if not run.full or run.seen or run.errors or run.tally.failed:
+            return
+        hint = getattr(self.connector, "empty_hint", "") or \
+            "check its path, URL or filters in sift.toml"
+        warning = f"the source has no documents to index: {hint}"
+        log.warning("sync %s: %s", self.source, warning)
+        run.warnings.append(warning)
 
     def _warn_groups(self, run: RunState) -> None:
         for group, docs in sorted(run.unknown_groups.items()):
@@ -289,7 +300,9 @@ class SyncJob:
 
     async def _fail(self, run: RunState, failure: DocumentFailure, record: bool = True) -> None:
         """Report and skip; the document's existing chunks and hash stay as they were."""
-        log.warning("sync %s: skipped %s", self.source, failure.error)
+        said = failure.error if "skipped" in failure.error or "not read" in failure.error \
+            else f"{failure.error}; skipped"
+        log.warning("sync %s: %s", self.source, said)
         run.tally.failed += 1
         run.errors.append(failure.error)
         self.progress.documents(1)

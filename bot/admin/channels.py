@@ -6,6 +6,7 @@ import asyncio
 import logging
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 from aiohttp import web
 
@@ -47,6 +48,27 @@ def _form_values(policy: ChannelPolicy) -> dict[str, Any]:
     return values
 
 
+def described(stored: StoredPolicy) -> list[str]:
+    """A stored policy in words, for the Channels list: what it changes from the defaults."""
+    policy = policy_from(stored.platform, stored.channel, stored.label, stored.settings)
+    said = [f"sources: {', '.join(policy.sources)}" if policy.sources else "all sources",
+            "answers every question" if policy.respond is Respond.QUESTIONS
+            else "answers when mentioned"]
+    if policy.only_when_confident:
+        said.append("only when confident")
+    if policy.escalate_to:
+        said.append(f"escalates to {', '.join(policy.escalate_to)}")
+    if policy.private_answers:
+        said.append("private answers")
+    if not policy.follow_ups:
+        said.append("thread replies are not follow-ups")
+    if policy.audience:
+        said.append(f"audience: {', '.join(policy.audience)}")
+    if not policy.enabled:
+        said.append("disabled")
+    return said
+
+
 def _as_audit(stored: StoredPolicy | None) -> dict[str, Any] | None:
     return None if stored is None else {"label": stored.label, **stored.settings}
 
@@ -58,7 +80,8 @@ async def edit_form(request: web.Request) -> web.StreamResponse:
     policy = await asyncio.to_thread(_stored, request, platform, channel) if channel else None
     values = _form_values(policy or ChannelPolicy(platform, channel))
     return render(request, "channel_form.html", values=values, errors={},
-                  known=_known(request), new=policy is None)
+                  known=_known(request), new=policy is None,
+                  platforms=surfaces.policy_platforms())
 
 
 def _from_form(form: Any) -> ChannelPolicy:
@@ -89,7 +112,8 @@ async def save(request: web.Request) -> web.StreamResponse:
             "platform", "channel", "label", "respond", *LISTS)}
         values.update({name: form.get(name) == "on" for name in SWITCHES})
         return render(request, "channel_form.html", 400, values=values,
-                      errors={exc.field: exc.user_message}, known=_known(request), new=False)
+                      errors={exc.field: exc.user_message}, known=_known(request), new=False,
+                      platforms=surfaces.policy_platforms())
     repository = ChannelPolicyRepository(request.app[KEY].db)
     before = await asyncio.to_thread(repository.get, policy.platform, policy.channel)
     after = {"label": policy.label, **policy_settings(policy)}
@@ -134,5 +158,6 @@ async def override(request: web.Request) -> web.StreamResponse:
     await audit(request, "override", f"document {doc_id}", before=before,
                 after=None if kind == "reset" else {"kind": kind})
     back = str(form.get("back", ""))
-    raise web.HTTPSeeOther(back if back.startswith(f"{PREFIX}/documents") else
-                           f"{PREFIX}/documents")
+    back = back if back.startswith(f"{PREFIX}/documents") else f"{PREFIX}/documents"
+    done = urlencode({"set": kind, "doc": doc_id})
+    raise web.HTTPSeeOther(f"{back}{'&' if '?' in back else '?'}{done}")

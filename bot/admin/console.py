@@ -92,7 +92,16 @@ def templates() -> jinja2.Environment:
     env.filters["num"] = lambda v: "-" if v is None else f"{v:,}"
     env.filters["grade"] = lambda v: "-" if v is None else f"{v:.2f}"
     env.filters["href"] = web_link
+    env.filters["short_id"] = short_id
     return env
+
+
+def short_id(value: str, keep: int = 8) -> str:
+    """A long conversation id cut to what tells it apart: Teams' "19:3f2a…@thread.tacv2"."""
+    local, at, domain = value.partition("@")
+    if at and len(local) > keep + 3:
+        return f"{local[:keep]}…@{domain}"
+    return value if len(value) <= 24 else f"{value[:20]}…"
 
 
 def web_link(url: str | None) -> str:

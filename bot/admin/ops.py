@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.admin.channels import described
 from bot.admin.charts import hbars
 from bot.admin.console import KEY, PREFIX, audit, render, require_admin
 from rag.errors import SyncError
@@ -141,5 +142,7 @@ async def eval_chart(request: web.Request) -> web.StreamResponse:
 async def channels_page(request: web.Request) -> web.StreamResponse:
     """The stored channel policies; admins edit them (bot/admin/channels.py)."""
     repository = ChannelPolicyRepository(request.app[KEY].db)
-    return render(request, "channels.html", policies=await asyncio.to_thread(repository.all),
+    policies = await asyncio.to_thread(repository.all)
+    return render(request, "channels.html", policies=policies,
+                  described={(p.platform, p.channel): described(p) for p in policies},
                   saved=request.query.get("saved", ""))

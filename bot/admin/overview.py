@@ -12,6 +12,7 @@ from aiohttp import web
 from bot.admin.charts import Series, hbars, lines, stacked_bars
 from bot.admin.console import KEY, render
 from bot.prices import price_of
+from storage.channel_policies import ChannelPolicyRepository
 from storage.columns import utc_now
 from storage.console_overview import STATUSES, Day, groups, overview
 
@@ -52,6 +53,7 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
     today = utc_now().date()
     since = today - timedelta(days=WINDOWS.get(window, 30))
     found = await asyncio.to_thread(overview, console.db, since, today)
+    policies = await asyncio.to_thread(ChannelPolicyRepository(console.db).all)
     arm_chart = hbars("Thumbs-up rate by arm (%)", [(m.mode, (m.thumbs_up_rate or 0) * 100)
                                                     for m in found.modes]) if found.ab else None
     return render(request, "overview.html", window=window, windows=list(WINDOWS),
@@ -59,4 +61,5 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
                   latencies=found.latencies, feedback=found.feedback, modes=found.modes,
                   ab=found.ab, arm_chart=arm_chart, platforms=groups(found.days, False, 10),
                   channels=groups(found.days, True, 15),
+                  labels={p.channel: p.label for p in policies if p.label},
                   charts=_charts(found.days, console.admin.prices), days=found.days)

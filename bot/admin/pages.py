@@ -19,6 +19,7 @@ from storage.console_questions import (
     list_questions,
     question_detail,
 )
+from storage.overrides import OverrideRepository
 
 PAGE = 50
 RESTRICTED = "(restricted)"
@@ -118,11 +119,26 @@ async def documents_page(request: web.Request) -> web.StreamResponse:
     rows = await asyncio.to_thread(
         documents, console.db, view, threshold=console.settings.storage.relevant_threshold,
         text=text, offset=offset, limit=PAGE + 1)
+    overrides = await asyncio.to_thread(OverrideRepository(console.db).for_documents,
+                                        [d.doc_id for d in rows[:PAGE]])
     if not sees_restricted(request):
         rows = [_masked(d) if d.restricted else d for d in rows]
     return render(request, "documents.html", view=view, views=DOC_VIEWS, rows=rows[:PAGE],
                   more=len(rows) > PAGE, offset=offset, page=PAGE, q=text,
-                  threshold=console.settings.storage.relevant_threshold)
+                  threshold=console.settings.storage.relevant_threshold,
+                  overrides={doc: o.kind for doc, o in overrides.items()},
+                  done=_override_done(request))
+
+
+# What the confirmation after an override says was done ("reset" included).
+_DONE = {"pin": "pinned", "boost": "boosted", "demote": "demoted", "hide": "hidden",
+         "reset": "reset to what its history says"}
+
+
+def _override_done(request: web.Request) -> str:
+    """The confirmation of the override just set (the form redirects back with it)."""
+    kind, doc = request.query.get("set", ""), request.query.get("doc", "")[:200]
+    return f"{doc}: {_DONE[kind]}." if kind in _DONE and doc else ""
 
 
 def _masked(d: DocHealth) -> DocHealth:

@@ -40,11 +40,13 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
         serve,
         slack,
         sync,
+        teams,
         weaviate,
     )
 
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
-            db.register, report.register, evaluate.register, slack.register, docs.register,
+            db.register, report.register, evaluate.register, slack.register, teams.register,
+            docs.register,
             llm.register, audit.register]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -53,9 +54,15 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(report, prices), ensure_ascii=False))
     else:
-        render(report, human(args.since), Console(highlight=False, soft_wrap=False, markup=False),
-               prices)
+        # Piped into a file or a pager, nothing decides a width: rows stay whole, not folded
+        # into 80 columns.
+        width = None if sys.stdout.isatty() else PIPED_WIDTH
+        render(report, human(args.since), Console(highlight=False, soft_wrap=False,
+                                                  markup=False, width=width), prices)
     return 0
+
+
+PIPED_WIDTH = 400
 
 
 def to_json(report: Report, prices: Prices | None = None) -> dict[str, object]:
@@ -148,8 +155,8 @@ def render(report: Report, window: str, console: Console, prices: Prices | None 
 
 
 def _documents(report: Report, console: Console) -> None:
-    _section(console, "Retrieved often, graded low: candidates for rewriting (all time, "
-             f"average grade below {report.relevant_threshold:g})",
+    _section(console, "Retrieved often, graded low by a model: candidates for rewriting (all "
+             f"time, average grade below {report.relevant_threshold:g})",
              ["document", "title", "retrieved", "avg grade", "relevant", "cited", "down"],
              [[d.doc_id, d.title, d.retrieved, f"{d.average_grade:.2f}", d.relevant, d.cited,
                d.thumbs_down] for d in report.low_grade], right=2)

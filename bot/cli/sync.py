@@ -35,7 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sync", help="sync the knowledge sources into the index now",
         description="Read each configured source ([[sources]] in sift.toml; by default the "
         "sample knowledge base), re-index what changed and print a summary. Starts the "
-        "managed Weaviate for the duration if it is not running.",
+        "managed Weaviate for the duration if it is not running. Exit status: 0 when "
+        "everything synced; 1 when a source or a document could not be read (the rest is "
+        "indexed); 2 for a configuration error.",
     )
     parser.add_argument("--source", metavar="NAME", help="sync only this source")
     parser.add_argument("--full", action="store_true",
@@ -93,7 +95,11 @@ async def _run(app: App, args: argparse.Namespace, names: list[str]) -> int:
     if not args.json and summaries:
         _print_table(summaries, Console(markup=False) if sys.stdout.isatty()
                      else Console(width=120, markup=False))
-    return 1 if failures else 0
+    unread = sum(s.counts.failed for s in summaries)
+    if unread:
+        console.print(f"sift: {unread} document{'s' if unread != 1 else ''} could not be "
+                      "read (listed above); the rest is indexed.", highlight=False)
+    return 1 if failures or unread else 0
 
 
 async def _prune(runner: SyncRunner, *, dry_run: bool, console: Console) -> None:

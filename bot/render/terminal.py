@@ -34,12 +34,17 @@ def _grade_cell(c: Candidate) -> str:
     return f"{score} {c.grade.source.value:9} {c.grade.reason}"
 
 
+# Over the columns of each candidate's row: rank, retrieval score, grade, grader, reason.
+EXPLAIN_HEADER = f"  {'#':>3} {'search':>6} {'grade':>5} {'graded by':9} reason"
+
+
 def render_explain(answer: Answer) -> str:
     """Every candidate with its retrieval score, grade and the grader's reason."""
-    rows = ["", f"Candidates (mode: {answer.mode.value}, search: {answer.search_query!r}):"]
+    rows = ["", f"Candidates (mode: {answer.mode.value}, search: {answer.search_query!r}):",
+            EXPLAIN_HEADER]
     for c in answer.candidates:
         mark = "*" if c.selected else " "
-        rows.append(f" {mark}{c.rank:>3} {c.retrieval_score:5.2f} {_grade_cell(c)}")
+        rows.append(f" {mark}{c.rank:>3} {c.retrieval_score:6.2f} {_grade_cell(c)}")
         rows.append(f"        {c.chunk.title}" + (f" › {c.chunk.section}" if c.chunk.section
                                                      else "") + f"  ({c.chunk.doc_id})")
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings_ms.items())
@@ -47,5 +52,7 @@ def render_explain(answer: Answer) -> str:
     for stage, usage in answer.usage.items():
         rows.append(f"Tokens {stage}: in {usage.input_tokens}, out {usage.output_tokens}, "
                     f"cache read {usage.cache_read_tokens} ({usage.calls} calls)")
-    rows.append("* selected")
+    rows.append("* selected. search: the retrieval score, after what votes and grades taught "
+                "the ranking; grade: 0 to 1, from the model (llm), the grade cache or the "
+                "heuristic (fast mode)")
     return "\n".join(rows)

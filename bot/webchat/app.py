@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import html
 import json
 import logging
 import re
@@ -73,8 +74,9 @@ class WebChat:
     `gate`, only signed-in people get the page or an answer."""
 
     def __init__(self, flow: ChatFlow, *, max_chars: int = 4000, gate: Gate | None = None,
-                 max_in_flight: int = 0) -> None:
+                 max_in_flight: int = 0, placeholder: str = "Ask a question") -> None:
         self._flow = flow
+        self._placeholder = html.escape(placeholder, quote=True)
         self._max_chars = max_chars
         self._gate = gate
         # Answers run as tasks of their own, bounded like every surface's (SIFT_CHAT__
@@ -111,7 +113,8 @@ class WebChat:
         # One token per browser, kept across page loads: two open tabs both keep working.
         kept = request.cookies.get(CSRF_COOKIE, "")
         token = kept if _TOKEN.fullmatch(kept) else secrets.token_hex(32)
-        body = (STATIC / "chat.html").read_text(encoding="utf-8").replace("{{csrf}}", token)
+        body = (STATIC / "chat.html").read_text(encoding="utf-8") \
+            .replace("{{csrf}}", token).replace("{{placeholder}}", self._placeholder)
         response = web.Response(text=body, content_type="text/html", headers=_SECURITY)
         for name, value in ((USER_COOKIE, user), (CSRF_COOKIE, token)):
             response.set_cookie(name, value, httponly=True, samesite="Strict",

@@ -19,11 +19,21 @@ class WebChatSettings(Section):
     beyond it only behind the admin console's sign-in."""
 
     enabled: bool = True
+    # The question box's hint; by default a question the sample answers while the sample is
+    # the knowledge base, and a neutral one once sift.toml names sources of its own.
+    placeholder: str = ""
+
+
+SAMPLE_HINT = "What is the expense limit for client dinners?"
+OWN_HINT = "Ask a question about your documents"
 
 
 def config(settings: Settings) -> WebChatSettings:
     section: WebChatSettings = SPEC.section_of(settings)
-    return section
+    if section.placeholder:
+        return section
+    hint = OWN_HINT if settings.sources else SAMPLE_HINT
+    return section.model_copy(update={"placeholder": hint})
 
 
 def status(c: WebChatSettings, place: Place) -> str:
@@ -48,7 +58,8 @@ def build(c: WebChatSettings, around: Around) -> Endpoint | None:
     if beyond and around.gate is None:
         return None
     return WebChat(around.flow, max_chars=around.max_message_chars,
-                   gate=around.gate if beyond else None, max_in_flight=around.max_in_flight)
+                   gate=around.gate if beyond else None, max_in_flight=around.max_in_flight,
+                   placeholder=c.placeholder or SAMPLE_HINT)
 
 
 # A conversation id of the web chat is Sift's own: a policy may name any (or '*').

@@ -182,3 +182,27 @@ def build_document(doc_id: str, parsed: Parsed, *, title: str = "", url: str = "
         access=access,
         warnings=warnings,
     )
+
+
+def decode_text(data: bytes) -> str:
+    """A text file's characters: UTF-8 (with or without its BOM) as nearly every file is, else
+    the encoding charset-normalizer finds (a Latin-1 or Windows-1252 export of an old wiki)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        from charset_normalizer import from_bytes  # only for the rare file that needs it
+
+        found = from_bytes(data)
+        best = found.best()
+        if best is None:
+            raise DocumentParseError(f"not UTF-8 text (byte {exc.start}), and no other "
+                                     "text encoding fits it") from exc
+        # Several code pages often fit a short text equally well (Portuguese reads the same
+        # in cp1250 and cp1252 but for ã and õ): among the equals, the Western European ones
+        # that most such files are written in come first.
+        equals = [m for m in found if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
+        chosen = next((m for m in equals if m.encoding in _WESTERN), best)
+        return str(chosen)
+
+
+_WESTERN = ("cp1252", "latin_1", "iso8859_15")

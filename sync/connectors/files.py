@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import unicodedata
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, time
@@ -39,6 +40,11 @@ def file_to_markdown(data: bytes, name: str) -> Parsed:
     return Parsed(body + "\n", {"title": title} if title else {})
 
 
+# PDFs often store "ffi" or "fl" as one ligature glyph, which pypdf returns as such: "oﬃces"
+# would be quoted as is and never match a search for "offices". Unicode's own decomposition.
+LIGATURES = {code: unicodedata.normalize("NFKC", chr(code)) for code in range(0xFB00, 0xFB07)}
+
+
 def pdf_to_markdown(data: bytes) -> Parsed:
     """Extract the text of a PDF page by page; the PDF's own Title becomes metadata."""
     from pypdf import PdfReader
@@ -50,7 +56,7 @@ def pdf_to_markdown(data: bytes) -> Parsed:
         info = reader.metadata
     except (PyPdfError, ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
         raise DocumentParseError(f"not a readable PDF: {exc}") from exc
-    text = "\n\n".join(p for p in pages if p)
+    text = "\n\n".join(p for p in pages if p).translate(LIGATURES)
     if not text:
         raise DocumentParseError("the PDF has no extractable text (scanned images?)")
     title = str(info.title).strip() if info is not None and info.title else ""

@@ -22,6 +22,7 @@ from sync.connectors.convert import (
     DocumentParseError,
     Parsed,
     build_document,
+    decode_text,
     html_to_markdown,
     split_front_matter,
 )
@@ -48,6 +49,12 @@ class FolderConnector:
         self.url_base = url_base.rstrip("/")
         self.default_access = default_access
         self.max_file_bytes = max_file_bytes
+
+    @property
+    def empty_hint(self) -> str:
+        """What the job says when a full pass found no file here at all."""
+        return (f"{self.root} has no {', '.join(sorted(KINDS))} files (in it or its "
+                "folders)")
 
     def _walk(self) -> Iterator[tuple[Path, str, str]]:
         """(path, relative path, why it is not read: "" when it is) for every candidate file,
@@ -143,10 +150,7 @@ class FolderConnector:
         data = self._read(path)
         if kind == "file":
             return file_to_markdown(data, path.name)
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise DocumentParseError(f"not UTF-8 text (byte {exc.start})") from exc
+        text = decode_text(data)
         if kind == "html":
             return html_to_markdown(text)
         if kind == "markdown":

@@ -18,6 +18,7 @@ from sync.connectors.base import (
     ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
+    DocumentGone,
     Fetched,
     SourceConfig,
     SourceDocument,
@@ -28,7 +29,8 @@ from sync.connectors.web_pages import Entry, canonical, extract, links, sitemap_
 
 AGENT = "sift-sync"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-KEEP = frozenset({304, 403, 404, 410}) | REDIRECTS
+GONE = frozenset({404, 410})  # the page was deleted: it leaves the index in this very run
+KEEP = frozenset({304, 403}) | GONE | REDIRECTS
 
 
 class WebSettings(ConnectorSettings):
@@ -120,7 +122,7 @@ class WebConnector:
                 found.add(entry.url)
                 if since is None or entry.lastmod is None or entry.lastmod >= since:
                     item = await self._page(client, entry.url, since, entry.lastmod)
-                    if isinstance(item, SourceDocument | DocumentFailure):
+                    if isinstance(item, SourceDocument | DocumentFailure | DocumentGone):
                         yield item
             return
         queue, visited = [self.start], set[str]()
@@ -153,8 +155,10 @@ class WebConnector:
         seen = self._seen.get(url)
         if response.status_code == 304 and seen is not None:
             return None if self.sitemap else (None, list(seen.links))
+        if response.status_code in GONE and url != self.start:
+            return DocumentGone(url)
         if response.status_code >= 400 or response.status_code == 304:
-            return DocumentFailure("", f"{url}: HTTP {response.status_code}; skipped")
+            return DocumentFailure("", f"{url}: HTTP {response.status_code}; not read")
         found = [u for u in links(response.text, target) if self.allowed(u)]
         self._seen[url] = _Seen(response.headers.get("etag", ""), tuple(found))
         doc = self._document(url, response, lastmod)

@@ -63,8 +63,8 @@ def seed_hostile(db: Database) -> None:
         session.execute(insert(DocumentStats), [{
             "doc_id": "evil", "title": f"Title {SCRIPT}", "url": "javascript:alert(1)",
             "retrieved": 99, "graded": 99, "graded_relevant": 0, "grade_score_sum": 1.0,
-            "selected": 0, "cited": 9, "thumbs_up": 0, "thumbs_down": 5, "first_seen": NOW,
-            "last_seen": NOW}])
+            "model_graded": 99, "model_grade_sum": 1.0, "selected": 0, "cited": 9,
+            "thumbs_up": 0, "thumbs_down": 5, "first_seen": NOW, "last_seen": NOW}])
         failing = {**source_doc(0, NOW), "doc_id": "evil", "status": "failed",
                    "error": f"the page answered {SCRIPT}"}
         session.execute(insert(SourceDocument), [failing])
@@ -155,6 +155,9 @@ async def console(seeded: Database, embedder: LocalEmbedder,
     settings = Settings(data_dir=tmp_path / "data", admin={
         "password": ADMIN_PW, "viewer_password": VIEWER_PW},
         sources=[{"name": "handbook", "kind": "folder", "path": str(kb),
+                  "interval_minutes": DAILY, "full_cron": ""},
+                 # Configured, with runs that found nothing to index (seeded per test).
+                 {"name": "wiki", "kind": "folder", "path": str(kb),
                   "interval_minutes": DAILY, "full_cron": ""}])
     forget_sign_ins(seeded)  # each test starts with no session and no failed sign-in
     runner = SyncRunner([SyncSource("handbook", FolderConnector(kb))], MemoryIndex(),

@@ -78,9 +78,15 @@ def seed(db: Database, count: int, *, days: int = 30, docs: int = 300, now: date
 
 
 def _doc_stats(d: int, now: datetime) -> dict[str, Any]:
+    """Every 4th page graded low by a model; every 4th+2 low by the fast mode's heuristic only,
+    no model ever graded it."""
+    model = d % 4 != 2
     return {"doc_id": f"d{d}", "title": f"Handbook page {d}", "url": f"https://kb.example/{d}",
             "retrieved": 10 + d, "graded": 10 + d, "graded_relevant": d % 10,
-            "grade_score_sum": (10 + d) * (0.2 if d % 4 == 0 else 0.8), "selected": d,
+            "grade_score_sum": (10 + d) * (0.2 if d % 4 in (0, 2) else 0.8),
+            "model_graded": 10 + d if model else 0,
+            "model_grade_sum": (10 + d) * (0.2 if d % 4 == 0 else 0.8) if model else 0.0,
+            "selected": d,
             "cited": d // 2, "thumbs_up": d % 5, "thumbs_down": d % 3,
             "first_seen": now - timedelta(days=30), "last_seen": now}
 

@@ -64,7 +64,8 @@ async def test_the_overview_chart_renders(browser: WebDriver, site: str) -> None
 
 async def test_sync_now(browser: WebDriver, site: str) -> None:
     await sign_in(browser, site, "/admin/sources", ".source")
-    (button,) = await run(browser.find_elements, By.XPATH, "//button[text()='Sync now']")
+    (button,) = await run(browser.find_elements, By.XPATH,
+                          "//section[@id='source-handbook']//button[text()='Sync now']")
     await run(button.click)
     (notice,) = await wait_for(browser, "p.notice")
     assert (await run(lambda: notice.text)).startswith("Sync of handbook started")
@@ -109,10 +110,18 @@ async def test_edit_a_channel_policy(browser: WebDriver, site: str,
     await run(sources.send_keys, "handbook")
     (respond,) = await wait_for(browser, "#policy-respond")
     await run(respond.send_keys, "questions")
+    # One field to a line, not run together: each input starts below the one before it.
+    (label,) = await wait_for(browser, "#policy-label")
+    above, below = await run(lambda: channel.rect), await run(lambda: label.rect)
+    assert below["y"] >= above["y"] + above["height"] and below["x"] == above["x"]
     (save,) = await wait_for(browser, "#policy-save")
     await run(save.click)
     (saved,) = await wait_for(browser, "#channels-saved")
     assert "slack:C0HELP001" in await run(lambda: saved.text)
+    (row,) = await wait_for(browser, "#policies tbody tr")
+    shown = await run(lambda: row.text)
+    assert "sources: handbook; answers every question" in shown
+    assert "=" not in shown and "False" not in shown and "[" not in shown  # no raw values
     await shot(browser, "channels")
     found = await asyncio.to_thread(ChannelPolicyRepository(console.db).get, "slack",
                                     "C0HELP001")

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 
 from rag.messages import NOT_INDEXED_YET
 from rag.types import AnswerStatus
 from storage.channel_policies import ChannelPolicyRepository
 from storage.interactions import InteractionRepository
-from storage.models import Interaction, SyncRun
+from storage.models import DocumentStats, Interaction, SyncRun
 from storage.rollup import rebuild
-from tests.admin.conftest import SCRIPT, SCRIPT_ID, Console
+from tests.admin.conftest import SCRIPT, SCRIPT_ID, Console, csrf_of
 from tests.storage.builders import answer
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -112,10 +113,53 @@ async def test_content_gaps_group_similar_questions(admin: Console) -> None:
 async def test_documents_views(admin: Console) -> None:
     low = await _html(admin, "/admin/documents?view=low")
     assert "Handbook page 0<" in low and "Handbook page 1<" not in low  # every 4th is low
+    # Graded low by the heuristic alone (fast mode): no model's verdict, so not listed.
+    assert "Handbook page 2<" not in low and "Handbook page 6<" not in low
+    assert "heuristic" in low  # the page says why those are left out
     never = await _html(admin, "/admin/documents?view=never")
     # The rows' own links, not the page's text: a random CSRF token can hold "d49" too.
     listed = set(re.findall(r'href="/admin/questions\?doc=([^"]+)"', never))
     assert {"d40", "d45"} <= listed and "d49" not in listed  # d49 failed to sync
+
+
+def _row(html: str, doc_id: str) -> str:
+    """The table row of one document (from its title cell to the end of the row)."""
+    found = re.search(rf'<span class="hint">{re.escape(doc_id)}</span>.*?</tr>', html, re.S)
+    assert found is not None, f"no row for {doc_id}"
+    return found.group(0)
+
+
+async def test_an_override_is_confirmed_and_shown_on_its_row(admin: Console) -> None:
+    csrf = csrf_of(await _html(admin, "/admin/documents?view=all"))
+    response = await admin.client.post("/admin/documents/override", data={
+        "csrf": csrf, "doc_id": "d7", "kind": "boost", "back": "/admin/documents?view=all"})
+    try:
+        html = await response.text()
+        assert response.status == 200 and "view=all" in str(response.url)
+        assert 'role="status">d7: boosted.</p>' in html
+        assert '<span class="badge">boost</span>' in _row(html, "d7")
+        assert '<span class="badge">' not in _row(html, "d8")
+        assert "not on main yet" not in html
+    finally:
+        reset = await admin.client.post("/admin/documents/override", data={
+            "csrf": csrf, "doc_id": "d7", "kind": "reset", "back": "/admin/documents?view=all"})
+    assert "d7: reset to what its history says." in await reset.text()
+    assert '<span class="badge">' not in _row(await reset.text(), "d7")
+
+
+async def test_a_document_deleted_at_its_source_is_marked(admin: Console) -> None:
+    now = datetime.now(UTC)
+    with admin.db.write() as session:
+        session.execute(insert(DocumentStats), [{
+            "doc_id": "gone-page", "title": "Old page", "url": "https://kb.example/gone",
+            "retrieved": 5000, "graded": 0, "first_seen": now, "last_seen": now}])
+    try:
+        html = await _html(admin, "/admin/documents?view=all")
+        assert "deleted at its source" in _row(html, "gone-page")
+        assert "deleted at its source" not in _row(html, "d39")  # still synced
+    finally:
+        with admin.db.write() as session:
+            session.execute(delete(DocumentStats).where(DocumentStats.doc_id == "gone-page"))
 
 
 async def test_sources_show_runs_errors_and_next_run(admin: Console) -> None:
@@ -123,6 +167,26 @@ async def test_sources_show_runs_errors_and_next_run(admin: Console) -> None:
     assert "d49: the page returned HTTP 500" in html and "partial" in html
     assert "Next run: 2" in html  # an actual time from the running scheduler
     assert "every 1440 min" in html
+
+
+async def test_a_run_with_failures_is_not_shown_as_a_plain_ok(admin: Console) -> None:
+    now = datetime.now(UTC)
+    run = {"full": False, "status": "ok", "started_at": now, "finished_at": now,
+           "added": 0, "updated": 0, "deleted": 0, "unchanged": 3, "chunks_written": 0}
+    with admin.db.write() as session:
+        session.execute(insert(SyncRun), [
+            {**run, "source": "handbook", "failed": 5, "errors": ["broken.pdf: no EOF marker"]},
+            {**run, "source": "wiki", "failed": 0, "errors": []}])
+    try:
+        html = await _html(admin, "/admin/sources")
+        handbook, wiki = html.split('id="source-wiki"')
+        newest = handbook.split("<tbody>")[1].split("</tr>")[0]
+        assert '<span class="status warning">partial</span>' in newest  # not a green "ok"
+        assert "The last run could not read 5" in handbook
+        assert "No document indexed yet" in wiki and "Not synced yet" not in wiki
+    finally:
+        with admin.db.write() as session:
+            session.execute(delete(SyncRun).where(SyncRun.started_at == now))
 
 
 async def test_sync_now_runs_the_scheduler(admin: Console) -> None:
@@ -160,12 +224,27 @@ async def test_evaluation_reports_and_their_charts(admin: Console) -> None:
 
 
 async def test_channels_lists_the_stored_policies(admin: Console) -> None:
-    ChannelPolicyRepository(admin.db).put("slack", "C42", f"Support {SCRIPT}",
-                                          {"mode": "fast", "answer_in_thread": True})
+    ChannelPolicyRepository(admin.db).put("slack", "C42", f"Support {SCRIPT}", {
+        "sources": ["handbook"], "only_when_confident": False, "follow_ups": False,
+        "escalate_to": ["U0SUPPORT"], "respond": "questions"})
     html = await _html(admin, "/admin/channels")
     assert "<td>C42</td>" in html and f"Support {ESCAPED}" in html and SCRIPT not in html
-    assert "<code>mode = fast</code>" in html
+    assert ("<td>sources: handbook; answers every question; escalates to U0SUPPORT; "
+            "thread replies are not follow-ups</td>") in html
+    assert "False" not in html and "only_when_confident" not in html  # words, not raw values
     assert 'href="/admin/channels/edit?platform=slack&amp;channel=C42"' in html  # admins edit
+
+
+async def test_by_channel_names_a_channel_by_its_policy_s_label(admin: Console) -> None:
+    repository = ChannelPolicyRepository(admin.db)
+    repository.put("slack", "#team-3", "Team three", {})
+    try:
+        html = await _html(admin, "/admin/?window=90d")
+        by_channel = html.split("<h2>By channel</h2>")[1].split("</section>")[0]
+        assert 'title="#team-3">Team three</a>' in by_channel
+        assert 'title="#team-4">#team-4</a>' in by_channel  # no policy: its id as it is
+    finally:
+        repository.remove("slack", "#team-3")
 
 
 async def test_questions_asked_during_a_first_sync_get_a_tile_of_their_own(

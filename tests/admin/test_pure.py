@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.admin.charts import Series, hbars, nice_top, stacked_bars
-from bot.admin.console import safe_next, web_link
+from bot.admin.console import safe_next, short_id, web_link
 from bot.admin.gaps import GapIndexer, group_questions
 from bot.admin.overview import day_cost
 from bot.prices import price_of
@@ -96,3 +96,12 @@ async def test_gap_questions_are_embedded_in_the_background_once(
     assert vector.shape == (embedder.dimension,)
     assert stored(db, [61], "another-model") == {}  # another model's space is missing
     db.dispose()
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("19:3f2a5b6c7d8e9f0a1b2c3d4e5f6a7b8c@thread.tacv2", "19:3f2a5…@thread.tacv2"),
+    ("C0HELP001", "C0HELP001"),
+    ("a:1Xbq9cP2u4vZr7kLmN0oQsTuVwXyZ", "a:1Xbq9cP2u4vZr7kLmN…"),
+])
+def test_a_long_conversation_id_is_cut_to_what_tells_it_apart(raw: str, shown: str) -> None:
+    assert short_id(raw) == shown

@@ -206,6 +206,13 @@ async def test_explain_lists_every_candidate_with_the_graders_reason(
     assert code == 0, out
     answer, explained = out.split("Candidates (mode: accurate", 1)
     assert "Sources:\n  [1] Setting up the Relay Connect VPN — https://" in answer
+    # Each column under its heading: the header's words end where the row's figures end.
+    header = explained.splitlines()[1]
+    first = next(m for m in EXPLAIN_ROW.finditer(explained))
+    row = first.group(0)
+    assert header.split() == ["#", "search", "grade", "graded", "by", "reason"]
+    assert header.index("grade") + len("grade") == row.index(first["score"]) + 4
+    assert header.index("graded by") == row.index(first["source"])
     rows = {m["reason"]: (float(m["score"]), m["source"]) for m in EXPLAIN_ROW.finditer(out)}
     assert reasons and rows == {reason: (score, "llm") for reason, score in reasons.items()}
     assert len(EXPLAIN_ROW.findall(explained)) == len(fake_claude.calls("grade"))
@@ -301,6 +308,40 @@ def test_chat_votes_on_the_last_answer_and_a_new_vote_replaces_the_old(
     assert out.count("(nothing to vote on yet)") == 1
     assert out.count(messages.FEEDBACK_THANKS) == 2
     assert "sift> " in out and "Sources:" in out and VPN_MARKER in out
+
+
+PRODUCTION = "How do I rotate the production database credentials?"
+PRODUCTION_DOC = "eng-runbook-prod-db-creds"  # access: [engineering] in the sample
+
+
+def test_the_sample_s_restricted_runbook_shows_only_as_a_member_of_its_group(
+        sift_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def cited(*who: str) -> list[str]:
+        return [c["doc_id"] for c in ask_json(capsys, *who, PRODUCTION)["citations"]]
+
+    assert PRODUCTION_DOC not in cited()  # the public
+    assert PRODUCTION_DOC not in cited("--as", "someone@northwind-relay.example")
+    assert cited("--as", "priya@northwind-relay.example")[0] == PRODUCTION_DOC
+
+
+def test_a_follow_up_without_a_model_carries_the_previous_question_s_subject(
+        sift_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    database = Database(f"sqlite:///{sift_env / 'sift.db'}")
+    chat = ChatSession(monkeypatch)
+    try:
+        chat.type("What is the expense limit for client dinners?")
+        chat.rows_when(database, Interaction, lambda rows: len(rows) == 1)
+        chat.type("and in Toronto?")
+        rows = chat.rows_when(database, Interaction, lambda rows: len(rows) == 2)
+        chat.type("exit")
+    finally:
+        chat.close()
+        database.dispose()
+    follow_up = max(rows, key=lambda row: row.id)
+    assert follow_up.question == "and in Toronto?"
+    assert follow_up.search_query == "What is the expense limit for client dinners in Toronto?"
+    assert follow_up.status == "answered", follow_up.answer
+    assert "CAD 120" in follow_up.answer  # the client-entertainment row, in Toronto's currency
 
 
 def interactions(data_dir: Path) -> int:

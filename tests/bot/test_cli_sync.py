@@ -15,6 +15,7 @@ from bot.weaviate.process import ManagedWeaviate
 from sync.lock import SourceLock
 from tests.conftest import unique_collection
 from tests.sync.conftest import article, paragraph, write
+from tests.sync.pdf import make_pdf
 
 pytestmark = pytest.mark.weaviate
 KEYS = ["source", "added", "updated", "deleted", "unchanged", "failed", "chunks_written",
@@ -65,6 +66,27 @@ def test_json_lines_per_source_and_a_quiet_second_run(site: Path,
     assert kb["chunks_written"] >= 3 and isinstance(kb["seconds"], float)
     _, [again], _ = run(capsys, "--json", "--source", "kb", "--full")
     assert (again["unchanged"], again["chunks_written"]) == (3, 0)
+
+
+def test_a_file_that_cannot_be_read_makes_the_exit_status_1_and_the_rest_is_indexed(
+        site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Cut off before its end marker: pypdf warns "EOF marker not found", then gives up.
+    write(site, "broken.pdf", make_pdf(["Hold the reset button."]).replace(b"%%EOF\n", b""))
+    code, lines, text = run(capsys, "--json", "--source", "kb")
+    assert code == 1 and (lines[0]["added"], lines[0]["failed"]) == (3, 1)
+    assert "1 document could not be read (listed above); the rest is indexed." in text
+    [reported] = [line for line in text.splitlines() if "broken.pdf" in line]
+    assert "not a readable PDF" in reported and reported.count("skipped") == 1
+    assert "EOF marker" not in text  # pypdf's own warnings stay out of the output
+
+
+def test_an_empty_folder_is_said_not_synced_in_silence(site: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, text = run(capsys, "--source", "empty")
+    assert code == 0
+    said = " ".join(text.split())  # the terminal wraps the warning
+    assert "empty: warning the source has no documents to index:" in said
+    assert "/e has no .docx, .htm, .html, .markdown, .md, .pdf" in said
 
 
 def test_table_dry_run_and_changes(site: Path, capsys: pytest.CaptureFixture[str]) -> None:

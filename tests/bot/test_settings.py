@@ -38,6 +38,30 @@ def test_defaults_without_any_config() -> None:
     assert settings.config is None and not settings.llm_configured
 
 
+def test_the_sample_declares_every_group_its_documents_are_restricted_to() -> None:
+    from bot.settings import SAMPLE_KNOWLEDGE
+    from sync.connectors.convert import split_front_matter
+
+    named: set[str] = set()
+    for path in Path(SAMPLE_KNOWLEDGE).rglob("*.md"):
+        named |= set(split_front_matter(path.read_text()).meta.get("access", [])) - {"public"}
+    declared = {g.name for g in build_settings().groups}
+    assert named and named <= declared, f"undeclared in the sample: {named - declared}"
+
+
+def test_a_configuration_of_one_s_own_gets_no_sample_groups(tmp_path: Path) -> None:
+    config = write_toml(tmp_path / "sift.toml", f"""
+[[sources]]
+name = "handbook"
+kind = "folder"
+path = "{tmp_path}"
+""")
+    assert build_settings(config).groups == []
+    own = write_toml(tmp_path / "groups.toml",
+                     '[[groups]]\nname = "hr"\nemails = ["a@x.example"]\n')
+    assert [g.name for g in build_settings(own).groups] == ["hr"]
+
+
 def test_bad_env_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIFT_PORT", "eighty")
     with pytest.raises(ConfigError) as caught:

@@ -86,3 +86,12 @@ def test_an_install_from_the_lock_as_the_image_makes_it(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=120, check=True)
     where, sample = shown.stdout.split()
     assert where.startswith(str(venv)) and sample == "True"  # installed, not the sources
+
+
+def test_the_install_step_says_one_line_instead_of_every_package() -> None:
+    # `make run` on a fresh machine printed 155 "+ package==version" lines before Sift's own.
+    planned = subprocess.run(["make", "-n", "-B", ".venv/.sift-installed"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    [sync] = [line for line in planned.splitlines() if "uv sync " in line]
+    assert "--quiet" in sync and "--frozen" in sync
+    assert "installing the packages pinned in uv.lock" in planned

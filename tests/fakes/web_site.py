@@ -42,6 +42,7 @@ class FakeSite(LocalServer):
         self.served: list[tuple[str, int]] = []
         self.large: dict[str, tuple[int, bool]] = {}  # path -> (bytes, chunked)
         self.sent: dict[str, int] = {}
+        self.missing_status = 404  # what a path with no page answers (410: gone for good)
         self.app.router.add_get("/robots.txt", self._robots)
         self.app.router.add_get("/sitemap.xml", self._index)
         self.app.router.add_get("/sitemaps/docs.xml", self._urlset)
@@ -76,8 +77,8 @@ class FakeSite(LocalServer):
             return web.Response(status=301, headers={"Location": self.redirects[path]})
         page = self.pages.get(path)
         if page is None:
-            self.served.append((path, 404))
-            return web.Response(status=404, text="not found")
+            self.served.append((path, self.missing_status))
+            return web.Response(status=self.missing_status, text="not found")
         html = page.html()
         etag = '"' + hashlib.sha256(html.encode()).hexdigest()[:16] + '"'
         since = request.headers.get("If-Modified-Since")

@@ -191,9 +191,10 @@ class PoolSeen(ExtractiveGenerator):
 
     async def generate(self, question: str, selected: Sequence[Candidate],
                        history: Sequence[Turn] = (), preview: Any = None, *,
-                       pool: Sequence[Candidate] = ()) -> Draft:
+                       pool: Sequence[Candidate] = (), subject: str = "") -> Draft:
         self.pools.append([c.chunk.chunk_id for c in pool])
-        return await super().generate(question, selected, history, preview, pool=pool)
+        return await super().generate(question, selected, history, preview, pool=pool,
+                                      subject=subject)
 
 
 async def test_fast_mode_weighs_the_question_on_every_candidate_retrieved(

@@ -71,6 +71,19 @@ def test_record_counts_each_document_once_per_interaction(database: Database) ->
     assert stats["mfa"].last_seen >= stats["mfa"].first_seen
 
 
+def test_the_heuristic_s_grades_are_counted_apart_from_a_model_s(database: Database) -> None:
+    repo = InteractionRepository(database, relevant_threshold=0.5)
+    repo.record(answer("q1", [cand("mfa", 0, rank=1, score=0.9),
+                              cand("vpn", 0, rank=2, score=0.2, source=GradeSource.HEURISTIC)]))
+    repo.record(answer("q2", [cand("mfa", 0, rank=1, score=0.1, source=GradeSource.HEURISTIC),
+                              cand("vpn", 0, rank=2, score=0.7, source=GradeSource.CACHE)]))
+    stats = _stats(database)
+    every = {d: (s.graded, round(s.grade_score_sum, 6)) for d, s in stats.items()}
+    model = {d: (s.model_graded, round(s.model_grade_sum, 6)) for d, s in stats.items()}
+    assert every == {"mfa": (2, 1.0), "vpn": (2, 0.9)}
+    assert model == {"mfa": (1, 0.9), "vpn": (1, 0.7)}  # a cached grade was a model's
+
+
 def test_an_answer_without_candidates_is_recorded(database: Database) -> None:
     repo = InteractionRepository(database)
     iid = repo.record(answer("hello!", [], text="Hi there.", timings={}))

@@ -79,11 +79,30 @@ async def test_pdf_text_and_title(kb: Path) -> None:
     assert "Hold the reset button." in doc.body and "Wait ten seconds." in doc.body
 
 
+@pytest.mark.parametrize("text", [
+    "O café da estação fica no rés-do-chão; o horário de verão começa às nove.",  # Portuguese
+    "Die Büroräume öffnen um acht Uhr. Größere Pakete bitte am Empfang abholen.",
+])
+async def test_a_latin_1_file_is_read_in_its_own_encoding(kb: Path, text: str) -> None:
+    write(kb, "legacy.txt", text.encode("latin-1"))
+    [doc] = await collect(FolderConnector(kb))
+    assert isinstance(doc, SourceDocument) and doc.body.strip() == text
+
+
+async def test_pdf_ligatures_become_the_letters_they_join(kb: Path) -> None:
+    # In Helvetica's standard encoding 0xAE and 0xAF are the "fi" and "fl" ligature glyphs.
+    write(kb, "office.pdf", make_pdf(["Ask the \xaenance team about the \xafoor plan."]))
+    [doc] = await collect(FolderConnector(kb))
+    assert isinstance(doc, SourceDocument)
+    assert "Ask the finance team about the floor plan." in doc.body
+    assert "\ufb01" not in doc.body and "\ufb02" not in doc.body
+
+
 @pytest.mark.parametrize("rel, content, fragment", [
     ("broken.pdf", b"this is not a pdf at all", "not a readable PDF"),
     ("bad.md", "---\ntitle: [unclosed\n---\nBody", "invalid YAML front matter"),
     ("list.md", "---\n- a\n- b\n---\nBody", "not a mapping"),
-    ("latin1.txt", "caf\xe9".encode("latin-1"), "not UTF-8"),
+    ("binary.txt", b"\x00\x81\x8d\x8f\x90\x9d\xff\xfe" * 50, "no other text encoding"),
     ("date.md", "---\ntitle: T\nupdated_at: yesterday\n---\nBody", "not an ISO-8601 date"),
 ])
 async def test_unreadable_files_become_failures(kb: Path, rel: str, content: str | bytes,

@@ -86,6 +86,31 @@ async def test_sitemap_index_is_followed_and_prunes_on_every_run(site: FakeSite)
     assert f"{site.url}/docs/faq" not in await source.index.list_documents("docs")
 
 
+@pytest.mark.parametrize("status", [404, 410])
+async def test_a_page_deleted_at_the_site_leaves_the_index_on_a_plain_run(
+        site: FakeSite, status: int) -> None:
+    source = Source(site, "/docs/")
+    first = await source.sync()
+    faq = f"{site.url}/docs/faq"
+    assert faq in await source.index.list_documents("docs")
+    del site.pages["/docs/faq"]  # still linked from the home page, so the crawl asks for it
+    site.missing_status = status
+    again = await source.sync()  # incremental: no pruning pass
+    assert ("/docs/faq", status) in site.served
+    # Deleted, not a failure (the one failure of each run is the redirect off the prefix).
+    assert again.counts.deleted == 1 and again.counts.failed == first.counts.failed == 1
+    assert faq not in await source.index.list_documents("docs")
+    assert not any("faq" in e for e in again.errors)
+
+
+async def test_a_start_page_that_is_gone_is_reported_not_taken_for_an_empty_site(
+        site: FakeSite) -> None:
+    source = Source(site, "/docs/nowhere")
+    summary = await source.sync()
+    assert summary.counts.deleted == 0
+    assert any("/docs/nowhere: HTTP 404" in e for e in summary.errors)
+
+
 async def test_a_second_run_reads_nothing_unchanged(site: FakeSite) -> None:
     source = Source(site, "/docs/")
     await source.sync()

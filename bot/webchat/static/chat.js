@@ -34,10 +34,11 @@ async function post(path, body) {
 function votes(node, ref) {
   const box = document.createElement("div");
   box.className = "votes";
+  // The words beside the emoji: a font without them still says what each button does.
   for (const [label, value, name] of [["👍", 1, "helpful"], ["👎", -1, "not helpful"]]) {
     const button = document.createElement("button");
     button.type = "button";
-    button.textContent = label;
+    button.textContent = label + " " + name.charAt(0).toUpperCase() + name.slice(1);
     button.setAttribute("aria-label", "Mark this answer as " + name);
     button.dataset.vote = String(value);
     button.addEventListener("click", async () => {

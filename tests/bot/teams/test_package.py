@@ -12,7 +12,9 @@ from types import ModuleType
 
 import pytest
 
+from bot.cli import main
 from bot.settings import PROJECT_ROOT
+from bot.teams.app_package import build, website_url
 
 DEPLOY = PROJECT_ROOT / "deploy" / "teams"
 APP_ID = "b1f4c6a2-7d0e-4c55-9a3e-2f6d8e1c0a77"
@@ -79,8 +81,8 @@ def test_icons_are_reproducible(tmp_path: Path) -> None:
 
 
 def test_package(tmp_path: Path) -> None:
-    out = load("package").build(APP_ID.upper(), tmp_path / "sift.zip", "https://kb.example.org/",
-                                "1.0.3")
+    out = build(APP_ID.upper(), tmp_path / "sift.zip", website_url("https://kb.example.org/"),
+                "1.0.3")
     with zipfile.ZipFile(out) as package:
         assert sorted(package.namelist()) == ["color.png", "manifest.json", "outline.png"]
         manifest = json.loads(package.read("manifest.json"))
@@ -90,27 +92,44 @@ def test_package(tmp_path: Path) -> None:
     assert manifest["version"] == "1.0.3"
 
 
+def package(*args: str) -> int:
+    return main(["teams", "package", *args])
+
+
 def test_the_website_must_be_a_public_https_address(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    package = load("package")
     out = tmp_path / "sift-teams.zip"
     for typed in ("intranet", "http://sift.example.com", "https://"):
         try:
-            package.main(["--app-id", APP_ID, "--website", typed, "--out", str(out)])
+            package("--app-id", APP_ID, "--website", typed, "--out", str(out))
         except SystemExit as exit_:
             assert exit_.code == 2
         else:
             raise AssertionError(f"{typed!r} was accepted")
         assert "https://" in capsys.readouterr().err and not out.exists()
-    assert package.main(["--app-id", APP_ID, "--website", "sift.example.com",
-                         "--out", str(out)]) == 0
+    assert package("--app-id", APP_ID, "--website", "sift.example.com", "--out", str(out)) == 0
     manifest = json.loads(zipfile.ZipFile(out).read("manifest.json"))
     assert manifest["developer"]["privacyUrl"] == "https://sift.example.com/privacy"
 
 
 def test_without_a_website_the_example_links_are_said(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    package = load("package")
-    assert package.main(["--app-id", APP_ID, "--out", str(tmp_path / "p.zip")]) == 0
+    assert package("--app-id", APP_ID, "--out", str(tmp_path / "p.zip")) == 0
     err = capsys.readouterr().err
     assert "example" in err and "--website" in err
+
+
+def test_the_app_id_comes_from_the_settings_and_a_bad_one_is_one_sentence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIFT_TEAMS_APP_ID", APP_ID)
+    out = tmp_path / "from-settings.zip"
+    assert package("--out", str(out), "--website", "kb.example.org") == 0
+    assert json.loads(zipfile.ZipFile(out).read("manifest.json"))["id"] == APP_ID
+    capsys.readouterr()
+    assert package("--app-id", "not-a-guid", "--out", str(tmp_path / "bad.zip")) == 2
+    err = capsys.readouterr().err
+    assert "'not-a-guid' is not an app (client) id" in err and "Traceback" not in err
+    monkeypatch.delenv("SIFT_TEAMS_APP_ID")
+    assert package("--out", str(tmp_path / "none.zip")) == 2
+    assert "--app-id" in capsys.readouterr().err

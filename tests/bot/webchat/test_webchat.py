@@ -214,12 +214,43 @@ async def test_the_page_in_a_real_browser(served: tuple[Browser, MemoryChatStore
         await run(link.get_attribute, "href") for link in links]
     [question] = await wait_for(browser, ".turn.question")
     assert await run(lambda: question.text) == STAGING
-    up = (await wait_for(browser, ".votes button[data-vote='1']"))[0]
+    up, down = await wait_for(browser, ".votes button")
+    # Words beside the emoji, for a font that lacks them.
+    assert (await run(lambda: up.text), await run(lambda: down.text)) == (
+        "👍 Helpful", "👎 Not helpful")
     await run(up.click)
     await wait_for(browser, ".votes .said")
     await shot(browser, "webchat", "answered")
     [vote] = stores.feedback.votes.values()
     assert vote.vote == 1 and vote.channel == "button"
+
+
+@pytest.mark.parametrize(("sources", "hint"), [
+    ([], "What is the expense limit for client dinners?"),
+    ([{"name": "handbook", "kind": "folder", "path": "/srv/handbook"}],
+     "Ask a question about your documents"),
+])
+def test_the_question_box_suggests_the_sample_only_while_the_sample_is_in_use(
+        sources: list[dict[str, str]], hint: str) -> None:
+    from bot.settings import Settings
+    from bot.webchat.spec import config
+
+    assert config(Settings(sources=sources)).placeholder == hint
+
+
+async def test_the_page_shows_its_placeholder_escaped(index: MemoryIndex, embedder: Any) -> None:
+    stores = MemoryChatStores()
+    service = ChatService(make_pipeline(index, embedder, None), stores.chat_stores(),
+                          ChatLimits())
+    web = ChatWeb(WebChat(make_flow(service), placeholder='Ask "HR" <anything>'))
+    await web.start()
+    try:
+        async with aiohttp.ClientSession() as session, session.get(web.url + "/") as page:
+            text = await page.text()
+    finally:
+        await web.stop()
+    assert 'placeholder="Ask &quot;HR&quot; &lt;anything&gt;"' in text
+    assert "{{placeholder}}" not in text
 
 
 async def test_hostile_text_stays_text_in_the_browser(
