@@ -407,10 +407,14 @@ class App:
         one at start-up, and the removal of sources no longer configured."""
         schedules = [SourceSchedule(s.name, s.interval_minutes, s.cron, s.full_cron)
                      for s in self.settings.resolved_sources]
+        from bot.config_watch import ConfiguredSources
+
         return SyncScheduler(runner, schedules,
                              misfire_grace_s=self.settings.sync.misfire_grace_s,
                              sync_on_start=first_pass and self.settings.sync.sync_on_start,
-                             prune_on_start=first_pass)
+                             prune_on_start=first_pass,
+                             configured=ConfiguredSources(self.settings,
+                                                          self.settings.config).names)
 
     def push_endpoints(self) -> dict[str, PushEndpoint]:
         """Every source's webhook endpoint: its receiver, or None when its kind takes none."""

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSERT_BATCH = 200
+# Weaviate's default cap on one query's objects (QUERY_MAXIMUM_RESULTS): a document of more
+# chunks than this resumes from what the first page lists, and embeds the rest again.
+MAX_DOCUMENT_CHUNKS = 10_000
 INSERT_ATTEMPTS = 3
 INSERT_RETRY_PAUSE_S = 1.0
 # In a cluster, the write in flight when the Raft leader dies can hang until cancelled (the
@@ -349,6 +352,19 @@ class WeaviateIndex:
         except TRANSPORT_ERRORS as exc:
             raise self._error("list documents", exc) from exc
         return found
+
+    async def chunk_ids(self, source: str, doc_id: str, content_hash: str) -> set[str]:
+        """The ids of a document version's chunks already in the index: what a run that was
+        stopped half-way through a long document wrote before it stopped."""
+        where = (Filter.by_property("source").equal(source)
+                 & Filter.by_property("doc_id").equal(doc_id)
+                 & Filter.by_property("content_hash").equal(content_hash))
+        result = await self._run(
+            f"list the chunks of {source}/{doc_id}",
+            self._collection.query.fetch_objects(filters=where, limit=MAX_DOCUMENT_CHUNKS,
+                                                 return_properties=["chunk_id"]),
+            self.config.query_timeout_s)
+        return {str(o.properties.get("chunk_id", "")) for o in result.objects}
 
     async def count(self, source: str | None = None) -> int:
         where = Filter.by_property("source").equal(source) if source else None

@@ -80,8 +80,12 @@ class SyncJob:
         token = bind_correlation_id(new_correlation_id())
         started = time.perf_counter()
         try:
-            since = None if full else await self._state(self.state.last_success, self.source)
-            run = RunState(full=full or since is None, dry_run=dry_run)
+            known = await self._state(self.state.documents, self.source)
+            # No document on record (a source removed, then configured again): its last run
+            # proves nothing is indexed, so this run reads everything, as a first one does.
+            since = None if full or not known else await self._state(
+                self.state.last_success, self.source)
+            run = RunState(full=full or since is None, dry_run=dry_run, known=known)
             run_id = None if dry_run else await self._state(
                 self.state.start_run, self.source, full=run.full)
             try:
@@ -100,7 +104,6 @@ class SyncJob:
             reset_correlation_id(token)
 
     async def _sync(self, run: RunState, since: datetime | None) -> None:
-        run.known = await self._state(self.state.documents, self.source)
         if run.full:  # a full pass also reconciles the index with what storage believes
             with self.timers.phase("write"):
                 run.indexed = await self.index.list_documents(self.source)
@@ -236,9 +239,27 @@ class SyncJob:
                                       updated_at=doc.updated_at, restricted=restricted,
                                       warning=_warning(doc))
                 return
-            chunks = to_chunks(self.source, doc, digest, self.config.chunking)
+            every = to_chunks(self.source, doc, digest, self.config.chunking)
+        chunks = await self._not_yet_written(run, doc.doc_id, digest, every)
         existed = bool(old and old.content_hash) or doc.doc_id in run.indexed
-        run.pending.append(Pending(doc, digest, chunks, "updated" if existed else "added"))
+        run.pending.append(Pending(doc, digest, chunks, "updated" if existed else "added",
+                                   chunk_count=len(every)))
+
+    async def _not_yet_written(self, run: RunState, doc_id: str, digest: str,
+                               chunks: list[Chunk]) -> list[Chunk]:
+        """A document longer than one embedding batch may have been stopped half-way (Ctrl-C,
+        a deploy): the chunks of this very version that reached the index are not embedded
+        again. A shorter one is one batch, written whole or not at all: no lookup for it."""
+        if run.dry_run or len(chunks) <= self.config.embed_batch:
+            return chunks
+        with self.timers.phase("write"):
+            done = await self.index.chunk_ids(self.source, doc_id, digest)
+        if not done:
+            return chunks
+        log.info("sync %s: %s: %d of its %d chunks were written by a run that stopped; "
+                 "embedding the other %d", self.source, doc_id, len(done), len(chunks),
+                 len(chunks) - len(done))
+        return [c for c in chunks if c.chunk_id not in done]
 
     @staticmethod
     def _up_to_date(run: RunState, old: DocumentState, digest: str) -> bool:
@@ -260,6 +281,10 @@ class SyncJob:
             self.progress.documents(len(batch))
             return
         chunks = [c for item in batch for c in item.chunks]
+        if not chunks:  # nothing left to embed (a resumed document): record the batch now
+            for item in batch:
+                await self._commit(run, item)
+            return
         size = self.config.embed_batch
         for start in range(0, len(chunks), size):  # bounded memory, even for one huge document
             part = chunks[start:start + size]
@@ -291,7 +316,7 @@ class SyncJob:
             with self.timers.phase("write"):
                 await self.index.delete_document(self.source, doc.doc_id, keep_hash=item.digest)
         await self._state(self.state.record_document, self.source, doc.doc_id,
-                          content_hash=item.digest, chunk_count=len(item.chunks),
+                          content_hash=item.digest, chunk_count=item.total_chunks,
                           updated_at=doc.updated_at, restricted="public" not in doc.access,
                           warning=_warning(doc))
         setattr(run.tally, item.kind, getattr(run.tally, item.kind) + 1)

@@ -16,8 +16,13 @@ from sync.write_behind import WriteBehind
 class Pending:
     doc: SourceDocument
     digest: str
-    chunks: list[Chunk]
+    chunks: list[Chunk]  # those to embed and write (a resumed document: the rest of them)
     kind: str  # "added" or "updated"
+    chunk_count: int = -1  # the document's chunks in all; -1: len(chunks)
+
+    @property
+    def total_chunks(self) -> int:
+        return len(self.chunks) if self.chunk_count < 0 else self.chunk_count
 
 
 @dataclass

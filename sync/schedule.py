@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -85,8 +85,12 @@ class SyncScheduler:
 
     def __init__(self, runner: SyncRunner, schedules: Sequence[SourceSchedule], *,
                  misfire_grace_s: float = 300.0, sync_on_start: bool = True,
-                 prune_on_start: bool = True) -> None:
+                 prune_on_start: bool = True,
+                 configured: Callable[[], set[str]] | None = None) -> None:
         self.runner = runner
+        # The sources the configuration names now (a file read when it changed): a source a
+        # newer sift.toml removed is not synced again by this server, which started before.
+        self._configured = configured
         self._prune_on_start = prune_on_start
         self.scheduler = AsyncIOScheduler()
         self._grace_s = misfire_grace_s
@@ -118,6 +122,8 @@ class SyncScheduler:
         due = None if trigger is None else last_due(
             trigger, datetime.now(UTC), self._grace_s + 1)
         try:
+            if not await self._still_configured(name):
+                return
             await scheduled_sync(self.runner, name, full, due)
         except asyncio.CancelledError:
             # Only `stop` cancels a sync, and the job has logged it; raised on, the scheduler
@@ -126,6 +132,21 @@ class SyncScheduler:
         finally:
             if task is not None:
                 self._running.discard(task)
+
+    async def _still_configured(self, name: str) -> bool:
+        """False, with its jobs removed and a warning, for a source sift.toml no longer names."""
+        if self._configured is None:
+            return True
+        if name in await asyncio.to_thread(self._configured):
+            return True
+        for job in self.scheduler.get_jobs():
+            if job.args and job.args[0] == name:
+                job.remove()
+        log.warning("source %r is no longer in sift.toml (changed after this server started): "
+                    "this server stops syncing it, and `sift sync` removes what it left in "
+                    "the index; restart sift serve to follow the rest of the new "
+                    "configuration", name)
+        return False
 
     def start(self) -> None:
         if self._prune_on_start:

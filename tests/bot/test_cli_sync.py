@@ -178,6 +178,14 @@ def test_a_source_no_longer_configured_is_pruned_by_the_next_sync(
     _, _, again = run(capsys)
     assert "Removed" not in again  # pruned once; its sync state went with it
 
+    # Configured again: a plain run reads it all again (its old runs prove nothing indexed).
+    (tmp_path / "sift.toml").write_text(
+        f'[[sources]]\nname = "mine"\nkind = "folder"\npath = "{mine}"\n\n'
+        f'[[sources]]\nname = "kb"\nkind = "folder"\npath = "{site}"\n')
+    code, lines, _ = run(capsys, "--json", "--source", "kb")
+    assert code == 0 and lines[0]["added"] == 3
+    assert chunks_of("kb", weaviate_server, collection) >= 3
+
 
 def test_a_warning_prints_its_brackets_as_written(site: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:

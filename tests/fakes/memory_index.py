@@ -78,6 +78,10 @@ class MemoryIndex:
                 found.setdefault(chunk.doc_id, set()).add(chunk.content_hash)
         return found
 
+    async def chunk_ids(self, source: str, doc_id: str, content_hash: str) -> set[str]:
+        return {c.chunk_id for c, _ in self.chunks.values()
+                if (c.source, c.doc_id, c.content_hash) == (source, doc_id, content_hash)}
+
     async def count_by_source(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for chunk, _ in self.chunks.values():

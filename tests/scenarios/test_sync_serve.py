@@ -41,10 +41,7 @@ async def test_start_up_sync_runs_in_the_background(tmp_path: Path,
         assert (run.source, run.full, run.status, run.added) == ("runbooks", True, "ok", 4)
     finally:
         await served.stop()
-        index = served.app.index()
-        await index.connect(ensure=False)
-        await index.drop()
-        await index.close()
+        await _drop_index(served)
 
 
 async def test_start_up_lines_and_a_source_no_longer_configured(
@@ -112,3 +109,67 @@ async def _healthz(served: ServedSift) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session, session.get(
             served.base_url + "/healthz") as response:
         return response.status, await response.text()
+
+
+async def test_a_running_server_does_not_bring_back_a_source_a_newer_sift_toml_removed(
+        tmp_path: Path, weaviate_server: ManagedWeaviate, fake_anthropic: FakeAnthropic,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import os
+
+    from bot.cli import main
+
+    collection = unique_collection("Follow")
+    folders = {name: tmp_path / name for name in ("runbooks", "handbook")}
+    for name, folder in folders.items():
+        write(folder, "a.md", article(f"{name} guide", paragraph(name, 4)))
+    config = tmp_path / "sift.toml"
+
+    def configure(name: str) -> None:  # one source, synced every 3 s by the running server
+        config.write_text(f'[[sources]]\nname = "{name}"\nkind = "folder"\n'
+                          f'path = "{folders[name]}"\ninterval_minutes = 0.05\n')
+        stamp = config.stat().st_mtime + len(name)
+        os.utime(config, (stamp, stamp))
+
+    configure("runbooks")
+    settings = settings_for(tmp_path, weaviate_server, collection, fake_anthropic,
+                            sync=SyncSettings(), sources=[SourceSettings(
+                                name="runbooks", kind="folder", path=folders["runbooks"],
+                                interval_minutes=0.05)])
+    served = ServedSift(App(settings.model_copy(update={"config": config})))
+    await served.start()
+    try:
+        await _finished_runs(served, "runbooks")
+        # Meanwhile sift.toml names another source and `sift sync` removes this one.
+        configure("handbook")
+        for key, value in {"SIFT_CONFIG": str(config), "SIFT_DATA_DIR": str(tmp_path / "cli"),
+                           "SIFT_DATABASE_URL": settings.database_url or "",
+                           "SIFT_WEAVIATE_URL": weaviate_server.url,
+                           "SIFT_WEAVIATE_API_KEY": weaviate_server.api_key,
+                           "SIFT_WEAVIATE__GRPC_URL": f"127.0.0.1:{weaviate_server.ports.grpc}",
+                           "SIFT_WEAVIATE__COLLECTION": collection}.items():
+            monkeypatch.setenv(key, value)
+        assert await asyncio.to_thread(main, ["sync"]) == 0
+        removed_at = max(r.id for r in await asyncio.to_thread(served.rows, SyncRun))
+        with caplog.at_level(logging.WARNING):
+            await asyncio.sleep(8)  # more than two of the server's ticks
+        later = [r for r in await asyncio.to_thread(served.rows, SyncRun)
+                 if r.id > removed_at and r.source == "runbooks"]
+        assert later == []  # the server did not sync it back
+        assert "source 'runbooks' is no longer in sift.toml" in caplog.text
+        index = served.app.index()
+        await index.connect(ensure=False)
+        try:
+            assert await index.count("runbooks") == 0 and await index.count("handbook") >= 1
+        finally:
+            await index.close()
+    finally:
+        await served.stop()
+        await _drop_index(served)
+
+
+async def _drop_index(served: ServedSift) -> None:
+    index = served.app.index()
+    await index.connect(ensure=False)
+    await index.drop()
+    await index.close()

@@ -74,6 +74,9 @@ class SpyIndex:
     async def count_by_source(self) -> dict[str, int]:
         return dict(await self.inner.count_by_source())
 
+    async def chunk_ids(self, source: str, doc_id: str, content_hash: str) -> set[str]:
+        return set(await self.inner.chunk_ids(source, doc_id, content_hash))
+
 
 class FailingEmbedder:
     """Wraps an embedder and raises on its Nth call: a crash between batches."""

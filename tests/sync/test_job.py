@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ import pytest
 from bot.weaviate.process import ManagedWeaviate
 from rag.errors import SyncError
 from rag.index import WeaviateIndex
+from rag.types import Vector
 from storage.db import Database
 from storage.sync_state import SyncStateRepository
 from sync.chunk import CHUNKER_VERSION
@@ -154,6 +155,35 @@ async def test_failure_after_some_batches_then_rerun_equals_clean_run(backend: B
     assert backend.index.upserts == 2  # two batches went in before the crash
     await job(kb, backend.index, backend.embedder, backend.state).run()
     assert await snapshot(backend.index) == await clean_run(backend, kb)
+
+
+class CountingEmbedder(FailingEmbedder):
+    """Counts the texts it embeds (and never fails)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner, fail_on_call=0)
+        self.texts = 0
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        self.texts += len(texts)
+        return await super().embed_documents(texts)
+
+
+async def test_a_long_document_stopped_half_way_resumes_where_it_stopped(
+        backend: Backend, kb: Path) -> None:
+    write(kb, "manual.md", article("Manual", paragraph("manual", 120)))  # many batches of 8
+    with pytest.raises(SyncError):
+        await job(kb, backend.index, FailingEmbedder(backend.embedder, 3),
+                  backend.state).run()
+    assert backend.index.upserts == 2  # 16 of its chunks went in before the stop
+    counting = CountingEmbedder(backend.embedder)
+    summary = await job(kb, backend.index, counting, backend.state).run()
+    clean = await clean_run(backend, kb)
+    assert len(clean) > 24 and counting.texts == len(clean) - 16  # not from its first chunk
+    assert await snapshot(backend.index) == clean
+    assert summary.counts.chunks_written == len(clean) - 16 and summary.counts.failed == 0
+    [recorded] = (await asyncio.to_thread(backend.state.documents, SOURCE)).values()
+    assert recorded.chunk_count == len(clean)  # the whole document, not the part just written
 
 
 async def test_failure_during_an_update_then_rerun_equals_clean_run(backend: Backend,

@@ -187,3 +187,26 @@ async def test_start_up_removes_a_source_no_longer_configured(
         assert "foreign" not in caplog.text
     finally:
         await scheduler.stop()
+
+
+async def test_a_source_no_longer_configured_is_not_synced_again(
+        kb: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # `sift sync` with a newer sift.toml removed "kb"; this server started before that.
+    write(kb, "a.md", "# A\n\nText.")
+    state = MemorySyncState()
+    configured = {"kb"}
+    scheduler = SyncScheduler(make_runner(kb, tmp_path, state=state),
+                              [SourceSchedule("kb", interval_minutes=60)], sync_on_start=False,
+                              prune_on_start=False, configured=lambda: set(configured))
+    scheduler.start()
+    try:
+        await scheduler._sync("kb", False)
+        assert len(state.runs) == 1  # configured: it runs
+        configured.clear()
+        with caplog.at_level(logging.WARNING):
+            await scheduler._sync("kb", False)
+        assert len(state.runs) == 1  # not re-added
+        assert scheduler.next_run("kb") is None  # and nothing of it is scheduled any more
+        assert "source 'kb' is no longer in sift.toml" in caplog.text
+    finally:
+        await scheduler.stop()

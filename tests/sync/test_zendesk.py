@@ -108,7 +108,7 @@ async def test_an_unreadable_article_is_reported_and_the_rest_syncs(
     summary = await job(zendesk, index, MemorySyncState()).run(full=True)
     assert summary.counts.added == 4 and summary.counts.failed == 1
     assert summary.errors == ("article 5 (Invoice 5): the article has no HTML body",)
-    assert "sync desk: skipped article 5" in caplog.text
+    assert "sync desk: article 5 (Invoice 5): the article has no HTML body; skipped" in caplog.text
     assert "5" not in await index.list_documents(SOURCE)
 
 
