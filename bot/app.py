@@ -33,6 +33,7 @@ from bot.settings import ChannelSettings, Settings, SourceSettings, build_settin
 from bot.settings_check import parse_networks
 from bot.slack import spec as slack_surface
 from bot.surface_spec import Around
+from bot.teams.source import source_config
 from bot.weaviate.install import find_binary
 from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
@@ -87,6 +88,7 @@ from sync.chunk import ChunkingConfig
 from sync.connectors import registry
 from sync.connectors.base import Connector
 from sync.connectors.slack import PRIVATE_PREFIX
+from sync.connectors.teams_thread import CHANNEL_PREFIX, TEAM_PREFIX
 from sync.interrupt import StopRequest
 from sync.job import JobConfig
 from sync.lock import SyncBusy
@@ -359,6 +361,8 @@ class App:
             token = self.settings.slack_bot_token
             config = replace(config, url=config.url or self.settings.slack_api_url,
                              token=config.token or (token.get_secret_value() if token else None))
+        if source.kind == "teams":  # the Teams bot's own app unless the source names its own
+            return spec.build(*source_config(self.settings, source, config))
         return spec.build(config, source.options)
 
     @cached_property
@@ -378,7 +382,7 @@ class App:
                            *GroupDirectory(groups).principals])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
-                         live_principals=(PRIVATE_PREFIX,),
+                         live_principals=(PRIVATE_PREFIX, TEAM_PREFIX, CHANNEL_PREFIX),
                          max_file_bytes=int(s.max_file_mb * 2**20))
 
     def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+
 from bot.permissions.directory import GroupDirectory
 from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
 from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import SlackDirectory
+from bot.permissions.teams_channels import TeamsChannelMembers
 from bot.settings import Settings
 from bot.slack import spec as slack_spec
 from bot.teams import spec as teams_spec
+from bot.teams.source import source_config
+from rag.errors import ConfigError
+from sync.connectors import teams
 from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
 from sync.connectors.slack_client import web_client
+
+log = logging.getLogger(__name__)
 
 
 def build_resolver(settings: Settings) -> GroupResolver:
@@ -38,4 +46,19 @@ def build_resolver(settings: Settings) -> GroupResolver:
                        else None, authority=p.login_url, timeout_s=10.0)
         graph = GraphMembership(EntraToken(app, NAMES, GRAPH_SCOPE),
                                 directory.entra_group_ids, p.graph_url)
-    return GroupResolver(directory, slack=slack, graph=graph, channels=channels, ttl_s=ttl)
+    return GroupResolver(directory, slack=slack, graph=graph, channels=channels,
+                         teams=TeamsChannelMembers(teams_sources(settings), ttl), ttl_s=ttl)
+
+
+def teams_sources(settings: Settings) -> list[teams.TeamsConnector]:
+    """A connector per Teams source, to read its teams' and channels' members with its app.
+    One that cannot be built is left out: its threads are then nobody's (fails closed)."""
+    found = []
+    for source in settings.resolved_sources:
+        if source.kind == "teams":
+            try:
+                found.append(teams.build(*source_config(settings, source)))
+            except ConfigError as exc:
+                log.warning("source %s: no Teams membership look-ups: %s", source.name,
+                            exc.user_message or exc)
+    return found

@@ -12,6 +12,7 @@ from bot.permissions.directory import GroupDirectory, Identity
 from bot.permissions.graph import GraphMembership
 from bot.permissions.slack_channels import SlackChannelMembers
 from bot.permissions.slack_identity import LookupFailed, SlackDirectory
+from bot.permissions.teams_channels import TeamsChannelMembers
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from sync.connectors.slack import PRIVATE_PREFIX
@@ -25,12 +26,14 @@ class GroupResolver:
 
     def __init__(self, directory: GroupDirectory, *, slack: SlackDirectory | None = None,
                  graph: GraphMembership | None = None,
-                 channels: SlackChannelMembers | None = None, ttl_s: float = 300.0,
+                 channels: SlackChannelMembers | None = None,
+                 teams: TeamsChannelMembers | None = None, ttl_s: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.directory = directory
         self._slack = slack
         self._graph = graph
         self._channels = channels if channels is not None and channels.configured else None
+        self._teams = teams if teams is not None and teams.configured else None
         self._cache: TtlCache[tuple[str, ...]] = TtlCache(ttl_s, clock)
         self._warned: set[str] = set()
 
@@ -52,10 +55,11 @@ class GroupResolver:
         return [g for g in groups if g in known]
 
     async def own_groups(self, asker: Asker) -> tuple[str, ...]:
-        """The declared groups the asker belongs to, and the private Slack channels they are
-        a member of (`slack:channel:<id>`); () when who they are is unknown."""
-        if not self.directory.names and self._channels is None:  # nothing to belong to
-            return ()
+        """The declared groups the asker belongs to, the private Slack channels they are a
+        member of (`slack:channel:<id>`), and the teams and private Teams channels a Teams
+        source reads that they are in; () when who they are is unknown."""
+        if not self.directory.names and self._channels is None and self._teams is None:
+            return ()  # nothing to belong to
         key = (asker.platform, asker.workspace, asker.user, asker.email.casefold())
         cached = self._cache.get(key)
         if cached is not None:
@@ -75,13 +79,22 @@ class GroupResolver:
             complete = False
             log.warning("%s user %s gets no private Slack channel's threads: %s",
                         asker.platform, asker.user or "?", exc)
+        try:
+            groups += await self._teams_principals(asker)
+        except LookupFailed as exc:
+            complete = False
+            log.warning("%s user %s gets no Teams channel's threads: %s", asker.platform,
+                        asker.user or "?", exc)
         if complete:
             self._cache.put(key, groups)
         return groups
 
     async def _own_channel(self, asker: Asker, channel: str) -> tuple[str, ...]:
         """An answer shown in a private channel a Slack source reads may use that channel's
-        own threads: everyone who reads the answer is a member. No other channel's."""
+        own threads: everyone who reads the answer is a member. No other channel's. So may
+        one in a Teams channel (a standard one's readers are its team)."""
+        if asker.platform == TEAMS_PLATFORM:
+            return await self._own_teams_channel(channel)
         if self._channels is None or asker.platform != SLACK_PLATFORM or not channel:
             return ()
         try:
@@ -90,6 +103,23 @@ class GroupResolver:
             log.warning("channel %s's answer leaves out its own threads: %s", channel, exc)
             return ()
         return (f"{PRIVATE_PREFIX}{channel}",) if channel in listed else ()
+
+    async def _own_teams_channel(self, channel: str) -> tuple[str, ...]:
+        if self._teams is None or not channel:
+            return ()
+        try:
+            principal = await self._teams.channel_principal(channel)
+        except LookupFailed as exc:
+            log.warning("channel %s's answer leaves out its own threads: %s", channel, exc)
+            return ()
+        return (principal,) if principal else ()
+
+    async def _teams_principals(self, asker: Asker) -> tuple[str, ...]:
+        """A Teams asker by their Entra object id (or UPN); anyone else by their email."""
+        if self._teams is None:
+            return ()
+        user = asker.user if asker.platform == TEAMS_PLATFORM else ""
+        return await self._teams.principals_of(user, asker.email)
 
     async def _channel_principals(self, asker: Asker) -> tuple[str, ...]:
         """A Slack asker by their id; anyone else by their email's Slack account."""

@@ -13,6 +13,7 @@ from sync.connectors import (
     servicenow,
     sharepoint,
     slack,
+    teams,
     web,
     zendesk,
 )
@@ -22,7 +23,7 @@ from sync.connectors.base import ConnectorSpec
 SPECS: dict[str, ConnectorSpec] = {
     s.kind: s for s in (folder.SPEC, http.SPEC, confluence.SPEC, notion.SPEC, web.SPEC,
                        zendesk.SPEC, sharepoint.SPEC, gdrive.SPEC, jira.SPEC,
-                       servicenow.SPEC, github.SPEC, slack.SPEC)}
+                       servicenow.SPEC, github.SPEC, slack.SPEC, teams.SPEC)}
 
 
 def known_kinds() -> str:

@@ -221,6 +221,16 @@ async def test_a_long_thread_is_read_page_by_page(slack: FakeSlack) -> None:
     assert len(slack.calls_to("conversations.replies")) == 3  # 200 a page
 
 
+async def test_a_thread_of_5000_replies_is_read_whole(slack: FakeSlack) -> None:
+    for i in range(5000):
+        slack.add_message(RANDOM, BEN, f"ticket {i}", f"1767000400.{100 + i + 1:06d}",
+                          "1767000400.000100")
+    [doc] = by_id(await read(slack, channels=[RANDOM])).values()
+    assert "ticket 0\n" in doc.body and doc.body.endswith("ticket 4999")
+    assert doc.body.count("**ben**") == 5000
+    assert len(slack.calls_to("conversations.replies")) == 26  # 5,001 messages, 200 a page
+
+
 async def test_a_message_of_blocks_and_attachments_without_text(slack: FakeSlack) -> None:
     slack.post(RANDOM, {"user": CAL, "ts": "1767000500.000100", "text": "",
                         "attachments": [{"fallback": "Incident 12 resolved", "title":

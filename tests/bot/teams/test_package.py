@@ -56,9 +56,11 @@ def test_manifest_within_teams_limits() -> None:
     assert len(manifest["description"]["full"]) <= 4000
     [bot] = manifest["bots"]
     assert set(bot["scopes"]) == {"personal", "team", "groupChat"}
-    # auto-answer channels: messages without @Sift reach it only through these consents
+    # auto-answer channels: messages without @Sift reach it only through these consents;
+    # a Teams source reads the team's channels, messages and members through them too
     assert {p["name"] for p in manifest["authorization"]["permissions"]["resourceSpecific"]} \
-        == {"ChannelMessage.Read.Group", "ChatMessage.Read.Chat"}
+        == {"ChannelMessage.Read.Group", "ChatMessage.Read.Chat", "ChannelSettings.Read.Group",
+            "ChannelMember.Read.Group", "TeamMember.Read.Group"}
     assert all(manifest["developer"][k].startswith("https://")
                for k in ("websiteUrl", "privacyUrl", "termsOfUseUrl"))
 
