@@ -26,6 +26,7 @@ from sync.connectors.slack_api import (
     SlackApi,
 )
 from sync.connectors.slack_client import web_client
+from sync.connectors.slack_pace import TierPacer
 from sync.connectors.slack_text import channel_ids, first_line, to_markdown, user_ids
 
 # Subtypes that carry what people said; joins, topic changes, pins and the like do not.
@@ -43,6 +44,9 @@ class SlackSettings(ConnectorSettings):
     min_chars: int = Field(200, ge=0)  # a message without replies shorter than this is noise
     lookback_days: float = Field(30.0, gt=0)  # incremental: older threads' replies wait
     retries: int = Field(3, ge=0)  # per request, on 429 (after Retry-After) and 5xx
+    # Keep to each method's rate tier (a tier's burst, then its pace); off only for a
+    # workspace whose limits Slack raised.
+    paced: bool = True
 
 
 def _when(ts: str) -> datetime | None:
@@ -67,8 +71,12 @@ class SlackConnector:
                                                      retries=settings.retries))
         self.label = f"Source '{source.name}' (Slack)"
 
+    def _api(self) -> SlackApi:
+        return SlackApi(self._client(), self.label,
+                        TierPacer() if self.settings.paced else None)
+
     async def documents(self, since: datetime | None) -> AsyncIterator[Fetched]:
-        api = SlackApi(self._client(), self.label)
+        api = self._api()
         me = await api.me()
         channels, failures = await self._channels(api)
         for failure in failures:
@@ -82,7 +90,7 @@ class SlackConnector:
                 yield self._unreadable(f"#{channel.name}", channel.id, exc)
 
     async def list_ids(self) -> set[str]:
-        api = SlackApi(self._client(), self.label)
+        api = self._api()
         me = await api.me()
         channels, _ = await self._channels(api)
         ids: set[str] = set()
@@ -155,7 +163,7 @@ class SlackConnector:
         """Threads by id (`<channel>:<root ts>`), as message events at /slack/events name
         them: edited, answered or deleted. Ids of channels this source does not read are
         passed over; a thread Slack no longer has, or that no longer qualifies, leaves."""
-        api = SlackApi(self._client(), self.label)
+        api = self._api()
         me = await api.me()
         channels, _ = await self._channels(api)
         by_id = {c.id: c for c in channels}

@@ -10,6 +10,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from rag.errors import SyncError
+from sync.connectors.slack_pace import TierPacer
 
 # The channel is there but this source cannot read it: reported by name, the rest syncs.
 UNREADABLE = {
@@ -114,14 +115,18 @@ class SlackApi:
     """One run's reads through the shared AsyncWebClient (its retry handlers honour 429's
     Retry-After and retry 5xx); Slack's `error` codes become sentences naming the fault."""
 
-    def __init__(self, client: AsyncWebClient, label: str) -> None:
+    def __init__(self, client: AsyncWebClient, label: str,
+                 pacer: TierPacer | None = None) -> None:
         self.client = client
         self.label = label
+        self._pacer = pacer  # None: no pacing (a workspace whose limits were raised)
         self._names: dict[str, str] = {}
 
     async def call(self, method: str, channel: str = "", **params: Any) -> dict[str, Any]:
         if channel:
             params["channel"] = channel
+        if self._pacer is not None:
+            await self._pacer.wait(method)
         try:
             response = await self.client.api_call(method, http_verb="GET", params=params)
         except SlackApiError as exc:
