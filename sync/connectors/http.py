@@ -67,6 +67,7 @@ class HttpConfig:
     backoff_s: float = 0.5  # first backoff step when the platform gives no Retry-After
     default_access: tuple[str, ...] = ("public",)  # for items without an access field
     item_path: str = ""  # e.g. "/articles/{id}": one item by id (pushes sync by id with it)
+    label: str = "The knowledge platform"  # starts every error sentence: "Source 'kb' (http)"
 
 
 def pick(item: Any, path: str) -> Any:
@@ -97,6 +98,11 @@ class HttpConnector:
         return httpx.AsyncClient(base_url=c.base_url.rstrip("/") + "/", headers=headers,
                                  timeout=c.timeout_s, follow_redirects=True)
 
+    def _json(self, http: httpx.AsyncClient) -> JsonClient:
+        c = self.config
+        return JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
+                          max_wait_s=c.max_wait_s, label=c.label)
+
     async def _pages(self, path: str, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
         """The item lists of every page, following next links, cursors or page numbers."""
         c = self.config
@@ -106,8 +112,7 @@ class HttpConnector:
         previous: list[Any] | None = None
         followed: set[str] = set()
         async with self._client() as http:
-            client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
-                                max_wait_s=c.max_wait_s)
+            client = self._json(http)
             while True:
                 if c.page_param:
                     params[c.page_param] = page
@@ -219,8 +224,7 @@ class HttpItemConnector(HttpConnector):
     async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
         c = self.config
         async with self._client() as http:
-            client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
-                                max_wait_s=c.max_wait_s)
+            client = self._json(http)
             for doc_id in doc_ids:
                 path = c.item_path.replace("{id}", quote(doc_id, safe="")).lstrip("/")
                 try:
@@ -232,9 +236,9 @@ class HttpItemConnector(HttpConnector):
                     continue
                 if response.status_code in DENIED:  # the token: every item would fail
                     raise SyncError(f"GET {response.url}: HTTP {response.status_code}",
-                                    user_message=f"The knowledge platform answered HTTP "
+                                    user_message=f"{c.label} answered HTTP "
                                     f"{response.status_code} for {response.url} (check the "
-                                    "source's token).")
+                                    "source's `token`).")
                 yield DocumentGone(doc_id) if item is None else self.to_document(item)
 
 
@@ -287,7 +291,7 @@ def build(source: SourceConfig, options: HttpSettings) -> HttpConnector:
     kind = HttpItemConnector if options.item_path else HttpConnector
     return kind(HttpConfig(
         base_url=source.url, token=source.token, fields=dict(options.fields),
-        default_access=source.default_access,
+        default_access=source.default_access, label=f"Source '{source.name}' (http)",
         **options.model_dump(exclude={"fields", "webhook_secret", "webhook_tolerance_s"})))
 
 
