@@ -30,10 +30,12 @@ from pydantic_settings import (
 )
 
 from bot import settings_check
+from bot.chat.service import ChatLimits
 from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
 from sync.connectors import registry
 from sync.connectors.base import ConnectorSettings, SourceConfig
+from sync.connectors.microsoft import GRAPH_URL, PUBLIC_CLOUD
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
@@ -205,11 +207,11 @@ class StorageSettings(_Section):
 
 
 class ChatSettings(_Section):
-    """Limits shared by the Slack and Teams adapters."""
+    """Limits shared by the chat surfaces (the defaults are ChatLimits', which tests build)."""
 
-    quota_per_minute: int = Field(10, ge=1)
-    max_message_chars: int = Field(4000, ge=10)
-    history_turns: int = Field(10, ge=0, le=100)
+    quota_per_minute: int = Field(ChatLimits.quota_per_minute, ge=1)
+    max_message_chars: int = Field(ChatLimits.max_message_chars, ge=10)
+    history_turns: int = Field(ChatLimits.history_turns, ge=0, le=100)
     # Questions, votes and clicks in progress per process; over it an event is left for the
     # platform to deliver again (Slack), or the person is asked to retry (buttons, Teams).
     max_in_flight: int = Field(500, ge=1)
@@ -353,8 +355,8 @@ class PermissionSettings(_Section):
     """How Sift learns who someone is (identity lookups are cached this long)."""
 
     cache_ttl_s: float = Field(300.0, ge=0)
-    graph_url: str = "https://graph.microsoft.com/v1.0"
-    login_url: str = "https://login.microsoftonline.com"
+    graph_url: str = GRAPH_URL
+    login_url: str = PUBLIC_CLOUD
 
 
 class OidcSettings(_Section):

@@ -10,7 +10,8 @@ from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
 from bot.slack import spec as slack_spec
 from bot.teams import spec as teams_spec
-from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
+from sync.connectors.entra import EntraApp, EntraToken
+from sync.connectors.microsoft import GRAPH_SCOPE
 from sync.connectors.slack_client import web_client
 
 

@@ -14,7 +14,6 @@ from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -32,6 +31,7 @@ from sync.connectors.convert import (
 )
 from sync.connectors.http_client import JsonClient, decode_json
 from sync.connectors.http_push import SignedWebhookReceiver
+from sync.connectors.retry_knobs import RetryKnobs
 from sync.push import DEFAULT_TOLERANCE_S
 
 # SourceDocument field -> key (dotted path) in the platform's JSON; `fields` overrides these.
@@ -61,10 +61,7 @@ class HttpConfig:
     page_size_param: str = "limit"
     body_format: str = "auto"  # "auto", "html" or "markdown"
     fields: Mapping[str, str] = field(default_factory=dict)
-    max_retries: int = 5
-    timeout_s: float = 30.0
-    max_wait_s: float = 60.0  # cap on a Retry-After or backoff wait
-    backoff_s: float = 0.5  # first backoff step when the platform gives no Retry-After
+    retry: RetryKnobs = field(default_factory=RetryKnobs)
     default_access: tuple[str, ...] = ("public",)  # for items without an access field
     item_path: str = ""  # e.g. "/articles/{id}": one item by id (pushes sync by id with it)
     label: str = "The knowledge platform"  # starts every error sentence: "Source 'kb' (http)"
@@ -96,12 +93,10 @@ class HttpConnector:
         if c.token:
             headers["Authorization"] = f"Bearer {c.token}"
         return httpx.AsyncClient(base_url=c.base_url.rstrip("/") + "/", headers=headers,
-                                 timeout=c.timeout_s, follow_redirects=True)
+                                 timeout=c.retry.timeout_s, follow_redirects=True)
 
     def _json(self, http: httpx.AsyncClient) -> JsonClient:
-        c = self.config
-        return JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
-                          max_wait_s=c.max_wait_s, label=c.label)
+        return self.config.retry.client(http, label=self.config.label)
 
     async def _pages(self, path: str, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
         """The item lists of every page, following next links, cursors or page numbers."""
@@ -262,7 +257,7 @@ def _next(body: Any, key: str, response: httpx.Response) -> Any:
     return link or None
 
 
-class HttpSettings(ConnectorSettings):
+class HttpSettings(RetryKnobs):
     """Field mapping and paths of an `http` source: the `[sources.http]` table."""
 
     list_path: str = "/articles"
@@ -276,9 +271,6 @@ class HttpSettings(ConnectorSettings):
     page_size_param: str = "limit"
     body_format: Literal["auto", "html", "markdown"] = "auto"
     fields: dict[str, str] = Field(default_factory=dict)
-    max_retries: int = Field(5, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
     item_path: str = ""  # e.g. "/articles/{id}": pushed ids are read one by one through it
     webhook_secret: SecretStr | None = None  # the signed webhook's shared secret
     webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
@@ -292,7 +284,9 @@ def build(source: SourceConfig, options: HttpSettings) -> HttpConnector:
     return kind(HttpConfig(
         base_url=source.url, token=source.token, fields=dict(options.fields),
         default_access=source.default_access, label=f"Source '{source.name}' (http)",
-        **options.model_dump(exclude={"fields", "webhook_secret", "webhook_tolerance_s"})))
+        retry=options,  # its four retry knobs
+        **options.model_dump(exclude={"fields", "webhook_secret", "webhook_tolerance_s",
+                                      *RetryKnobs.model_fields})))
 
 
 def push(source: SourceConfig, options: HttpSettings) -> SignedWebhookReceiver:

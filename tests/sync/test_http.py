@@ -13,6 +13,7 @@ import pytest
 from rag.errors import SyncError
 from sync.connectors.base import DocumentFailure, Fetched, SourceConfig, SourceDocument
 from sync.connectors.http import HttpConfig, HttpConnector
+from sync.connectors.retry_knobs import RetryKnobs
 from sync.job import SyncJob
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
@@ -48,11 +49,12 @@ async def wiki() -> AsyncIterator[FakePlatform]:
 
 
 def connector(server: FakePlatform, **overrides: Any) -> HttpConnector:
-    options: dict[str, Any] = {"base_url": server.url, "token": TOKEN, "page_size": 3,
-                               "max_wait_s": 5.0, "backoff_s": 0.01}
+    retry = RetryKnobs(max_wait_s=5.0, backoff_s=0.01,
+                       max_retries=overrides.pop("max_retries", 5))
+    options: dict[str, Any] = {"base_url": server.url, "token": TOKEN, "page_size": 3}
     if server.pagination == "page":
         options["page_param"] = "page"
-    return HttpConnector(HttpConfig(**{**options, **overrides}))
+    return HttpConnector(HttpConfig(retry=retry, **{**options, **overrides}))
 
 
 async def fetch(conn: HttpConnector, since: datetime | None = None) -> list[Fetched]:
