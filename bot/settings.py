@@ -30,6 +30,7 @@ from pydantic_settings import (
 )
 
 from bot import settings_check
+from bot.admin.passwords import Password
 from bot.chat.service import ChatLimits
 from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
@@ -42,7 +43,8 @@ SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: loaded once, then only read (a copy with changes is model_copy(update=...)).
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WeaviateSettings(_Section):
@@ -384,11 +386,11 @@ class OidcSettings(_Section):
 
 
 class AdminSettings(_Section):
-    """The web console under /admin: off unless a password (kept only as a hash) or OIDC is
-    set."""
+    """The web console under /admin: off unless a password or OIDC is set. The passwords are
+    hashed as the settings load: the plain text is never kept, so nothing drops it later."""
 
-    password: SecretStr | None = None  # role "admin"
-    viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
+    password: Password = None  # role "admin"
+    viewer_password: Password = None  # role "viewer": reads, cannot act
     # Cookies are Secure whenever the request came over HTTPS (directly, or through a proxy
     # in SIFT_TRUSTED_PROXIES); True marks them Secure always, whatever the request says.
     secure_cookie: bool = False
@@ -447,6 +449,7 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         populate_by_name=True,
+        frozen=True,
     )
 
     config: Path | None = None
@@ -556,13 +559,15 @@ class Settings(BaseSettings):
             raise ValueError(f"group {twice[0]!r} is declared more than once")
         return groups
 
-    @model_validator(mode="after")
-    def _sample_groups(self) -> Settings:
+    @model_validator(mode="before")
+    @classmethod
+    def _sample_groups(cls, data: Any) -> Any:
         # The sample (no [[sources]]) comes with the groups its documents name, unless the
-        # configuration declares groups of its own.
-        if not self.sources and not self.groups:
-            self.groups = sample_groups()
-        return self
+        # configuration declares groups of its own. Before validation: the settings are
+        # frozen once built.
+        if isinstance(data, dict) and not data.get("sources") and not data.get("groups"):
+            return {**data, "groups": sample_groups()}
+        return data
 
     @classmethod
     def settings_customise_sources(
