@@ -163,6 +163,7 @@ class ConnectorContract:
         summary = await self.job(rig, self.build(rig, fault), index).run(full=True)
         [error] = summary.errors
         assert "\n" not in error and all(name in error for name in fault.names), error
+        assert summary.counts.failed == 1  # counted, not only said
         indexed = set(await index.list_documents(rig.source.name))
         assert len(indexed) == summary.counts.added >= len(rig.ids) - 1 > 0
         assert indexed <= rig.ids
