@@ -36,7 +36,7 @@ from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
 from sync.connectors import registry
 from sync.connectors.base import ConnectorSettings, SourceConfig
-from sync.connectors.microsoft import GRAPH_URL, PUBLIC_CLOUD
+from sync.connectors.common.microsoft import GRAPH_URL, PUBLIC_CLOUD
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"

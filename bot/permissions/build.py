@@ -10,9 +10,9 @@ from bot.permissions.slack_identity import SlackDirectory
 from bot.settings import Settings
 from bot.slack import spec as slack_spec
 from bot.teams import spec as teams_spec
-from sync.connectors.entra import EntraApp, EntraToken
-from sync.connectors.microsoft import GRAPH_SCOPE
-from sync.connectors.slack_client import web_client
+from sync.connectors.common.entra import EntraApp, EntraToken
+from sync.connectors.common.microsoft import GRAPH_SCOPE
+from sync.connectors.common.slack_client import web_client
 
 
 def build_resolver(settings: Settings) -> GroupResolver:

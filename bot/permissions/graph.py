@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 
 from bot.permissions.slack_identity import LookupFailed
-from sync.connectors.entra import EntraError, EntraNames, EntraToken
-from sync.connectors.microsoft import GRAPH_URL
+from sync.connectors.common.entra import EntraError, EntraNames, EntraToken
+from sync.connectors.common.microsoft import GRAPH_URL
 
 MAX_IDS_PER_CALL = 20  # checkMemberGroups' documented limit
 # The Teams bot's app registration is the one that reads Graph.

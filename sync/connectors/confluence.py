@@ -20,11 +20,11 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
+from sync.connectors.common.convert import DocumentParseError, as_datetime
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.confluence_api import CloudApi, DataCenterApi, Page, Space
 from sync.connectors.confluence_push import ConfluenceReceiver
 from sync.connectors.confluence_storage import storage_to_markdown
-from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.retry_knobs import RetryKnobs
 from sync.push import DEFAULT_TOLERANCE_S
 
 

@@ -20,14 +20,16 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
     csv_to_markdown,
     html_to_markdown,
 )
-from sync.connectors.files import file_to_markdown
+from sync.connectors.common.files import file_to_markdown
+from sync.connectors.common.oauth import RenewingToken
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.gdrive_api import (
     EXPORTS,
     DriveApi,
@@ -37,8 +39,6 @@ from sync.connectors.gdrive_api import (
     rfc3339,
 )
 from sync.connectors.gdrive_push import DriveReceiver
-from sync.connectors.oauth import RenewingToken
-from sync.connectors.retry_knobs import RetryKnobs
 
 API = "https://www.googleapis.com"
 TEXT = (".md", ".markdown", ".txt")

@@ -21,7 +21,7 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
@@ -29,9 +29,9 @@ from sync.connectors.convert import (
     html_to_markdown,
     read_access,
 )
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.common.http_client import JsonClient, decode_json
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.http_push import SignedWebhookReceiver
-from sync.connectors.retry_knobs import RetryKnobs
 from sync.push import DEFAULT_TOLERANCE_S
 
 # SourceDocument field -> key (dotted path) in the platform's JSON; `fields` overrides these.

@@ -23,12 +23,12 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.jira_access import Access, browse_access, configured_access, level_access
 from sync.connectors.jira_adf import adf_to_markdown
 from sync.connectors.jira_api import JiraApi, JqlRefused
 from sync.connectors.jira_push import JiraReceiver
-from sync.connectors.retry_knobs import RetryKnobs
 from sync.push import DEFAULT_TOLERANCE_S
 
 KEY = re.compile(r"^[A-Z][A-Z0-9_]*-[0-9]+$")

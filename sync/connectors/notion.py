@@ -19,10 +19,10 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient, Pacer, decode_json
+from sync.connectors.common.convert import DocumentParseError, as_datetime
+from sync.connectors.common.http_client import JsonClient, Pacer, decode_json
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.notion_blocks import Block, blocks_to_markdown, rich_text
-from sync.connectors.retry_knobs import RetryKnobs
 
 # 2025-09-03: a database is a container of one or more data sources, which hold the rows; a
 # row's parent is its data source, and the data source is what a query names.

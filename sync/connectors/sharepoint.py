@@ -22,22 +22,22 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
     html_to_markdown,
 )
-from sync.connectors.entra import (
+from sync.connectors.common.entra import (
     EntraApp,
     EntraError,
     EntraNames,
     EntraToken,
 )
-from sync.connectors.files import file_to_markdown
-from sync.connectors.microsoft import GRAPH_SCOPE, GRAPH_URL, PUBLIC_CLOUD
-from sync.connectors.oauth import RenewingToken
-from sync.connectors.retry_knobs import RetryKnobs
+from sync.connectors.common.files import file_to_markdown
+from sync.connectors.common.microsoft import GRAPH_SCOPE, GRAPH_URL, PUBLIC_CLOUD
+from sync.connectors.common.oauth import RenewingToken
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.sharepoint_graph import (
     DriveItem,
     GraphApi,

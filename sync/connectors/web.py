@@ -22,9 +22,9 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient, TooLarge
-from sync.connectors.retry_knobs import RetryKnobs
+from sync.connectors.common.convert import DocumentParseError, as_datetime
+from sync.connectors.common.http_client import JsonClient, TooLarge
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.web_pages import Entry, canonical, extract, links, sitemap_entries
 
 AGENT = "sift-sync"

@@ -20,8 +20,8 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime, html_to_markdown
-from sync.connectors.retry_knobs import RetryKnobs
+from sync.connectors.common.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.zendesk_api import Denied, Place, ZendeskApi
 from sync.connectors.zendesk_push import ZendeskReceiver
 from sync.push import DEFAULT_TOLERANCE_S

@@ -40,7 +40,7 @@ def test_defaults_without_any_config() -> None:
 
 def test_the_sample_declares_every_group_its_documents_are_restricted_to() -> None:
     from bot.settings import SAMPLE_KNOWLEDGE
-    from sync.connectors.convert import split_front_matter
+    from sync.connectors.common.convert import split_front_matter
 
     named: set[str] = set()
     for path in Path(SAMPLE_KNOWLEDGE).rglob("*.md"):

@@ -12,8 +12,8 @@ import pytest
 
 from rag.errors import SyncError
 from sync.connectors.base import DocumentFailure, Fetched, SourceConfig, SourceDocument
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.http import HttpConfig, HttpConnector
-from sync.connectors.retry_knobs import RetryKnobs
 from sync.job import SyncJob
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState

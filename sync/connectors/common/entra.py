@@ -14,7 +14,7 @@ import msal
 import requests
 from pydantic import SecretStr
 
-from sync.connectors.microsoft import GRAPH_SCOPE, PUBLIC_CLOUD
+from sync.connectors.common.microsoft import GRAPH_SCOPE, PUBLIC_CLOUD
 
 PFX = (".pfx", ".p12")
 # What an AADSTS code says is wrong (Microsoft's error code reference), so the sentence names

@@ -6,7 +6,7 @@ import httpx
 from pydantic import Field
 
 from sync.connectors.base import ConnectorSettings
-from sync.connectors.http_client import JsonClient, Pacer, Throttled
+from sync.connectors.common.http_client import JsonClient, Pacer, Throttled
 
 
 class RetryKnobs(ConnectorSettings):
