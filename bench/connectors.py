@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from sync.connectors.base import SourceConfig, SourceDocument
+from sync.connectors.common.convert import html_to_markdown, split_front_matter
+from sync.connectors.common.files import file_to_markdown
 from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
 from sync.connectors.confluence_storage import storage_to_markdown
-from sync.connectors.convert import html_to_markdown, split_front_matter
-from sync.connectors.files import file_to_markdown
 from sync.connectors.gdrive import GDriveSettings
 from sync.connectors.gdrive import build as build_gdrive
 from sync.connectors.github import GitHubSettings

@@ -30,17 +30,21 @@ from pydantic_settings import (
 )
 
 from bot import settings_check
+from bot.admin.passwords import Password
+from bot.chat.service import ChatLimits
 from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
 from sync.connectors import registry
 from sync.connectors.base import ConnectorSettings, SourceConfig
+from sync.connectors.common.microsoft import GRAPH_URL, PUBLIC_CLOUD
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: loaded once, then only read (a copy with changes is model_copy(update=...)).
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WeaviateSettings(_Section):
@@ -205,11 +209,11 @@ class StorageSettings(_Section):
 
 
 class ChatSettings(_Section):
-    """Limits shared by the Slack and Teams adapters."""
+    """Limits shared by the chat surfaces (the defaults are ChatLimits', which tests build)."""
 
-    quota_per_minute: int = Field(10, ge=1)
-    max_message_chars: int = Field(4000, ge=10)
-    history_turns: int = Field(10, ge=0, le=100)
+    quota_per_minute: int = Field(ChatLimits.quota_per_minute, ge=1)
+    max_message_chars: int = Field(ChatLimits.max_message_chars, ge=10)
+    history_turns: int = Field(ChatLimits.history_turns, ge=0, le=100)
     # Questions, votes and clicks in progress per process; over it an event is left for the
     # platform to deliver again (Slack), or the person is asked to retry (buttons, Teams).
     max_in_flight: int = Field(500, ge=1)
@@ -353,8 +357,8 @@ class PermissionSettings(_Section):
     """How Sift learns who someone is (identity lookups are cached this long)."""
 
     cache_ttl_s: float = Field(300.0, ge=0)
-    graph_url: str = "https://graph.microsoft.com/v1.0"
-    login_url: str = "https://login.microsoftonline.com"
+    graph_url: str = GRAPH_URL
+    login_url: str = PUBLIC_CLOUD
 
 
 class OidcSettings(_Section):
@@ -382,11 +386,11 @@ class OidcSettings(_Section):
 
 
 class AdminSettings(_Section):
-    """The web console under /admin: off unless a password (kept only as a hash) or OIDC is
-    set."""
+    """The web console under /admin: off unless a password or OIDC is set. The passwords are
+    hashed as the settings load: the plain text is never kept, so nothing drops it later."""
 
-    password: SecretStr | None = None  # role "admin"
-    viewer_password: SecretStr | None = None  # role "viewer": reads, cannot act
+    password: Password = None  # role "admin"
+    viewer_password: Password = None  # role "viewer": reads, cannot act
     # Cookies are Secure whenever the request came over HTTPS (directly, or through a proxy
     # in SIFT_TRUSTED_PROXIES); True marks them Secure always, whatever the request says.
     secure_cookie: bool = False
@@ -445,6 +449,7 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         populate_by_name=True,
+        frozen=True,
     )
 
     config: Path | None = None
@@ -554,13 +559,15 @@ class Settings(BaseSettings):
             raise ValueError(f"group {twice[0]!r} is declared more than once")
         return groups
 
-    @model_validator(mode="after")
-    def _sample_groups(self) -> Settings:
+    @model_validator(mode="before")
+    @classmethod
+    def _sample_groups(cls, data: Any) -> Any:
         # The sample (no [[sources]]) comes with the groups its documents name, unless the
-        # configuration declares groups of its own.
-        if not self.sources and not self.groups:
-            self.groups = sample_groups()
-        return self
+        # configuration declares groups of its own. Before validation: the settings are
+        # frozen once built.
+        if isinstance(data, dict) and not data.get("sources") and not data.get("groups"):
+            return {**data, "groups": sample_groups()}
+        return data
 
     @classmethod
     def settings_customise_sources(

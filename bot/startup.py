@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def _admin(on: bool, base: str) -> str:
-    # Told, not read from the settings: the console drops the passwords once it has hashed them.
+    # Told by the console's mount, which decides: a password, or single sign-on that checks out.
     return f"Admin console: on at {base}/admin/" if on else (
         "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)")
 

@@ -22,7 +22,7 @@ C = TypeVar("C")  # what a surface's builder takes: its section, with its creden
 class Section(BaseModel):
     """A surface's own settings table (`[slack]`, SIFT_SLACK__*): misspelt keys are refused."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)  # read, never rewritten
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ PLATFORM_SDKS = {"slack_sdk", "slack_bolt", "microsoft_agents"}
 # ...except the Web API client the Slack channels connector reads history with: the one
 # AsyncWebClient factory lives beside it, so that bot/ (the chat adapter, the permission
 # lookups) and sync/ share its retries and NO_PROXY handling without sync/ importing bot/.
-PLATFORM_ADAPTERS = {"slack_sdk": {"sync/connectors/slack_client.py",
+PLATFORM_ADAPTERS = {"slack_sdk": {"sync/connectors/common/slack_client.py",
                                    "sync/connectors/slack_api.py"}}
 VENDOR_ADAPTERS = {"weaviate": {"rag/index.py", "rag/index_schema.py"},
                    "anthropic": {"rag/llm.py", "rag/llm_clouds.py", "rag/messages_post.py"},
                    "openai": {"rag/llm_openai.py"},
-                   "msal": {"sync/connectors/entra.py"},
+                   "msal": {"sync/connectors/common/entra.py"},
                    # The SDKs' own HTTP library: only the console's sign-on names its
                    # errors (Authlib's client runs on it); no other module reaches under them.
                    "httpx2": {"bot/admin/oidc.py"}}

@@ -9,42 +9,31 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from pydantic import SecretStr
-
+from bot.admin.passwords import PasswordHash
 from storage.expiring import ExpiringStore
 
 ADMIN, VIEWER = "admin", "viewer"
-_SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
-
-
-def _hash(password: str, salt: bytes) -> bytes:
-    return hashlib.scrypt(password.encode("utf-8"), salt=salt, **_SCRYPT)
 
 
 @dataclass(frozen=True)
 class Credentials:
-    """The role passwords as salted scrypt hashes; the plain text is not kept."""
+    """The role passwords as the settings hashed them when they loaded."""
 
-    salt: bytes
-    hashes: dict[str, bytes]
+    hashes: dict[str, PasswordHash]
 
     @classmethod
-    def from_secrets(cls, admin: SecretStr | None, viewer: SecretStr | None) -> Credentials:
-        salt = secrets.token_bytes(16)
-        hashes = {role: _hash(s.get_secret_value(), salt)
-                  for role, s in ((ADMIN, admin), (VIEWER, viewer)) if s is not None}
-        return cls(salt, hashes)
+    def of(cls, admin: PasswordHash | None, viewer: PasswordHash | None) -> Credentials:
+        return cls({role: h for role, h in ((ADMIN, admin), (VIEWER, viewer)) if h is not None})
 
     @property
     def enabled(self) -> bool:
         return ADMIN in self.hashes
 
     def role_for(self, password: str) -> str | None:
-        """The role this password signs in as; every role is compared (constant work)."""
-        given = _hash(password, self.salt)
+        """The role this password signs in as; every role is checked (constant work)."""
         found = None
         for role, expected in self.hashes.items():
-            if hmac.compare_digest(given, expected) and found is None:
+            if expected.matches(password) and found is None:
                 found = role
         return found
 

@@ -50,9 +50,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     SIFT_ADMIN__OIDC__ISSUER is set (ConfigError for an OIDC setting that cannot work)."""
     admin = settings.admin
     oidc.check(admin.oidc)
-    credentials = Credentials.from_secrets(admin.password, admin.viewer_password)
-    # Only the hashes stay: the plain passwords leave the settings once read.
-    admin.password = admin.viewer_password = None
+    credentials = Credentials.of(admin.password, admin.viewer_password)
     if not credentials.enabled and not admin.oidc.enabled:
         return None
     sub = web.Application(middlewares=[failures, guard])

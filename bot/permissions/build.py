@@ -16,8 +16,9 @@ from bot.teams import spec as teams_spec
 from bot.teams.source import source_config
 from rag.errors import ConfigError
 from sync.connectors import teams
-from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraToken
-from sync.connectors.slack_client import web_client
+from sync.connectors.common.entra import EntraApp, EntraToken
+from sync.connectors.common.microsoft import GRAPH_SCOPE
+from sync.connectors.common.slack_client import web_client
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ from typing import Any
 import httpx
 
 from bot.permissions.slack_identity import LookupFailed
-from sync.connectors.entra import EntraError, EntraNames, EntraToken
+from sync.connectors.common.entra import EntraError, EntraNames, EntraToken
+from sync.connectors.common.microsoft import GRAPH_URL
 
 MAX_IDS_PER_CALL = 20  # checkMemberGroups' documented limit
 # The Teams bot's app registration is the one that reads Graph.
@@ -21,7 +22,7 @@ class GraphMembership:
     """Which of the declared Entra group ids a user (AAD object id) is a member of."""
 
     def __init__(self, token: EntraToken, group_ids: frozenset[str],
-                 graph_url: str = "https://graph.microsoft.com/v1.0",
+                 graph_url: str = GRAPH_URL,
                  timeout_s: float = 10.0) -> None:
         self._token = token
         self._group_ids = sorted(group_ids)

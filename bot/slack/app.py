@@ -21,7 +21,7 @@ from bot.slack.spec import SlackConfig
 from bot.slack.surface import SlackOptions
 from bot.surface_spec import Around
 from rag.errors import ConfigError
-from sync.connectors.slack_client import web_client
+from sync.connectors.common.slack_client import web_client
 
 log = logging.getLogger(__name__)
 

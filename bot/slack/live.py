@@ -18,13 +18,12 @@ from bot.slack.render import (
     render_stream,
     streamable,
 )
+from bot.slack.spec import APPEND_EVERY_S
 from rag.logcontext import current_correlation_id
 from rag.types import Answer
 
 log = logging.getLogger(__name__)
 
-# chat.appendStream is rate limited; two updates a second still read as live typing.
-APPEND_EVERY_S = 0.5
 _UNSETTLED = re.compile(r"[@<]\S*\Z")  # the last word, from its first `@` or `<`
 
 

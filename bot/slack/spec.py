@@ -17,11 +17,15 @@ if TYPE_CHECKING:
 PLATFORM = "slack"
 
 
+# chat.appendStream is rate limited; two updates a second still read as live typing.
+APPEND_EVERY_S = 0.5
+
+
 class SlackSettings(Section):
     """`[slack]` / SIFT_SLACK__*; the credentials keep their flat names (SIFT_SLACK_BOT_TOKEN)."""
 
     streaming: bool = False  # chat.startStream/appendStream/stopStream instead of one post
-    append_every_s: float = Field(0.5, ge=0)  # live answers: at most one appendStream per this
+    append_every_s: float = Field(APPEND_EVERY_S, ge=0)  # live answers: one appendStream per this
     follow_ups_without_mention: bool = True
     ask_why_on_downvote: bool = True
     assistant_status: bool = False  # "is reading…" status in assistant (DM) threads; needs

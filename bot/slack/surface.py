@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from bot.chat.message import VIA_BUTTON, Kind, Thread, Vote
 from bot.chat.surface import Delivery
 from bot.slack.inbound import Incoming, Me, thread_view
-from bot.slack.live import APPEND_EVERY_S, LiveAnswer, StreamTarget
+from bot.slack.live import LiveAnswer, StreamTarget
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import (
     Buttons,
@@ -24,6 +24,7 @@ from bot.slack.render import (
     render_notice,
     streamable,
 )
+from bot.slack.spec import APPEND_EVERY_S
 from rag import messages
 from rag.ports import TextSink
 from rag.types import Answer

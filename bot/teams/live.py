@@ -12,10 +12,9 @@ from microsoft_agents.activity import Activity, ActivityTypes, ResourceResponse,
 from microsoft_agents.hosting.core import TurnContext
 
 from bot.teams.render import no_pings_so_far
+from bot.teams.spec import STREAM_INTERVAL_S
 
 log = logging.getLogger(__name__)
-
-STREAM_INTERVAL_S = 1.0  # Teams accepts about one streaming request a second
 
 
 class AnswerStream:

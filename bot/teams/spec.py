@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from bot.settings import Settings
 
 PLATFORM = "teams"
+STREAM_INTERVAL_S = 1.0  # Teams accepts about one streaming request a second
 
 
 class TeamsSettings(Section):
@@ -26,7 +27,7 @@ class TeamsSettings(Section):
     # anonymous local testing (loopback only).
     enabled: bool | None = None
     streaming: bool = True  # personal chats: Teams' streaming protocol, the answer as written
-    stream_interval_s: float = Field(1.0, ge=0)  # at most one streaming update per this
+    stream_interval_s: float = Field(STREAM_INTERVAL_S, ge=0)  # one streaming update per this
     citation_entities: bool = True  # False: a numbered source list instead of citation pop-ups
     typing_interval_s: float = Field(3.0, gt=0)
     send_retries: int = Field(4, ge=0, le=10)  # connector 429/412/502/504

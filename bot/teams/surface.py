@@ -13,9 +13,10 @@ from microsoft_agents.hosting.core.app import TypingIndicator, TypingOptions
 
 from bot.chat.message import Thread, Vote
 from bot.chat.surface import Delivery
-from bot.teams.live import STREAM_INTERVAL_S, AnswerStream
+from bot.teams.live import AnswerStream
 from bot.teams.outbound import mention_activity, to_activity
 from bot.teams.render import TeamsReply, render_answer, render_notice
+from bot.teams.spec import STREAM_INTERVAL_S
 from rag import messages
 from rag.ports import TextSink
 from rag.types import Answer

@@ -103,7 +103,7 @@ def fetcher(connector: object) -> Fetches | None:
 class ConnectorSettings(BaseModel):
     """A kind's own settings: the `[sources.<kind>]` table of a source in sift.toml."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)  # read, never rewritten
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -21,15 +20,15 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
+from sync.connectors.common.convert import DocumentParseError, as_datetime
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.confluence_api import CloudApi, DataCenterApi, Page, Space
 from sync.connectors.confluence_push import ConfluenceReceiver
 from sync.connectors.confluence_storage import storage_to_markdown
-from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient
 from sync.push import DEFAULT_TOLERANCE_S
 
 
-class ConfluenceSettings(ConnectorSettings):
+class ConfluenceSettings(RetryKnobs):
     """The `[sources.confluence]` table."""
 
     deployment: Literal["cloud", "datacenter"] = "cloud"
@@ -37,10 +36,6 @@ class ConfluenceSettings(ConnectorSettings):
     spaces: list[str] = Field(default_factory=list)  # space keys; empty: every readable one
     public_spaces: list[str] = Field(default_factory=list)  # "anyone can view" spaces
     page_size: int = Field(50, ge=1, le=250)
-    max_retries: int = Field(5, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)
-    backoff_s: float = Field(0.5, gt=0)
     webhook_secret: SecretStr | None = None  # Data Center webhooks' secret (push notifications)
     webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
 
@@ -71,8 +66,7 @@ class ConfluenceConnector:
                 else "the source's `token`")
         async with httpx.AsyncClient(base_url=self.site, headers=self._headers(),
                                      timeout=s.timeout_s) as http:
-            client = JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                                max_wait_s=s.max_wait_s, auth_hint=hint,
+            client = s.client(http, auth_hint=hint,
                                 label=f"Source '{self.source.name}' (Confluence)")
             kind = CloudApi if s.deployment == "cloud" else DataCenterApi
             yield kind(client, self.site, s.page_size)

@@ -11,7 +11,7 @@ from urllib.parse import urljoin
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.common.http_client import JsonClient, decode_json
 
 MISSING = frozenset({403, 404})  # a space or page this token may not read: skip, keep going
 

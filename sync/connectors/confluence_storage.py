@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup, Tag
 
-from sync.connectors.convert import DocumentParseError, html_to_markdown
+from sync.connectors.common.convert import DocumentParseError, html_to_markdown
 
 # Macros whose body is prose worth indexing, shown as a quote with the macro's name.
 _PANELS = {"info": "Info", "note": "Note", "warning": "Warning", "tip": "Tip", "panel": "",

@@ -18,7 +18,7 @@ from sync.connectors.base import (
     Fetched,
     SourceConfig,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     build_document,
@@ -26,7 +26,7 @@ from sync.connectors.convert import (
     html_to_markdown,
     split_front_matter,
 )
-from sync.connectors.files import file_to_markdown
+from sync.connectors.common.files import file_to_markdown
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
          ".txt": "text", ".pdf": "file", ".docx": "file", ".pptx": "file", ".xlsx": "file"}

@@ -13,7 +13,6 @@ from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -21,14 +20,16 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
     csv_to_markdown,
     html_to_markdown,
 )
-from sync.connectors.files import file_to_markdown
+from sync.connectors.common.files import file_to_markdown
+from sync.connectors.common.oauth import RenewingToken
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.gdrive_api import (
     EXPORTS,
     DriveApi,
@@ -38,8 +39,6 @@ from sync.connectors.gdrive_api import (
     rfc3339,
 )
 from sync.connectors.gdrive_push import DriveReceiver
-from sync.connectors.http_client import JsonClient
-from sync.connectors.oauth import RenewingToken
 
 API = "https://www.googleapis.com"
 TEXT = (".md", ".markdown", ".txt")
@@ -49,7 +48,7 @@ KINDS = {"application/vnd.google-apps.document": "document",
          "application/vnd.google-apps.spreadsheet": "spreadsheet"}
 
 
-class GDriveSettings(ConnectorSettings):
+class GDriveSettings(RetryKnobs):
     """The `[sources.gdrive]` table."""
 
     key_file: Path | None = None  # the service account's JSON key
@@ -57,10 +56,7 @@ class GDriveSettings(ConnectorSettings):
     drives: list[str] = Field(default_factory=list)  # shared drive ids; empty: all it sees
     max_file_mb: float = Field(50.0, gt=0)
     page_size: int = Field(100, ge=1, le=1000)
-    max_retries: int = Field(5, ge=0)
     timeout_s: float = Field(60.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)
-    backoff_s: float = Field(0.5, gt=0)
     channel_token: SecretStr | None = None  # the changes.watch channel's token (pushes)
     channel_id: str = ""  # when set, only that channel's messages are taken
 
@@ -90,8 +86,7 @@ class GDriveConnector:
                 lambda _refused: access_token(http, self.account, s.subject, self.label))
             await auth.renew()  # a revoked key stops the run before anything is read
             http.headers["User-Agent"] = "sift-sync"
-            yield DriveApi(JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                                      max_wait_s=s.max_wait_s, label=self.label,
+            yield DriveApi(s.client(http, label=self.label,
                                       auth_hint="`gdrive.key_file` and that the Drive API is "
                                       "enabled for the key's project"), s.page_size)
 

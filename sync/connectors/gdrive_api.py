@@ -14,8 +14,8 @@ import httpx
 import jwt
 
 from rag.errors import ConfigError, SyncError
-from sync.connectors.http_client import JsonClient, TooLarge, decode_json
-from sync.connectors.oauth import fetch_token
+from sync.connectors.common.http_client import JsonClient, TooLarge, decode_json
+from sync.connectors.common.oauth import fetch_token
 
 SCOPE = "https://www.googleapis.com/auth/drive.readonly"
 FOLDER = "application/vnd.google-apps.folder"

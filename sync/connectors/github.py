@@ -22,6 +22,8 @@ from sync.connectors.base import (
     Fetched,
     SourceConfig,
 )
+from sync.connectors.common.oauth import RenewingToken
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.github_access import Readers
 from sync.connectors.github_api import GitHubApi, Repo, throttled
 from sync.connectors.github_auth import installation_token, read_key
@@ -40,8 +42,6 @@ from sync.connectors.github_docs import (
 )
 from sync.connectors.github_push import GitHubReceiver
 from sync.connectors.github_wiki import wiki_pages
-from sync.connectors.oauth import RenewingToken
-from sync.connectors.retry_knobs import RetryKnobs
 
 API = "https://api.github.com"
 

@@ -13,7 +13,7 @@ import httpx
 
 from rag.errors import SyncError
 from rag.http_retry import retry_after
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.common.http_client import JsonClient, decode_json
 
 MISSING = frozenset({403, 404, 409, 410})  # 409: an empty repository has no tree
 COMPARE_FILES_CAP = 300  # the compare API lists at most this many files

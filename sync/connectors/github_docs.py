@@ -9,14 +9,14 @@ from typing import Any
 import pathspec
 
 from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     as_datetime,
     decode_text,
     first_heading,
     split_front_matter,
 )
-from sync.connectors.files import file_to_markdown
+from sync.connectors.common.files import file_to_markdown
 from sync.connectors.github_api import Repo
 
 TEXT = (".md", ".markdown", ".mdx", ".txt", ".rst")

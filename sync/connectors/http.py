@@ -14,7 +14,6 @@ from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -22,7 +21,7 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
@@ -30,7 +29,8 @@ from sync.connectors.convert import (
     html_to_markdown,
     read_access,
 )
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.common.http_client import JsonClient, decode_json
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.http_push import SignedWebhookReceiver
 from sync.push import DEFAULT_TOLERANCE_S
 
@@ -61,12 +61,10 @@ class HttpConfig:
     page_size_param: str = "limit"
     body_format: str = "auto"  # "auto", "html" or "markdown"
     fields: Mapping[str, str] = field(default_factory=dict)
-    max_retries: int = 5
-    timeout_s: float = 30.0
-    max_wait_s: float = 60.0  # cap on a Retry-After or backoff wait
-    backoff_s: float = 0.5  # first backoff step when the platform gives no Retry-After
+    retry: RetryKnobs = field(default_factory=RetryKnobs)
     default_access: tuple[str, ...] = ("public",)  # for items without an access field
     item_path: str = ""  # e.g. "/articles/{id}": one item by id (pushes sync by id with it)
+    label: str = "The knowledge platform"  # starts every error sentence: "Source 'kb' (http)"
 
 
 def pick(item: Any, path: str) -> Any:
@@ -95,7 +93,10 @@ class HttpConnector:
         if c.token:
             headers["Authorization"] = f"Bearer {c.token}"
         return httpx.AsyncClient(base_url=c.base_url.rstrip("/") + "/", headers=headers,
-                                 timeout=c.timeout_s, follow_redirects=True)
+                                 timeout=c.retry.timeout_s, follow_redirects=True)
+
+    def _json(self, http: httpx.AsyncClient) -> JsonClient:
+        return self.config.retry.client(http, label=self.config.label)
 
     async def _pages(self, path: str, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
         """The item lists of every page, following next links, cursors or page numbers."""
@@ -106,8 +107,7 @@ class HttpConnector:
         previous: list[Any] | None = None
         followed: set[str] = set()
         async with self._client() as http:
-            client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
-                                max_wait_s=c.max_wait_s)
+            client = self._json(http)
             while True:
                 if c.page_param:
                     params[c.page_param] = page
@@ -219,8 +219,7 @@ class HttpItemConnector(HttpConnector):
     async def fetch(self, doc_ids: Sequence[str]) -> AsyncIterator[Fetched]:
         c = self.config
         async with self._client() as http:
-            client = JsonClient(http, max_retries=c.max_retries, backoff_s=c.backoff_s,
-                                max_wait_s=c.max_wait_s)
+            client = self._json(http)
             for doc_id in doc_ids:
                 path = c.item_path.replace("{id}", quote(doc_id, safe="")).lstrip("/")
                 try:
@@ -232,9 +231,9 @@ class HttpItemConnector(HttpConnector):
                     continue
                 if response.status_code in DENIED:  # the token: every item would fail
                     raise SyncError(f"GET {response.url}: HTTP {response.status_code}",
-                                    user_message=f"The knowledge platform answered HTTP "
+                                    user_message=f"{c.label} answered HTTP "
                                     f"{response.status_code} for {response.url} (check the "
-                                    "source's token).")
+                                    "source's `token`).")
                 yield DocumentGone(doc_id) if item is None else self.to_document(item)
 
 
@@ -258,7 +257,7 @@ def _next(body: Any, key: str, response: httpx.Response) -> Any:
     return link or None
 
 
-class HttpSettings(ConnectorSettings):
+class HttpSettings(RetryKnobs):
     """Field mapping and paths of an `http` source: the `[sources.http]` table."""
 
     list_path: str = "/articles"
@@ -272,9 +271,6 @@ class HttpSettings(ConnectorSettings):
     page_size_param: str = "limit"
     body_format: Literal["auto", "html", "markdown"] = "auto"
     fields: dict[str, str] = Field(default_factory=dict)
-    max_retries: int = Field(5, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)  # cap on one Retry-After / backoff wait
     item_path: str = ""  # e.g. "/articles/{id}": pushed ids are read one by one through it
     webhook_secret: SecretStr | None = None  # the signed webhook's shared secret
     webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
@@ -287,8 +283,10 @@ def build(source: SourceConfig, options: HttpSettings) -> HttpConnector:
     kind = HttpItemConnector if options.item_path else HttpConnector
     return kind(HttpConfig(
         base_url=source.url, token=source.token, fields=dict(options.fields),
-        default_access=source.default_access,
-        **options.model_dump(exclude={"fields", "webhook_secret", "webhook_tolerance_s"})))
+        default_access=source.default_access, label=f"Source '{source.name}' (http)",
+        retry=options,  # its four retry knobs
+        **options.model_dump(exclude={"fields", "webhook_secret", "webhook_tolerance_s",
+                                      *RetryKnobs.model_fields})))
 
 
 def push(source: SourceConfig, options: HttpSettings) -> SignedWebhookReceiver:

@@ -23,12 +23,13 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.jira_access import Access, browse_access, configured_access, level_access
 from sync.connectors.jira_adf import adf_to_markdown
 from sync.connectors.jira_api import JiraApi, JqlRefused
 from sync.connectors.jira_push import JiraReceiver
-from sync.connectors.retry_knobs import RetryKnobs
+from sync.push import DEFAULT_TOLERANCE_S
 
 KEY = re.compile(r"^[A-Z][A-Z0-9_]*-[0-9]+$")
 PROJECT = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -47,7 +48,7 @@ class JiraSettings(RetryKnobs):
     project_access: dict[str, list[str]] = Field(default_factory=dict)
     page_size: int = Field(100, ge=1, le=100)
     webhook_secret: SecretStr | None = None  # the admin webhook's secret (push notifications)
-    webhook_tolerance_s: float = Field(300.0, gt=0)  # older signed timestamps are refused
+    webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
 
 
 class JiraConnector:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sync.connectors.convert import DocumentParseError, markdown_table
+from sync.connectors.common.convert import DocumentParseError, markdown_table
 
 # Hand-written, not a PyPI converter: the ADF-to-Markdown packages there are months old with
 # one maintainer each, and ADF is a small documented JSON tree (as Notion's blocks are, see

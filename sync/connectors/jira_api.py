@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.common.http_client import JsonClient, decode_json
 
 FIELDS = ("summary,description,comment,status,labels,components,updated,created,security,"
           "project,reporter,issuetype")

@@ -13,15 +13,15 @@ from pydantic import Field
 
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     Fetched,
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient, Pacer, decode_json
+from sync.connectors.common.convert import DocumentParseError, as_datetime
+from sync.connectors.common.http_client import JsonClient, Pacer, decode_json
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.notion_blocks import Block, blocks_to_markdown, rich_text
 
 # 2025-09-03: a database is a container of one or more data sources, which hold the rows; a
@@ -33,15 +33,11 @@ SEARCH = {"filter": {"property": "object", "value": "page"}, "sort": NEWEST_FIRS
 QUERY = {"sorts": [NEWEST_FIRST]}
 
 
-class NotionSettings(ConnectorSettings):
+class NotionSettings(RetryKnobs):
     """The `[sources.notion]` table; the source's `token` is the integration's secret."""
 
     requests_per_second: float = Field(3.0, gt=0)  # Notion's documented average limit
     max_depth: int = Field(5, ge=0)  # nested blocks fetched below a page's top level
-    max_retries: int = Field(5, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)
-    backoff_s: float = Field(0.5, gt=0)
     # Database ids: index only these databases' rows (every data source of each), instead of
     # every page the integration can find.
     databases: list[str] = Field(default_factory=list)
@@ -65,8 +61,7 @@ class NotionConnector:
                    "Notion-Version": API_VERSION}
         async with httpx.AsyncClient(base_url=self.base, headers=headers,
                                      timeout=s.timeout_s) as http:
-            yield JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                             max_wait_s=s.max_wait_s, pacer=self._pacer,
+            yield s.client(http, pacer=self._pacer,
                              label=self.label,
                              auth_hint="the source's `token` (the integration secret) and "
                              "that the pages are shared with the integration")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sync.connectors.convert import DocumentParseError
+from sync.connectors.common.convert import DocumentParseError
 
 Block = Mapping[str, Any]
 # Children of a block id, already fetched (the connector walks `has_children` first).

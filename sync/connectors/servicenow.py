@@ -21,9 +21,9 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime, html_to_markdown
-from sync.connectors.oauth import RenewingToken, fetch_token
-from sync.connectors.retry_knobs import RetryKnobs
+from sync.connectors.common.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.oauth import RenewingToken, fetch_token
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.servicenow_access import Directory, article_access, ids
 from sync.connectors.servicenow_api import TableApi, any_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from sync.connectors.http_client import JsonClient, json_field
+from sync.connectors.common.http_client import JsonClient, json_field
 
 
 def any_of(field: str, values: Iterable[str]) -> str:

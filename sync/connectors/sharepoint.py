@@ -15,7 +15,6 @@ from pydantic import Field, SecretStr
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
     Checkpoint,
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -23,23 +22,22 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     DocumentParseError,
     Parsed,
     as_datetime,
     html_to_markdown,
 )
-from sync.connectors.entra import (
-    GRAPH_SCOPE,
-    PUBLIC_CLOUD,
+from sync.connectors.common.entra import (
     EntraApp,
     EntraError,
     EntraNames,
     EntraToken,
 )
-from sync.connectors.files import file_to_markdown
-from sync.connectors.http_client import JsonClient
-from sync.connectors.oauth import RenewingToken
+from sync.connectors.common.files import file_to_markdown
+from sync.connectors.common.microsoft import GRAPH_SCOPE, GRAPH_URL, PUBLIC_CLOUD
+from sync.connectors.common.oauth import RenewingToken
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.sharepoint_graph import (
     DriveItem,
     GraphApi,
@@ -49,7 +47,6 @@ from sync.connectors.sharepoint_graph import (
 )
 from sync.connectors.sharepoint_push import GraphReceiver
 
-GRAPH = "https://graph.microsoft.com/v1.0"
 NAMES = EntraNames(tenant="`sharepoint.tenant_id`", client_id="`sharepoint.client_id`",
                    secret="the source's `token` (the client secret: expired?)",
                    certificate="`sharepoint.certificate_path` (and its `certificate_thumbprint`"
@@ -60,7 +57,7 @@ FILES = (".docx", ".pptx", ".xlsx", ".pdf", ".html", ".htm", *TEXT)
 PAGE_OVERLAP = timedelta(minutes=5)  # clocks differ: pages edited near the cursor are re-read
 
 
-class SharePointSettings(ConnectorSettings):
+class SharePointSettings(RetryKnobs):
     """The `[sources.sharepoint]` table; the source's `token` is the app's client secret, or
     `certificate_path` names the app's certificate instead (tenants that forbid secrets)."""
 
@@ -77,10 +74,7 @@ class SharePointSettings(ConnectorSettings):
     pages: bool = True  # index the sites' modern pages
     public_pages: bool = False  # pages are `public`; else `sharepoint:site:<site id>`
     max_file_mb: float = Field(50.0, gt=0)
-    max_retries: int = Field(5, ge=0)
     timeout_s: float = Field(60.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)
-    backoff_s: float = Field(0.5, gt=0)
     client_state: SecretStr | None = None  # the Graph subscriptions' clientState (pushes)
 
 
@@ -91,7 +85,7 @@ class SharePointConnector:
 
     def __init__(self, source: SourceConfig, settings: SharePointSettings) -> None:
         self.source, self.settings = source, settings
-        self.base = (source.url or GRAPH).rstrip("/") + "/"
+        self.base = (source.url or GRAPH_URL).rstrip("/") + "/"
         self.label = f"Source '{source.name}' (SharePoint)"
         s = settings
         # One per connector, so its cached token serves every run until near expiry.
@@ -114,8 +108,7 @@ class SharePointConnector:
             http.auth = auth = RenewingToken(self._token)
             await auth.renew()  # wrong credentials stop the run before anything is read
             http.headers["User-Agent"] = "sift-sync"
-            client = JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                                max_wait_s=s.max_wait_s, label=self.label,
+            client = s.client(http, label=self.label,
                                 auth_hint="that the app has Sites.Read.All / Files.Read.All "
                                 "(application) with admin consent")
             yield GraphApi(client, self.base, self.label)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, TooLarge, decode_json
+from sync.connectors.common.http_client import JsonClient, TooLarge, decode_json
 
 log = logging.getLogger(__name__)
 MISSING = frozenset({403, 404})  # an item this app may not read, or gone since the listing

@@ -17,6 +17,7 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
+from sync.connectors.common.slack_client import web_client
 from sync.connectors.slack_api import (
     Channel,
     ChannelUnreadable,
@@ -25,7 +26,6 @@ from sync.connectors.slack_api import (
     Message,
     SlackApi,
 )
-from sync.connectors.slack_client import web_client
 from sync.connectors.slack_pace import TierPacer
 from sync.connectors.slack_text import channel_ids, first_line, to_markdown, user_ids
 

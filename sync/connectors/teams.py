@@ -22,15 +22,15 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.entra import (
+from sync.connectors.common.entra import (
     GRAPH_SCOPE,
     PUBLIC_CLOUD,
     EntraApp,
     EntraError,
     EntraToken,
 )
-from sync.connectors.http_client import JsonClient
-from sync.connectors.oauth import RenewingToken
+from sync.connectors.common.http_client import JsonClient
+from sync.connectors.common.oauth import RenewingToken
 from sync.connectors.teams_api import (
     GRANT,
     Channel,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json
+from sync.connectors.common.http_client import JsonClient, decode_json
 
 MISSING = frozenset({403, 404})
 GONE = frozenset({410})  # a delta token the service no longer honours

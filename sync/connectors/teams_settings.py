@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 
 from sync.connectors.base import ConnectorSettings, SourceConfig
-from sync.connectors.entra import EntraNames
+from sync.connectors.common.entra import EntraNames
 
 NAMES = EntraNames(tenant="`teams.tenant_id` (or SIFT_TEAMS_TENANT_ID)",
                    client_id="`teams.client_id` (or SIFT_TEAMS_APP_ID)",

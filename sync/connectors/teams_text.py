@@ -7,7 +7,7 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 
-from sync.connectors.convert import html_to_markdown
+from sync.connectors.common.convert import html_to_markdown
 from sync.connectors.teams_api import Message
 
 CARDS = "application/vnd.microsoft.card."

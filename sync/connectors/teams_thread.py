@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sync.connectors.base import SourceDocument
-from sync.connectors.convert import DocumentParseError, as_datetime
+from sync.connectors.common.convert import DocumentParseError, as_datetime
 from sync.connectors.slack_text import first_line
 from sync.connectors.teams_api import Channel, Message
 

@@ -15,7 +15,6 @@ from pydantic import Field
 
 from rag.errors import ConfigError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -23,8 +22,9 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime
-from sync.connectors.http_client import JsonClient, TooLarge
+from sync.connectors.common.convert import DocumentParseError, as_datetime
+from sync.connectors.common.http_client import JsonClient, TooLarge
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.web_pages import Entry, canonical, extract, links, sitemap_entries
 
 AGENT = "sift-sync"
@@ -33,16 +33,13 @@ GONE = frozenset({404, 410})  # the page was deleted: it leaves the index in thi
 KEEP = frozenset({304, 403}) | GONE | REDIRECTS
 
 
-class WebSettings(ConnectorSettings):
+class WebSettings(RetryKnobs):
     """The `[sources.web]` table; the source's `url` is a start page or a sitemap.xml."""
 
     prefix: str = ""  # only URLs under this are read; default: the start URL's folder
     max_pages: int = Field(500, ge=1)
     delay_s: float = Field(0.5, ge=0)  # politeness: the pause between two requests
     max_retries: int = Field(3, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)
-    backoff_s: float = Field(0.5, gt=0)
 
 
 @dataclass
@@ -90,9 +87,7 @@ class WebConnector:
         s = self.settings
         async with httpx.AsyncClient(headers={"User-Agent": AGENT}, timeout=s.timeout_s,
                                      follow_redirects=False) as http:
-            client = JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                                max_wait_s=s.max_wait_s,
-                                label=f"Source '{self.source.name}' (website)")
+            client = s.client(http, label=f"Source '{self.source.name}' (website)")
             yield client, await self._robots(client)
 
     async def _robots(self, client: JsonClient) -> RobotFileParser:

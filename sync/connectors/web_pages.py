@@ -10,7 +10,12 @@ from bs4 import BeautifulSoup
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
-from sync.connectors.convert import DocumentParseError, as_datetime, as_tuple, html_to_markdown
+from sync.connectors.common.convert import (
+    DocumentParseError,
+    as_datetime,
+    as_tuple,
+    html_to_markdown,
+)
 
 _NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 

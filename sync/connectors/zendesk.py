@@ -13,7 +13,6 @@ from pydantic import Field, SecretStr
 
 from rag.errors import ConfigError, SyncError
 from sync.connectors.base import (
-    ConnectorSettings,
     ConnectorSpec,
     DocumentFailure,
     DocumentGone,
@@ -21,23 +20,20 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.convert import DocumentParseError, as_datetime, html_to_markdown
-from sync.connectors.http_client import JsonClient
+from sync.connectors.common.convert import DocumentParseError, as_datetime, html_to_markdown
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.zendesk_api import Denied, Place, ZendeskApi
 from sync.connectors.zendesk_push import ZendeskReceiver
 from sync.push import DEFAULT_TOLERANCE_S
 
 
-class ZendeskSettings(ConnectorSettings):
+class ZendeskSettings(RetryKnobs):
     """The `[sources.zendesk]` table."""
 
     email: str = ""  # the agent who owns the API token in `token`; empty: an OAuth token
     webhook_secret: SecretStr | None = None  # the webhook's signing secret (push notifications)
     webhook_tolerance_s: float = Field(DEFAULT_TOLERANCE_S, gt=0)  # older signed times refused
-    max_retries: int = Field(5, ge=0)
-    timeout_s: float = Field(30.0, gt=0)
-    max_wait_s: float = Field(60.0, gt=0)  # the export allows 10 requests a minute: 429s wait
-    backoff_s: float = Field(0.5, gt=0)
+    # max_wait_s (60 s) matters here: the export allows 10 requests a minute, so 429s wait.
 
 
 class ZendeskConnector:
@@ -67,8 +63,7 @@ class ZendeskConnector:
         label = f"Source '{self.source.name}' (Zendesk)"
         async with httpx.AsyncClient(base_url=self.site, headers=self._headers(),
                                      timeout=s.timeout_s) as http:
-            client = JsonClient(http, max_retries=s.max_retries, backoff_s=s.backoff_s,
-                                max_wait_s=s.max_wait_s, label=label,
+            client = s.client(http, label=label,
                                 auth_hint="the source's `token` and `zendesk.email`")
             yield ZendeskApi(client, self.site, label)
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from rag.errors import SyncError
-from sync.connectors.http_client import JsonClient, decode_json, json_field
+from sync.connectors.common.http_client import JsonClient, decode_json, json_field
 
 log = logging.getLogger(__name__)
 EXPORT = "api/v2/help_center/incremental/articles"

@@ -205,17 +205,24 @@ async def test_the_cookie_is_secure_behind_tls(seeded: Database, embedder: Local
 
 async def test_off_unless_a_password_is_set(seeded: Database, embedder: LocalEmbedder) -> None:
     settings = Settings(admin={"viewer_password": "only a viewer"})
+    before = settings.admin.model_copy(deep=True)
     root = web.Application()
     assert mount(root, seeded, settings, embedder, None) is None
-    assert settings.admin.viewer_password is None  # dropped once read, even when off
+    assert settings.admin == before  # the settings are read, never rewritten
 
 
 def test_the_passwords_are_kept_only_as_hashes(seeded: Database,
                                                embedder: LocalEmbedder) -> None:
     settings = Settings(admin={"password": ADMIN_PW, "viewer_password": VIEWER_PW})
+    for shown in (repr(settings), str(settings), settings.model_dump_json(),
+                  str(settings.model_dump())):  # hashed as they loaded: no text to drop
+        assert ADMIN_PW not in shown and VIEWER_PW not in shown
+    admin, viewer = settings.admin.password, settings.admin.viewer_password
+    assert admin is not None and viewer is not None
+    assert ADMIN_PW.encode() not in admin.salt + admin.digest + viewer.salt + viewer.digest
     sub = mount(web.Application(), seeded, settings, embedder, None)
     assert sub is not None
-    assert settings.admin.password is None and settings.admin.viewer_password is None
+    assert settings.admin.password is admin and settings.admin.viewer_password is viewer
     console = sub[KEY]
     assert ADMIN_PW.encode() not in repr(console.credentials).encode()
     assert console.credentials.role_for(ADMIN_PW) == "admin"

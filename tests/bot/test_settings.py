@@ -40,7 +40,7 @@ def test_defaults_without_any_config() -> None:
 
 def test_the_sample_declares_every_group_its_documents_are_restricted_to() -> None:
     from bot.settings import SAMPLE_KNOWLEDGE
-    from sync.connectors.convert import split_front_matter
+    from sync.connectors.common.convert import split_front_matter
 
     named: set[str] = set()
     for path in Path(SAMPLE_KNOWLEDGE).rglob("*.md"):
@@ -248,3 +248,18 @@ def test_duplicate_source_names_are_refused_with_one_sentence(tmp_path: Path,
     assert refused.value.user_message == (
         f"Setting 'sources' in {config} is invalid: two [[sources]] share the name 'kb'; "
         "give each a different name.")
+
+
+def test_loaded_settings_are_read_only(tmp_path: Path) -> None:
+    """Every section, a surface's and a source's table too: a builder that tried to rewrite
+    what it was handed (the console nulling passwords, `serve` its threads) fails here."""
+    path = tmp_path / "sift.toml"
+    path.write_text('[slack]\nstreaming = true\n\n[[sources]]\nname = "wiki"\nkind = "web"\n'
+                    'url = "https://docs.example/"\n', encoding="utf-8")
+    settings = build_settings(path)
+    web = settings.sources[0].options
+    for owner, name, value in ((settings, "workers", 4), (settings.admin, "secure_cookie", True),
+                               (settings.slack, "streaming", False), (web, "max_retries", 0)):
+        with pytest.raises(ValueError, match="frozen"):
+            setattr(owner, name, value)
+    assert settings.workers != 4 and settings.slack.streaming and web.max_retries == 3

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sync.connectors.convert import (
+from sync.connectors.common.convert import (
     Parsed,
     build_document,
     html_to_markdown,

@@ -22,7 +22,7 @@ from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from bot.teams.spec import TeamsSettings
 from bot.weaviate.process import ManagedWeaviate
-from sync.connectors.entra import EntraApp, EntraToken
+from sync.connectors.common.entra import EntraApp, EntraToken
 from tests.conftest import unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT, FakeGraph

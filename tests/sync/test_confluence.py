@@ -17,6 +17,7 @@ from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.platform_server import rate_limited
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 from tests.sync.harness import FailingEmbedder, SpyIndex, snapshot
 
 STORAGE = """<h2>Rotating keys</h2><p>Run the script&nbsp;below.</p>
@@ -194,3 +195,29 @@ def test_storage_format_becomes_markdown() -> None:
     assert "> **Warning:**" in body and "> Never on Fridays." in body
     assert "| db | SRE |" in body
     assert "See Vault basics." in body and "toc" not in body
+
+
+class TestConfluenceContract(ConnectorContract):
+    kind = "confluence"
+
+    @pytest.fixture
+    def rig(self, confluence: FakeConfluence) -> Rig:
+        def remove() -> str:
+            del confluence.pages["201"]
+            return "201"
+
+        return Rig(
+            SourceConfig("wiki", url=confluence.url + "/wiki", token=TOKEN),
+            {"deployment": "cloud", "email": EMAIL, "spaces": ["ENG", "DOCS"],
+             "public_spaces": ["DOCS"], "page_size": 2, "backoff_s": 0.01},
+            frozenset({"1001", "1002", "1003", "200", "201", "202", "203"}),
+            {"1003": Seen("Welcome", f"{confluence.url}/wiki/spaces/DOCS/pages/1003",
+                          "Hello, everyone.")},
+            public="1003", restricted=("1002", frozenset({"confluence:group:hr",
+                                                          "confluence:user:557058:bo"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'wiki' (Confluence)", "HTTP 401", "`token`",
+                                  "`confluence.email`"), source={"token": "wrong-token-9"},
+                                 secret="wrong-token-9"),
+            unreadable=Trouble(("page 1002", "HTTP 403"), apply=lambda: confluence.locked.add(
+                "1002")))

@@ -14,8 +14,8 @@ from pptx import Presentation
 from pptx.util import Inches
 
 from sync.connectors.base import DocumentFailure, SourceDocument
-from sync.connectors.convert import DocumentParseError
-from sync.connectors.files import file_to_markdown
+from sync.connectors.common.convert import DocumentParseError
+from sync.connectors.common.files import file_to_markdown
 from sync.connectors.folder import FolderConnector
 from tests.sync.conftest import write
 

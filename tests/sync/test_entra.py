@@ -13,7 +13,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from pydantic import SecretStr
 
-from sync.connectors.entra import GRAPH_SCOPE, EntraApp, EntraError, EntraNames, EntraToken
+from sync.connectors.common.entra import EntraApp, EntraError, EntraNames, EntraToken
+from sync.connectors.common.microsoft import GRAPH_SCOPE
 from tests.fakes.entra_server import CLIENT_ID, SECRET, TENANT, TOKEN, FakeEntra, thumbprint
 from tests.fakes.tls import AppCertificate
 

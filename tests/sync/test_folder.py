@@ -9,9 +9,10 @@ import pytest
 
 from bot.settings import SAMPLE_KNOWLEDGE
 from rag.errors import SyncError
-from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
+from sync.connectors.base import DocumentFailure, Fetched, SourceConfig, SourceDocument
 from sync.connectors.folder import FolderConnector
 from tests.sync.conftest import article, write
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 from tests.sync.pdf import make_pdf
 
 HTML = """<!DOCTYPE html><html><head><title>Pricing FAQ</title>
@@ -154,3 +155,25 @@ async def test_the_sample_knowledge_base_reads_cleanly() -> None:
     assert failures == [] and len(items) >= 30
     assert len({i.doc_id for i in items}) == len(items)
     assert await FolderConnector(SAMPLE_KNOWLEDGE).list_ids() == {i.doc_id for i in items}
+
+
+class TestFolderContract(ConnectorContract):
+    kind = "folder"
+
+    @pytest.fixture
+    def rig(self, kb: Path) -> Rig:
+        write(kb, "hr/leave.md", article("Parental leave", "Sixteen weeks of paid leave.",
+                                         access="[hr, people-leads]"))
+        write(kb, "it/vpn.md", "# Connecting to the VPN\n\nUse WireGuard with the office "
+              "profile.")
+        write(kb, "notes/printers.txt", "PRINTERS\n\nTray two jams on Mondays.")
+        return Rig(
+            SourceConfig("kb", url="https://files.example/kb/", path=kb), {},
+            frozenset({"hr/leave.md", "it/vpn.md", "notes/printers.txt"}),
+            {"it/vpn.md": Seen("Connecting to the VPN", "https://files.example/kb/it/vpn.md",
+                               "Use WireGuard with the office profile.")},
+            public="it/vpn.md", restricted=("hr/leave.md", frozenset({"hr", "people-leads"})),
+            remove=lambda: (kb / "notes/printers.txt").unlink() or "notes/printers.txt",
+            bad_credential=Trouble(("`path`", "missing"), source={"path": kb / "missing"}),
+            unreadable=Trouble(("broken.pdf", "not a readable PDF"), apply=lambda: write(
+                kb, "broken.pdf", b"this is not a pdf at all") and None))

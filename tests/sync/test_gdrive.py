@@ -26,6 +26,7 @@ from tests.fakes.gdrive_server import (
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 from tests.sync.harness import SpyIndex, snapshot
 from tests.sync.pdf import make_pdf
 
@@ -225,3 +226,29 @@ async def test_an_export_past_the_size_limit_is_stopped_as_it_downloads(
     [error] = [e for e in summary.errors if "Huge notes" in e]
     assert "the export failed (it is over the 1 MB limit, `gdrive.max_file_mb`)" in error
     assert "huge" not in await account.bodies()
+
+
+class TestGDriveContract(ConnectorContract):
+    kind = "gdrive"
+
+    @pytest.fixture
+    def rig(self, drive: FakeDrive, tmp_path: Path) -> Rig:
+        def remove() -> str:
+            del drive.files["s1"]
+            return "s1"
+
+        return Rig(
+            SourceConfig("gd", url=drive.url),
+            {"key_file": drive.key_file(tmp_path), "page_size": 2, "backoff_s": 0.01,
+             "max_wait_s": 2.0},
+            frozenset({"d1", "s1", "p1", "f1"}),
+            {"d1": Seen("Travel policy", "https://docs.google.com/document/d/d1/edit?usp=drivesdk",
+                        "Book trains for trips under four hours.")},
+            public="s1", restricted=("p1", frozenset({"gdrive:group:hr@acme.com",
+                                                      "gdrive:user:bo@acme.com"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'gd' (Google Drive)", "`gdrive.key_file`",
+                                    "invalid_grant"), apply=drive.keys.clear,
+                                   secret="PRIVATE KEY"),
+            unreadable=Trouble(("Travel policy", "too large to be exported"),
+                               apply=lambda: drive.export_fails.add("d1")))

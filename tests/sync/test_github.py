@@ -19,6 +19,7 @@ from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.platform_server import Fault
 from tests.sync.conftest import HashEmbedder, paragraph
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 SOURCE = "code"
 KNOWN = frozenset({"public", "github:team:acme/platform", "github:user:mona",
@@ -269,3 +270,34 @@ async def test_a_wiki_clone_refused_is_one_sentence_without_the_token(
     assert message.startswith(f"Source 'code' (GitHub): the wiki of {github.url}/acme/handbook "
                               "could not be cloned (")
     assert TOKEN not in message and TOKEN not in caplog.text
+
+
+class TestGitHubContract(ConnectorContract):
+    kind = "github"
+
+    @pytest.fixture
+    def rig(self, github: FakeGitHub) -> Rig:
+        def remove() -> str:
+            github.commit("acme/handbook", {"docs/old.md": None})
+            return "acme/handbook:docs/old.md"
+
+        return Rig(
+            SourceConfig(SOURCE, url=github.url, token=TOKEN),
+            {"repos": REPOS, "backoff_s": 0.01, "max_wait_s": 3.0},
+            frozenset({"acme/handbook:README.md", "acme/handbook:docs/vpn.md",
+                       "acme/handbook:docs/old.md", "acme/handbook#discussion-1",
+                       "acme/handbook#discussion-2", "acme/platform:README.md",
+                       "acme/intranet:README.md", "acme/secret:README.md"}),
+            {"acme/handbook:docs/vpn.md": Seen(
+                "VPN setup", f"{github.url}/acme/handbook/blob/main/docs/vpn.md",
+                "Step 0 of the vpn procedure")},
+            public="acme/handbook:docs/vpn.md", restricted=("acme/platform:README.md", frozenset(
+                {"github:team:acme/platform", "github:user:mona"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'code' (GitHub) answered HTTP 401", "`token`"),
+                                 source={"token": "github_pat_revoked"},
+                                 secret="github_pat_revoked"),
+            unreadable=Trouble(("acme/handbook/docs/latin1.md", "not UTF-8"),
+                             apply=lambda: github.commit("acme/handbook", {
+                                 "docs/latin1.md": "# Caf\xe9".encode("latin-1")})),
+            known_groups=KNOWN)

@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 
 from rag.errors import SyncError
-from sync.connectors.base import DocumentFailure, Fetched, SourceDocument
+from sync.connectors.base import DocumentFailure, Fetched, SourceConfig, SourceDocument
+from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.http import HttpConfig, HttpConnector
 from sync.job import SyncJob
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.platform_server import FakePlatform, Fault, article, malformed, rate_limited
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 TOKEN = "s3cret-token"
 
@@ -47,11 +49,12 @@ async def wiki() -> AsyncIterator[FakePlatform]:
 
 
 def connector(server: FakePlatform, **overrides: Any) -> HttpConnector:
-    options: dict[str, Any] = {"base_url": server.url, "token": TOKEN, "page_size": 3,
-                               "max_wait_s": 5.0, "backoff_s": 0.01}
+    retry = RetryKnobs(max_wait_s=5.0, backoff_s=0.01,
+                       max_retries=overrides.pop("max_retries", 5))
+    options: dict[str, Any] = {"base_url": server.url, "token": TOKEN, "page_size": 3}
     if server.pagination == "page":
         options["page_param"] = "page"
-    return HttpConnector(HttpConfig(**{**options, **overrides}))
+    return HttpConnector(HttpConfig(retry=retry, **{**options, **overrides}))
 
 
 async def fetch(conn: HttpConnector, since: datetime | None = None) -> list[Fetched]:
@@ -198,3 +201,34 @@ async def test_a_pagination_that_repeats_itself_stops_with_an_error() -> None:
         with pytest.raises(SyncError) as caught:
             await fetch(HttpConnector(HttpConfig(base_url=server.url)))
     assert "repeats itself" in caught.value.user_message
+
+
+class TestHttpContract(ConnectorContract):
+    kind = "http"
+
+    @pytest.fixture
+    def rig(self, wiki: FakePlatform) -> Rig:
+        wiki.articles.clear()
+        wiki.put(article("a0", "Expenses", "# Expenses\n\nClaims are filed within thirty days.",
+                         url="https://kb.example/a0"))
+        wiki.put(article("a1", "Pay bands", "Bands are reviewed every spring.",
+                         url="https://kb.example/a1", access=["hr", "finance"]))
+        wiki.put(article("a2", "Wifi", "The wifi password rotates monthly.",
+                         url="https://kb.example/a2"))
+
+        def remove() -> str:
+            del wiki.articles["a2"]
+            return "a2"
+
+        return Rig(
+            SourceConfig("kb", url=wiki.url, token=TOKEN), {"page_size": 2},
+            frozenset({"a0", "a1", "a2"}),
+            {"a0": Seen("Expenses", "https://kb.example/a0",
+                        "Claims are filed within thirty days.")},
+            public="a0", restricted=("a1", frozenset({"hr", "finance"})), remove=remove,
+            bad_credential=Trouble(("Source 'kb' (http) answered HTTP 401", "`token`"),
+                                   source={"token": "wrong-http-4"},
+                                   secret="wrong-http-4"),
+            unreadable=Trouble(("without 'id'",), apply=lambda: wiki.put(
+                {"title": "no id here", "body": "x", "updated_at": "2026-01-01T00:00:00Z",
+                 "id": None})))

@@ -25,6 +25,7 @@ from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.platform_server import rate_limited
 from tests.sync.conftest import HashEmbedder, paragraph
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 SOURCE = "tickets"
 KNOWN = frozenset({"public", "jira:group:it-staff", "jira:role:IT:Developers",
@@ -203,3 +204,31 @@ async def test_fetch_reads_named_issues(jira: FakeJira) -> None:
     assert isinstance(found[0], SourceDocument) and found[0].doc_id == "IT-1"
     assert found[1:] == [DocumentGone("OPS-4"), DocumentGone("IT-77"),
                          DocumentGone("x) OR (1=1")]
+
+
+class TestJiraContract(ConnectorContract):
+    kind = "jira"
+
+    @pytest.fixture
+    def rig(self, jira: FakeJira) -> Rig:
+        jira.schemes["OPS"] = [grant("anyone")]  # anonymous browsing: its issues are public
+
+        def remove() -> str:
+            del jira.issues["IT-3"]
+            return "IT-3"
+
+        return Rig(
+            SourceConfig(SOURCE, url=jira.url, token=TOKEN),
+            {"email": EMAIL, "projects": ["IT", "OPS"], "jql": "status = Done",
+             "deployment": "cloud", "backoff_s": 0.01, "max_wait_s": 2.0},
+            frozenset({"IT-1", "IT-2", "IT-3", "OPS-4"}),
+            {"IT-1": Seen("IT-1: VPN drops every hour", f"{jira.url}/browse/IT-1",
+                          "The VPN client disconnects hourly.")},
+            public="OPS-4", restricted=("IT-2", frozenset({"jira:level:10021"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'tickets' (Jira) answered HTTP 401",
+                                  "`token` and `jira.email`"), source={"token": "jira-revoked-7"},
+                                 secret="jira-revoked-7"),
+            unreadable=Trouble(("issue IT-3 (Printer on floor 2)",), apply=lambda: jira.change(
+                "IT-3", description="plain text where ADF belongs")),
+            known_groups=KNOWN)

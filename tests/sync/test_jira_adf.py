@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sync.connectors.convert import DocumentParseError
+from sync.connectors.common.convert import DocumentParseError
 from sync.connectors.jira_adf import adf_to_markdown
 
 

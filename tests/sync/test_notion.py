@@ -24,6 +24,7 @@ from tests.fakes.notion_server import (
 )
 from tests.fakes.platform_server import rate_limited
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 from tests.sync.harness import FailingEmbedder, SpyIndex, snapshot
 
 RUNBOOK = [
@@ -112,13 +113,6 @@ async def test_index_update_prune_and_quiet_second_run(notion: FakeNotion) -> No
     assert (await source.docs())["p-2"].access == ("public",)
 
 
-async def test_an_unshared_page_is_reported_and_the_rest_syncs(notion: FakeNotion) -> None:
-    notion.unshared.add("p-n0")
-    summary = await Source(notion).sync()
-    assert (summary.counts.added, summary.counts.failed) == (4, 1)
-    assert "Note 0" in summary.errors[0]
-
-
 async def test_a_malformed_block_keeps_the_previous_version(notion: FakeNotion) -> None:
     source = Source(notion)
     await source.sync()
@@ -129,14 +123,6 @@ async def test_a_malformed_block_keeps_the_previous_version(notion: FakeNotion) 
     summary = await source.sync()
     assert summary.counts.failed == 1 and "Note 0" in summary.errors[0]
     assert await snapshot(source.index) == before
-
-
-async def test_a_wrong_secret_names_the_source_and_setting(notion: FakeNotion) -> None:
-    with pytest.raises(SyncError) as caught:
-        await Source(notion, secret="ntn_wrong_7").sync()
-    message = caught.value.user_message
-    assert "Source 'notes' (Notion)" in message and "HTTP 401" in message
-    assert "`token`" in message and "ntn_wrong_7" not in message
 
 
 async def test_429_and_three_requests_a_second(notion: FakeNotion) -> None:
@@ -214,3 +200,24 @@ async def test_a_database_not_shared_names_the_setting(notion: FakeNotion) -> No
     message = caught.value.user_message
     assert message.startswith("Source 'notes' (Notion)") and "`notion.databases`" in message
     assert "db-eng" in message
+
+
+class TestNotionContract(ConnectorContract):
+    kind = "notion"
+
+    @pytest.fixture
+    def rig(self, notion: FakeNotion) -> Rig:
+        def remove() -> str:
+            del notion.pages["p-n2"]
+            return "p-n2"
+
+        return Rig(
+            SourceConfig("notes", url=notion.url, token=SECRET),
+            {"requests_per_second": 1000, "backoff_s": 0.01, "max_wait_s": 5},
+            frozenset({"p-1", "p-2", "p-n0", "p-n1", "p-n2"}),
+            {"p-2": Seen("Welcome", "https://www.notion.so/Welcome-p2", "Hello, new joiner.")},
+            public="p-2", restricted=("p-1", frozenset({"notion:workspace"})), remove=remove,
+            bad_credential=Trouble(("Source 'notes' (Notion)", "HTTP 401", "`token`"),
+                                 source={"token": "ntn_wrong_7"}, secret="ntn_wrong_7"),
+            unreadable=Trouble(("Note 0",), apply=lambda: notion.unshared.add("p-n0")),
+            known_groups=frozenset({"public", "notion:workspace"}))

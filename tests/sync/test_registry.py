@@ -103,3 +103,29 @@ def test_a_platform_without_its_token_is_refused(tmp_path: Path) -> None:
         app.connector(app.settings.sources[0])
     assert caught.value.user_message == ("Source 'wiki' is confluence but has no `token` (an "
                                          "API token or PAT).")
+
+
+# What docs/connectors/*.md and settings files already rely on: (max_retries, timeout_s,
+# max_wait_s, backoff_s) per kind. Drive and Graph exports are slow; GitHub's hourly limit
+# resets within the hour; a website gets fewer retries.
+RETRY_DEFAULTS = {
+    "http": (5, 30.0, 60.0, 0.5), "confluence": (5, 30.0, 60.0, 0.5),
+    "notion": (5, 30.0, 60.0, 0.5), "zendesk": (5, 30.0, 60.0, 0.5),
+    "jira": (5, 30.0, 60.0, 0.5), "servicenow": (5, 30.0, 60.0, 0.5),
+    "gdrive": (5, 60.0, 60.0, 0.5), "sharepoint": (5, 60.0, 60.0, 0.5),
+    "github": (5, 30.0, 900.0, 0.5), "web": (3, 30.0, 60.0, 0.5)}
+
+
+@pytest.mark.parametrize("kind", sorted(RETRY_DEFAULTS))
+def test_each_http_kind_takes_the_four_retry_keys_with_its_defaults(kind: str) -> None:
+    model = SPECS[kind].settings
+    fields = model.model_fields
+    assert tuple(fields[k].default for k in (
+        "max_retries", "timeout_s", "max_wait_s", "backoff_s")) == RETRY_DEFAULTS[kind]
+    table = {"max_retries": 1, "timeout_s": 2.0, "max_wait_s": 3.0, "backoff_s": 0.25}
+    assert {k: getattr(model(**table), k) for k in table} == table
+
+
+def test_the_kinds_without_the_retry_keys_are_the_ones_without_an_http_api() -> None:
+    assert {k for k, s in SPECS.items() if "max_retries" not in s.settings.model_fields} == {
+        "folder", "slack"}  # a directory; Slack's retries are slack_sdk's handlers

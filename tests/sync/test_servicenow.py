@@ -23,6 +23,7 @@ from tests.fakes.servicenow_server import (
     FakeServiceNow,
 )
 from tests.sync.conftest import HashEmbedder, paragraph
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 SOURCE = "kb"
 KNOWN = frozenset({"public", "servicenow:group:Service Desk", "servicenow:role:itil",
@@ -179,3 +180,32 @@ async def test_a_rate_limited_read_waits_and_carries_on(snow: FakeServiceNow) ->
     snow.faults.append(rate_limited("0", "/api/now/table/kb_knowledge"))
     summary = await job(snow, MemoryIndex(), MemorySyncState()).run(full=True)
     assert summary.counts.added == 5
+
+
+class TestServiceNowContract(ConnectorContract):
+    kind = "servicenow"
+
+    @pytest.fixture
+    def rig(self, snow: FakeServiceNow) -> Rig:
+        def remove() -> str:
+            articles = snow.tables["kb_knowledge"]
+            del articles[next(k for k, r in articles.items() if r["number"] == "KB0010006")]
+            return "KB0010006"
+
+        return Rig(
+            SourceConfig(SOURCE, url=snow.url, token=PASSWORD),
+            {"username": USER, "bases": ["IT", "HR"], "public_bases": ["IT"], "page_size": 2,
+             "backoff_s": 0.01, "max_wait_s": 2.0},
+            frozenset({"KB0010001", "KB0010002", "KB0010003", "KB0010004", "KB0010006"}),
+            {"KB0010001": Seen("Connect to the VPN",
+                               f"{snow.url}/kb_view.do?sysparm_article=KB0010001",
+                               "Step 0 of the vpn procedure")},
+            public="KB0010001", restricted=("KB0010004", frozenset({
+                "servicenow:group:Service Desk", "servicenow:role:itil"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'kb' (ServiceNow) answered HTTP 401",
+                                  "`token` and `servicenow.username`"),
+                                 source={"token": "snow-revoked-3"}, secret="snow-revoked-3"),
+            unreadable=Trouble(("knowledge base 'Fasilities'", "not found"),
+                             table={"bases": ["IT", "HR", "Fasilities"]}),
+            known_groups=KNOWN)

@@ -27,6 +27,7 @@ from tests.fakes.sharepoint_server import (
 )
 from tests.fakes.tls import AppCertificate
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 from tests.sync.harness import FailingEmbedder, SpyIndex, snapshot
 from tests.sync.pdf import make_pdf
 from tests.sync.test_convert_files import docx
@@ -259,3 +260,32 @@ async def test_a_run_that_dies_midway_keeps_the_old_delta_link(graph: FakeShareP
     clean = Tenant(graph)
     await clean.sync()
     assert await snapshot(tenant.index) == await snapshot(clean.index)
+
+
+class TestSharePointContract(ConnectorContract):
+    kind = "sharepoint"
+
+    @pytest.fixture
+    def rig(self, graph: FakeSharePoint) -> Rig:
+        def remove() -> str:
+            graph.delete(DRIVE, "01C")
+            return f"{DRIVE}:01C"
+
+        def rotate() -> None:
+            graph.secret = "rotated-secret"
+
+        return Rig(
+            SourceConfig("sp", url=graph.graph_url, token=SECRET),
+            {"tenant_id": TENANT, "client_id": CLIENT_ID, "authority": graph.login_url,
+             "sites": [SITE], "drives": [ONEDRIVE], "backoff_s": 0.01, "max_wait_s": 2.0},
+            frozenset({f"{DRIVE}:01A", f"{DRIVE}:01B", f"{DRIVE}:01C", f"{ONEDRIVE}:02A",
+                       f"page:{SITE}:p-1"}),
+            {f"{DRIVE}:01A": Seen("Expenses", "https://contoso.sharepoint.com/Docs/Expenses.docx",
+                                  "Expense claims are filed within thirty days.")},
+            public=f"{DRIVE}:01A", restricted=(f"{DRIVE}:01B", frozenset({
+                f"entra:group:{HR_GROUP.lower()}", "sharepoint:group:Contoso Owners"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'sp' (SharePoint)", "`token`", "invalid_client"),
+                                   apply=rotate, secret=SECRET),
+            unreadable=Trouble(("Pay bands.pdf", "HTTP 403"),
+                               apply=lambda: graph.unreadable.add("01B")))

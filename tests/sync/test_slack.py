@@ -17,6 +17,7 @@ from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.slack_payloads import APP_ID, BOT_ID, BOT_TOKEN, BOT_USER
 from tests.fakes.slack_server import Failure, FakeSlack
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 SOURCE = "chat"
 HELP, SECRET, RANDOM, NOBOT, DMS = "C0HELP", "G0SECRET", "C0RANDOM", "C0NOBOT", "D0DIRECT"
@@ -270,3 +271,31 @@ async def test_fetch_reads_named_threads_and_says_which_are_gone(slack: FakeSlac
     # #random is not this source's channel: passed over, not removed from another source
     assert isinstance(found[3], SourceDocument) and found[3].doc_id == f"{SECRET}:{VAULT}"
     assert len(found) == 4
+
+
+class TestSlackContract(ConnectorContract):
+    kind = "slack"
+
+    @pytest.fixture
+    def rig(self, slack: FakeSlack) -> Rig:
+        def remove() -> str:
+            slack.remove(HELP, LONG)
+            return f"{HELP}:{LONG}"
+
+        return Rig(
+            SourceConfig(SOURCE, url=slack.api_url, token=BOT_TOKEN),
+            {"channels": ["#it-help", SECRET], "lookback_days": 3650},
+            frozenset({f"{HELP}:{VPN_Q}", f"{HELP}:{LONG}", f"{SECRET}:{VAULT}"}),
+            {f"{HELP}:{VPN_Q}": Seen(
+                "How do I get access to the staging VPN? (#it-help thread, 29 Dec 2025)",
+                f"https://acme.slack.com/archives/{HELP}/p1767000000000100",
+                "The old form is gone.")},
+            public=f"{HELP}:{VPN_Q}", restricted=(f"{SECRET}:{VAULT}",
+                                                  frozenset({f"slack:channel:{SECRET}"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'chat' (Slack)", "invalid_auth", "`token`"),
+                                   source={"token": "xoxb-revoked-123"},
+                                   secret="xoxb-revoked-123"),
+            unreadable=Trouble((f"channel {NOBOT} cannot be read", "/invite @Sift"),
+                               table={"channels": ["#it-help", SECRET, NOBOT]}),
+            live_principals=("slack:channel:",))

@@ -16,6 +16,7 @@ from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.teams_graph import CLIENT_ID, SECRET, TENANT, FakeTeamsGraph, card, file
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 SOURCE = "chat"
 IT, HR = "0f4e2a7c-1b1d-4b7e-9a52-3e1c8d6b2f10", "7a9d0c3e-55e1-4f0a-8c0b-9b2d4e6f8a21"
@@ -288,3 +289,32 @@ async def test_a_thread_of_5000_replies_is_read_page_by_page(graph: FakeTeamsGra
     assert "ticket 0\n" in doc.body and doc.body.endswith("ticket 4999")
     assert doc.body.count("**Ben Okafor**") == 5000
     assert len(graph.paths(f"/messages/{root}/replies")) == 100  # 50 a page
+
+
+class TestTeamsContract(ConnectorContract):
+    kind = "teams"
+
+    @pytest.fixture
+    def rig(self, graph: FakeTeamsGraph, ids: Tenant) -> Rig:
+        def remove() -> str:
+            graph.delete(IT, HELP, ids.long)
+            return f"{HELP}/{ids.long}"
+
+        [root] = [m for m in graph.teams[IT].channels[HELP].roots if m["id"] == ids.vpn]
+        return Rig(
+            SourceConfig(SOURCE, url=graph.graph_url, token=SECRET),
+            {"tenant_id": TENANT, "client_id": CLIENT_ID, "app_id": CLIENT_ID,
+             "authority": graph.login_url, "teams": ["IT"], "channels": ["it-help", VAULT]},
+            frozenset({f"{HELP}/{ids.vpn}", f"{HELP}/{ids.long}", f"{VAULT}/{ids.vault}"}),
+            {f"{HELP}/{ids.vpn}": Seen(
+                "How do I get access to the staging VPN? (#it-help thread in IT, 29 Dec 2025)",
+                root["webUrl"], "The old form is gone.")},
+            public=None,  # a standard channel is its team's, never everyone's
+            restricted=(f"{VAULT}/{ids.vault}", frozenset({f"teams:channel:{VAULT}"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'chat' (Teams)", "`token`"),
+                                   source={"token": "revoked-secret-9"},
+                                   secret="revoked-secret-9"),
+            unreadable=Trouble(("#secret-ops", "HTTP 403"),
+                               apply=lambda: graph.forbidden.add(f"{IT}/{VAULT}")),
+            live_principals=("teams:",))

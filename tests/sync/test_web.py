@@ -15,6 +15,7 @@ from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.web_site import FakeSite, SitePage
 from tests.sync.conftest import HashEmbedder
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 from tests.sync.harness import SpyIndex
 
 LONG = ("Install the agent on every workstation, then reboot it so that the service starts "
@@ -147,3 +148,37 @@ async def test_a_page_over_the_size_limit_is_skipped_before_it_is_read_whole(
     # fake counts what it wrote: loopback's socket buffers take several MB more than Sift
     # read before the closed connection reaches the writer; 10 MB was seen on a busy run.)
     assert site.sent["/docs/huge"] < 20 * 2**20
+
+
+class TestWebContract(ConnectorContract):
+    kind = "web"
+
+    @pytest.fixture
+    def rig(self, site: FakeSite) -> Rig:
+        site.redirects.clear()
+        site.pages = {
+            "/docs/": SitePage("Docs home", LONG, ("/docs/install", "/docs/faq")),
+            "/docs/install": SitePage("Install", LONG.replace("Install", "Deploy")),
+            "/docs/faq": SitePage("FAQ", "Questions people ask about the agent, answered in "
+                                  "full sentences for the knowledge base.")}
+
+        def remove() -> str:  # the page goes, and the link to it
+            del site.pages["/docs/faq"]
+            site.pages["/docs/"] = SitePage("Docs home", LONG, ("/docs/install",))
+            return f"{site.url}/docs/faq"
+
+        def huge_page() -> None:  # (a 404 is no failure: the page was deleted)
+            site.pages["/docs/"] = SitePage("Docs home", LONG, ("/docs/install", "/docs/faq",
+                                                                "/docs/huge"))
+            site.large["/docs/huge"] = (2 * 2**20, False)
+
+        return Rig(
+            SourceConfig("docs", url=site.url + "/docs/"), {"delay_s": 0, "backoff_s": 0.01},
+            frozenset({f"{site.url}/docs/", f"{site.url}/docs/install", f"{site.url}/docs/faq"}),
+            {f"{site.url}/docs/install": Seen("Install", f"{site.url}/docs/install",
+                                              "Deploy the agent on every workstation")},
+            public=f"{site.url}/docs/install", restricted=None, remove=remove,
+            bad_credential=Trouble(("Source 'docs'", "`url`"),
+                                   source={"url": "ftp://files.example/docs/"}),
+            unreadable=Trouble((f"{site.url}/docs/huge", "SIFT_SYNC__MAX_FILE_MB"),
+                               apply=huge_page, source={"max_file_bytes": 2**20}))

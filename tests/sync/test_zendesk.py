@@ -17,6 +17,7 @@ from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.platform_server import rate_limited
 from tests.fakes.zendesk_server import EMAIL, TOKEN, FakeArticle, FakeZendesk
 from tests.sync.conftest import HashEmbedder, paragraph
+from tests.sync.connector_contract import ConnectorContract, Rig, Seen, Trouble
 
 SOURCE = "desk"
 AGENTS = 3600001  # a user segment ("Agents and admins")
@@ -146,3 +147,29 @@ async def test_fetch_reads_named_articles(zendesk: FakeZendesk,
 async def test_fetch_with_expired_credentials_stops(zendesk: FakeZendesk) -> None:
     with pytest.raises(SyncError, match="HTTP 401"):
         [d async for d in connector(zendesk, token="expired").fetch(["1"])]
+
+
+class TestZendeskContract(ConnectorContract):
+    kind = "zendesk"
+
+    @pytest.fixture
+    def rig(self, zendesk: FakeZendesk) -> Rig:
+        def remove() -> str:
+            zendesk.delete(5)
+            return "5"
+
+        return Rig(
+            SourceConfig(SOURCE, url=zendesk.url, token=TOKEN),
+            {"email": EMAIL, "backoff_s": 0.01, "max_wait_s": 2.0},
+            frozenset({"1", "2", "4", "5", "6"}),
+            {"1": Seen("Refund a card payment",
+                       f"{zendesk.url}/hc/en-us/articles/1-Refund-a-card-payment",
+                       "Step 0 of the refund procedure")},
+            public="1", restricted=("2", frozenset({f"zendesk:segment:{AGENTS}"})),
+            remove=remove,
+            bad_credential=Trouble(("Source 'desk' (Zendesk) answered HTTP 401",
+                                  "`token` and `zendesk.email`"), source={"token": "zd-expired"},
+                                 secret="zd-expired"),
+            unreadable=Trouble(("article 5 (Invoice 5)",),
+                             apply=lambda: zendesk.change(5, body=None)),
+            known_groups=frozenset({"public", f"zendesk:segment:{AGENTS}"}))

@@ -16,8 +16,7 @@ from bot.chat.service import ChatLimits, ChatService
 from bot.settings import ChatSettings, Settings
 from bot.slack import spec as slack_spec
 from bot.slack.app import SlackAdapter, build_slack_adapter
-from bot.slack.live import APPEND_EVERY_S
-from bot.slack.spec import SlackSettings
+from bot.slack.spec import APPEND_EVERY_S, SlackSettings
 from rag.llm import AnthropicLLM
 from rag.ports import SearchIndex
 from tests.fakes.anthropic_server import FakeAnthropic

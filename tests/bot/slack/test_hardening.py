@@ -14,7 +14,7 @@ from bot.settings import Settings
 from bot.slack import spec as slack_spec
 from bot.slack.app import build_slack_adapter
 from rag.errors import ConfigError
-from sync.connectors.slack_client import web_client
+from sync.connectors.common.slack_client import web_client
 from tests.bot.slack.conftest import Q_TS, SlackStack
 from tests.fakes.slack_payloads import (
     APP_TOKEN,

@@ -14,8 +14,8 @@ import msal
 import requests
 from pydantic import SecretStr
 
-GRAPH_SCOPE = "https://graph.microsoft.com/.default"
-PUBLIC_CLOUD = "https://login.microsoftonline.com"
+from sync.connectors.common.microsoft import GRAPH_SCOPE, PUBLIC_CLOUD
+
 PFX = (".pfx", ".p12")
 # What an AADSTS code says is wrong (Microsoft's error code reference), so the sentence names
 # the one setting to fix: the credential, the app id or the tenant.

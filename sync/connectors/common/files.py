@@ -11,7 +11,12 @@ from typing import Any
 
 from defusedxml import ElementTree
 
-from sync.connectors.convert import DocumentParseError, Parsed, html_to_markdown, markdown_table
+from sync.connectors.common.convert import (
+    DocumentParseError,
+    Parsed,
+    html_to_markdown,
+    markdown_table,
+)
 
 _CORE = "docProps/core.xml"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"

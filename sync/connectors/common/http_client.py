@@ -65,7 +65,7 @@ class JsonClient:
     def __init__(self, client: httpx.AsyncClient, *, max_retries: int = 5,
                  backoff_s: float = 0.5, max_wait_s: float = 60.0,
                  sleep: Sleep = asyncio.sleep, label: str = "The knowledge platform",
-                 auth_hint: str = "the source's token", pacer: Pacer | None = None,
+                 auth_hint: str = "the source's `token`", pacer: Pacer | None = None,
                  throttled: Throttled | None = None) -> None:
         self._client = client
         self._max_retries = max_retries

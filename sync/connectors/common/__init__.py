@@ -1,0 +1,1 @@
+"""What the connectors share and are not: HTTP, tokens, conversion, Microsoft and Slack clients."""
