@@ -29,7 +29,6 @@ from sync.connectors.common.entra import (
     EntraError,
     EntraToken,
 )
-from sync.connectors.common.http_client import JsonClient
 from sync.connectors.common.oauth import RenewingToken
 from sync.connectors.teams_api import (
     GRANT,
@@ -77,9 +76,8 @@ class TeamsConnector:
             http.auth = auth = RenewingToken(self._token)
             await auth.renew()
             http.headers["User-Agent"] = "sift-sync"
-            client = JsonClient(http, max_retries=self.settings.max_retries,
-                                label=self.label, auth_hint=f"the app's Graph permissions: "
-                                f"{GRANT}")
+            client = self.settings.client(http, label=self.label, auth_hint=(
+                f"the app's Graph permissions: {GRANT}"))
             yield TeamsGraph(client, self.base, self.label)
 
     # --- teams and channels ----------------------------------------------------------------

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr
 
-from sync.connectors.base import ConnectorSettings, SourceConfig
+from sync.connectors.base import SourceConfig
 from sync.connectors.common.entra import EntraNames
+from sync.connectors.common.retry_knobs import RetryKnobs
 
 NAMES = EntraNames(tenant="`teams.tenant_id` (or SIFT_TEAMS_TENANT_ID)",
                    client_id="`teams.client_id` (or SIFT_TEAMS_APP_ID)",
@@ -18,8 +19,9 @@ NAMES = EntraNames(tenant="`teams.tenant_id` (or SIFT_TEAMS_TENANT_ID)",
                    authority="`teams.authority` (or SIFT_PERMISSIONS__LOGIN_URL)")
 
 
-class TeamsSettings(ConnectorSettings):
-    """The `[sources.teams]` table. Credentials default to the Teams bot's own app."""
+class TeamsSettings(RetryKnobs):
+    """The `[sources.teams]` table (with the four retry keys every HTTP kind has). Credentials
+    default to the Teams bot's own app."""
 
     teams: list[str] = Field(default_factory=list)  # team ids or display names
     # Channel ids ("19:…@thread.tacv2") or names within those teams. Empty: every standard
@@ -34,8 +36,7 @@ class TeamsSettings(ConnectorSettings):
     authority: str = ""  # default SIFT_PERMISSIONS__LOGIN_URL, else Microsoft's public cloud
     certificate_path: Path | None = None
     certificate_password: SecretStr | None = None
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(5, ge=0)
+    timeout_s: float = Field(60.0, gt=0)  # Graph's message pages can be slow to build
 
 
 @dataclass(frozen=True)

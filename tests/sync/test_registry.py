@@ -113,7 +113,8 @@ RETRY_DEFAULTS = {
     "notion": (5, 30.0, 60.0, 0.5), "zendesk": (5, 30.0, 60.0, 0.5),
     "jira": (5, 30.0, 60.0, 0.5), "servicenow": (5, 30.0, 60.0, 0.5),
     "gdrive": (5, 60.0, 60.0, 0.5), "sharepoint": (5, 60.0, 60.0, 0.5),
-    "github": (5, 30.0, 900.0, 0.5), "web": (3, 30.0, 60.0, 0.5)}
+    "github": (5, 30.0, 900.0, 0.5), "web": (3, 30.0, 60.0, 0.5),
+    "teams": (5, 60.0, 60.0, 0.5)}
 
 
 @pytest.mark.parametrize("kind", sorted(RETRY_DEFAULTS))
