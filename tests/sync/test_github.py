@@ -297,7 +297,7 @@ class TestGitHubContract(ConnectorContract):
             bad_credential=Trouble(("Source 'code' (GitHub) answered HTTP 401", "`token`"),
                                  source={"token": "github_pat_revoked"},
                                  secret="github_pat_revoked"),
-            unreadable=Trouble(("acme/handbook/docs/latin1.md", "not UTF-8"),
+            unreadable=Trouble(("acme/handbook/docs/binary.md", "no other text encoding"),
                              apply=lambda: github.commit("acme/handbook", {
-                                 "docs/latin1.md": "# Caf\xe9".encode("latin-1")})),
+                                 "docs/binary.md": b"\x00\x81\x8d\x8f\x90\x9d\xff\xfe" * 50})),
             known_groups=KNOWN)
