@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from pydantic import Field, SecretStr
 
-from rag.errors import ConfigError, SyncError
+from rag.errors import ConfigError
 from sync.connectors.base import (
     Checkpoint,
     ConnectorSpec,
@@ -28,14 +28,9 @@ from sync.connectors.common.convert import (
     as_datetime,
     html_to_markdown,
 )
-from sync.connectors.common.entra import (
-    EntraApp,
-    EntraError,
-    EntraNames,
-    EntraToken,
-)
+from sync.connectors.common.entra import EntraApp, EntraNames, SourceToken
 from sync.connectors.common.files import file_to_markdown
-from sync.connectors.common.microsoft import GRAPH_SCOPE, GRAPH_URL, PUBLIC_CLOUD
+from sync.connectors.common.microsoft import GRAPH_URL, PUBLIC_CLOUD
 from sync.connectors.common.oauth import RenewingToken
 from sync.connectors.common.retry_knobs import RetryKnobs
 from sync.connectors.sharepoint_graph import (
@@ -89,16 +84,10 @@ class SharePointConnector:
         self.label = f"Source '{source.name}' (SharePoint)"
         s = settings
         # One per connector, so its cached token serves every run until near expiry.
-        self._entra = EntraToken(EntraApp(
+        self._token = SourceToken(EntraApp(
             s.tenant_id, s.client_id, SecretStr(source.token) if source.token else None,
             s.certificate_path, s.certificate_thumbprint, s.certificate_password, s.authority,
-            s.timeout_s), NAMES, GRAPH_SCOPE)
-
-    async def _token(self, refused: str) -> str:
-        try:
-            return await self._entra.get(refused)
-        except EntraError as exc:
-            raise SyncError(str(exc), user_message=f"{self.label}: {exc.sentence}") from None
+            s.timeout_s), NAMES, self.label)
 
     @asynccontextmanager
     async def _api(self) -> AsyncIterator[GraphApi]:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from rag.errors import ConfigError, SyncError
+from rag.errors import ConfigError
 from sync.connectors.base import (
     Checkpoint,
     ConnectorSpec,
@@ -22,13 +22,7 @@ from sync.connectors.base import (
     SourceConfig,
     SourceDocument,
 )
-from sync.connectors.common.entra import (
-    GRAPH_SCOPE,
-    PUBLIC_CLOUD,
-    EntraApp,
-    EntraError,
-    EntraToken,
-)
+from sync.connectors.common.entra import PUBLIC_CLOUD, EntraApp, SourceToken
 from sync.connectors.common.oauth import RenewingToken
 from sync.connectors.teams_api import (
     GRANT,
@@ -58,16 +52,10 @@ class TeamsConnector:
         self.base = (source.url or GRAPH).rstrip("/") + "/"
         self.label = f"Source '{source.name}' (Teams)"
         s = settings
-        self._entra = EntraToken(EntraApp(
+        self._token = SourceToken(EntraApp(
             s.tenant_id, s.client_id, SecretStr(source.token) if source.token else None,
             s.certificate_path, "", s.certificate_password, s.authority or PUBLIC_CLOUD,
-            s.timeout_s), NAMES, GRAPH_SCOPE)
-
-    async def _token(self, refused: str) -> str:
-        try:
-            return await self._entra.get(refused)
-        except EntraError as exc:
-            raise SyncError(str(exc), user_message=f"{self.label}: {exc.sentence}") from None
+            s.timeout_s), NAMES, self.label)
 
     @asynccontextmanager
     async def graph(self) -> AsyncIterator[TeamsGraph]:

@@ -14,6 +14,7 @@ import msal
 import requests
 from pydantic import SecretStr
 
+from rag.errors import SyncError
 from sync.connectors.common.microsoft import GRAPH_SCOPE, PUBLIC_CLOUD
 
 PFX = (".pfx", ".p12")
@@ -144,3 +145,18 @@ class EntraToken:
                  else f"{credential}, {n.client_id} and {n.tenant}")
         code = f" AADSTS{min(codes)}" if codes else ""
         return f"Microsoft Entra refused the app's credentials ({error}{code}); check {fault}."
+
+
+class SourceToken:
+    """A source's app token, the way RenewingToken asks for one: one per connector, so its
+    cache serves every run until near expiry; no token is the source's one sentence."""
+
+    def __init__(self, app: EntraApp, names: EntraNames, label: str,
+                 scope: str = GRAPH_SCOPE) -> None:
+        self._entra, self._label = EntraToken(app, names, scope), label
+
+    async def __call__(self, refused: str) -> str:
+        try:
+            return await self._entra.get(refused)
+        except EntraError as exc:
+            raise SyncError(str(exc), user_message=f"{self._label}: {exc.sentence}") from None
