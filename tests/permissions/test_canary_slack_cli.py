@@ -4,23 +4,19 @@ reaches `sift ask --as` its member's email only (users.lookupByEmail, conversati
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import io
-import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
-from rag.index import WeaviateIndex
 from tests.bot.test_cli_ask import sift_environment
-from tests.conftest import index_config, unique_collection
+from tests.conftest import unique_collection
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import FakeSlack
+from tests.permissions.cli_canary import drop, seen_by, sift
 from tests.permissions.test_canary_slack_channels import (
     EVE,
     HELP,
@@ -66,12 +62,6 @@ def environment(mp: pytest.MonkeyPatch, server: ManagedWeaviate, collection: str
         yield
 
 
-async def sift(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = await asyncio.to_thread(main, list(args))  # the fake answers on this loop
-    return code, out.getvalue(), err.getvalue()
-
 
 async def test_sync_then_ask_shows_the_private_thread_to_its_member_only(
         weaviate_server: ManagedWeaviate, embedder: LocalEmbedder, slack: FakeSlack,
@@ -86,18 +76,9 @@ async def test_sync_then_ask_shows_the_private_thread_to_its_member_only(
             assert "C0NOBOT" in printed and "invite the bot" in printed
             assert "1 document could not be read" in printed
             assert marks(printed) == set()  # the report names channels, never their content
-            seen = {}
-            for who in ((), ("--as", MEMBER_EMAIL), ("--as", EVE_EMAIL),
-                        ("--as", "nobody@elsewhere.example")):
-                code, out, err = await sift("ask", "--json", *who, QUESTION)
-                assert code == 0, out + err
-                json.loads(out)  # one JSON report: the answer, its excerpts and candidates
-                seen[who[-1] if who else "public"] = marks(out)
+            seen = await seen_by((MEMBER_EMAIL, EVE_EMAIL, "nobody@elsewhere.example"),
+                                 QUESTION, marks)
     finally:
-        index = WeaviateIndex(index_config(weaviate_server, collection), embedder.name,
-                              embedder.dimension)
-        await index.connect(ensure=False)
-        await index.drop()
-        await index.close()
+        await drop(weaviate_server, embedder, collection)
     assert seen == {"public": {PUBLIC_MARK}, MEMBER_EMAIL: {PUBLIC_MARK, PRIVATE_MARK},
                     EVE_EMAIL: {PUBLIC_MARK}, "nobody@elsewhere.example": {PUBLIC_MARK}}

@@ -4,22 +4,18 @@ member's email, a private channel's its member's only; without `--as`, neither."
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import io
-import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
-from rag.index import WeaviateIndex
 from tests.bot.test_cli_ask import sift_environment
-from tests.conftest import index_config, unique_collection
+from tests.conftest import unique_collection
 from tests.fakes.teams_graph import CLIENT_ID, SECRET, TENANT, FakeTeamsGraph
+from tests.permissions.cli_canary import drop, seen_by, sift
 from tests.permissions.test_canary_teams_channels import (
     PRIVATE_MARK,
     QUESTION,
@@ -59,12 +55,6 @@ def environment(mp: pytest.MonkeyPatch, server: ManagedWeaviate, collection: str
         yield
 
 
-async def sift(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = await asyncio.to_thread(main, list(args))  # the fake answers on this loop
-    return code, out.getvalue(), err.getvalue()
-
 
 async def test_sync_then_ask_shows_each_thread_to_its_readers_only(
         weaviate_server: ManagedWeaviate, embedder: LocalEmbedder, graph: FakeTeamsGraph,
@@ -80,19 +70,10 @@ async def test_sync_then_ask_shows_each_thread_to_its_readers_only(
             assert "1 document could not be read" in printed
             assert marks(printed) == set()  # the report names channels, never their content
             assert SECRET not in printed
-            seen = {}
-            for who in ((), ("--as", MEMBER_EMAIL), ("--as", EVE_EMAIL),
-                        ("--as", OUTSIDER_EMAIL), ("--as", "nobody@elsewhere.example")):
-                code, out, err = await sift("ask", "--json", *who, QUESTION)
-                assert code == 0, out + err
-                json.loads(out)  # one JSON report: the answer, its excerpts and candidates
-                seen[who[-1] if who else "public"] = marks(out)
+            seen = await seen_by((MEMBER_EMAIL, EVE_EMAIL, OUTSIDER_EMAIL,
+                                  "nobody@elsewhere.example"), QUESTION, marks)
     finally:
-        index = WeaviateIndex(index_config(weaviate_server, collection), embedder.name,
-                              embedder.dimension)
-        await index.connect(ensure=False)
-        await index.drop()
-        await index.close()
+        await drop(weaviate_server, embedder, collection)
     assert seen == {"public": set(), MEMBER_EMAIL: {TEAM_MARK, PRIVATE_MARK},
                     EVE_EMAIL: {TEAM_MARK}, OUTSIDER_EMAIL: set(),
                     "nobody@elsewhere.example": set()}
