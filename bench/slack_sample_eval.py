@@ -10,18 +10,11 @@ channels, `sift sync` indexes it (a managed Weaviate, stopped with each command)
 
 from __future__ import annotations
 
-import asyncio
-import os
-import tempfile
-import threading
-from pathlib import Path
-
-from bot.cli import main
+from bench.chat_eval import SAMPLE, sync_and_eval
 from tests.fakes.slack_export import load_export
 from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import FakeSlack
 
-SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "conversations"
 SOURCE = """[[sources]]
 name = "chat"
 kind = "slack"
@@ -32,28 +25,10 @@ min_chars = 120
 
 
 def run() -> int:
-    loop = asyncio.new_event_loop()  # the fake answers here while the commands run
-    threading.Thread(target=loop.run_forever, daemon=True).start()
     server = FakeSlack()
     load_export(server, SAMPLE / "slack-export")
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result()
-    home = Path(tempfile.mkdtemp(prefix="sift-slack-eval-"))
-    (home / "sift.toml").write_text(SOURCE, encoding="utf-8")
-    for name in [n for n in os.environ if n.startswith("SIFT_")]:
-        del os.environ[name]  # only this run's settings
-    os.environ.update(SIFT_CONFIG=str(home / "sift.toml"), SIFT_DATA_DIR=str(home / "data"),
-                      SIFT_SLACK_BOT_TOKEN=BOT_TOKEN, SIFT_SLACK_API_URL=server.api_url,
-                      SIFT_WEAVIATE__KEEP_RUNNING_MINUTES="0")
-    try:
-        code = main(["sync"])
-        if code == 0:
-            code = main(["eval", str(SAMPLE / "questions.yaml"), "--modes",
-                         "bm25,vector,hybrid", "--k", "1,3,5",
-                         "--report", str(home / "report.md")])
-        return code
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result()
-        loop.call_soon_threadsafe(loop.stop)
+    return sync_and_eval(server, SOURCE, "questions.yaml", lambda s: {
+        "SIFT_SLACK_BOT_TOKEN": BOT_TOKEN, "SIFT_SLACK_API_URL": s.api_url})
 
 
 if __name__ == "__main__":
