@@ -127,3 +127,39 @@ async def test_edit_a_channel_policy(browser: WebDriver, site: str,
                                     "C0HELP001")
     assert found is not None and found.settings["respond"] == "questions"
     assert found.settings["sources"] == ["handbook"]
+
+
+async def test_a_boost_is_confirmed_and_its_row_says_so(browser: WebDriver, site: str,
+                                                        console: Console) -> None:
+    from storage.overrides import OverrideRepository
+
+    rows = await sign_in(browser, site, "/admin/documents?view=all", "table.list tbody tr")
+    first = rows[0]
+    doc_id = await run(lambda: first.find_element(By.CSS_SELECTOR, "td .hint").text)
+    boost = await run(first.find_element, By.CSS_SELECTOR, "button[value='boost']")
+    await run(boost.click)
+    (notice,) = await wait_for(browser, "p.notice[role='status']")
+    try:
+        assert await run(lambda: notice.text) == f"{doc_id}: boosted."
+        row = (await wait_for(browser, "table.list tbody tr"))[0]
+        assert "boost" in [await run(lambda b=b: b.text) for b in
+                           await run(row.find_elements, By.CSS_SELECTOR, ".badge")]
+        page = await run(lambda: browser.page_source)
+        assert "not on main yet" not in page
+        await shot(browser, "documents-boosted")
+    finally:
+        await asyncio.to_thread(OverrideRepository(console.db).reset, doc_id)
+
+
+async def test_a_run_with_failures_reads_partial_not_ok(browser: WebDriver, site: str) -> None:
+    await sign_in(browser, site, "/admin/sources", "#source-handbook tbody tr")
+    # The seeded run that failed one page (another test's "sync now" may have run since).
+    runs = await wait_for(browser, "#source-handbook table tbody tr")
+    texts = [await run(lambda r=r: r.text) for r in runs]
+    failed = runs[next(i for i, t in enumerate(texts) if "HTTP 500" in t)]
+    status = await run(failed.find_element, By.CSS_SELECTOR, ".status")
+    # A warning colour and word, not a green "ok".
+    assert await run(lambda: status.text) == "partial"
+    assert "warning" in (await run(status.get_attribute, "class") or "")
+    wiki = await wait_for(browser, "#source-wiki")
+    assert "Not synced yet" in await run(lambda: wiki[0].text)  # no runs there: true
