@@ -12,16 +12,13 @@ from tests.fakes.http import LocalServer
 __all__ = ["CLIENT_ID", "SECRET", "TENANT", "TOKEN", "FakeGraph"]
 
 
-class FakeGraph(LocalServer):
-    """`memberships` maps a user's object id to the group ids they are (transitively) in."""
+class GraphWithEntra(LocalServer):
+    """A fake Microsoft Graph beside the fake Entra that issues its app tokens: both start and
+    stop together; `graph_url` and `login_url` are what a Graph client is pointed at."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.memberships: dict[str, set[str]] = {}
-        self.requests: list[dict[str, Any]] = []
-        self.fail_status = 0  # set to e.g. 503 to make checkMemberGroups fail
         self.entra = FakeEntra()
-        self.app.router.add_post("/v1.0/users/{oid}/checkMemberGroups", self._check)
 
     async def start(self) -> str:
         await self.entra.start()
@@ -38,6 +35,17 @@ class FakeGraph(LocalServer):
     @property
     def login_url(self) -> str:
         return self.entra.url
+
+
+class FakeGraph(GraphWithEntra):
+    """`memberships` maps a user's object id to the group ids they are (transitively) in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memberships: dict[str, set[str]] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.fail_status = 0  # set to e.g. 503 to make checkMemberGroups fail
+        self.app.router.add_post("/v1.0/users/{oid}/checkMemberGroups", self._check)
 
     async def _check(self, request: web.Request) -> web.Response:
         body = await request.json()

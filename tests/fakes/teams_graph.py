@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from tests.fakes.entra_server import CLIENT_ID, SECRET, TENANT, TOKEN, FakeEntra
-from tests.fakes.http import LocalServer
+from tests.fakes.entra_server import CLIENT_ID, SECRET, TENANT, TOKEN
+from tests.fakes.graph_server import GraphWithEntra
 from tests.fakes.teams_messages import CARD, Sent, card, chat_message, file, iso
 
 __all__ = ["CARD", "CLIENT_ID", "SECRET", "TENANT", "TOKEN", "FakeTeamsGraph", "card", "file"]
@@ -55,13 +55,12 @@ def _error(status: int, code: str, message: str) -> web.Response:
                                         "innerError": {"request-id": "fake"}}}, status=status)
 
 
-class FakeTeamsGraph(LocalServer):
+class FakeTeamsGraph(GraphWithEntra):
     """One tenant's teams. `forbidden` holds team ids, or `team/channel` ids, that answer 403
     (the app has no permission there); `calls` every path asked for."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.entra = FakeEntra()
         self.teams: dict[str, Team] = {}
         self.users: dict[str, Json] = {}
         self.forbidden: set[str] = set()
@@ -84,22 +83,6 @@ class FakeTeamsGraph(LocalServer):
         r.add_get(base + "/{team}/channels/{channel}/messages/delta", self._delta)
         r.add_get(base + "/{team}/channels/{channel}/messages/{id}", self._message)
         r.add_get(base + "/{team}/channels/{channel}/messages/{id}/replies", self._replies)
-
-    async def start(self) -> str:
-        await self.entra.start()
-        return await super().start()
-
-    async def stop(self) -> None:
-        await super().stop()
-        await self.entra.stop()
-
-    @property
-    def graph_url(self) -> str:
-        return f"{self.url}/v1.0"
-
-    @property
-    def login_url(self) -> str:
-        return self.entra.url
 
     # --- the tenant, as a test builds it ---------------------------------------------------
 
