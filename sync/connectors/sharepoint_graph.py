@@ -11,6 +11,7 @@ import httpx
 
 from rag.errors import SyncError
 from sync.connectors.common.http_client import JsonClient, TooLarge, decode_json
+from sync.connectors.common.microsoft import on_graph
 
 log = logging.getLogger(__name__)
 MISSING = frozenset({403, 404})  # an item this app may not read, or gone since the listing
@@ -66,11 +67,7 @@ class GraphApi:
         self.api, self.base, self.label = api, base, label
 
     def _own(self, link: str) -> str:
-        base, target = httpx.URL(self.base), httpx.URL(link)
-        if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
-            raise SyncError(f"link {link} leaves {self.base}", user_message=f"{self.label}: "
-                            f"Graph sent a link to another host ({target.host}); not followed.")
-        return link
+        return on_graph(link, self.base, self.label)
 
     async def _values(self, url: str, params: dict[str, Any] | None = None
                       ) -> AsyncIterator[dict[str, Any]]:

@@ -6,10 +6,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from rag.errors import SyncError
 from sync.connectors.common.http_client import JsonClient, decode_json
+from sync.connectors.common.microsoft import on_graph
 
 MISSING = frozenset({403, 404})
 GONE = frozenset({410})  # a delta token the service no longer honours
@@ -118,11 +117,7 @@ class TeamsGraph:
         self.api, self.base, self.label = api, base, label
 
     def _own(self, link: str) -> str:
-        base, target = httpx.URL(self.base), httpx.URL(link)
-        if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
-            raise SyncError(f"link {link} leaves {self.base}", user_message=f"{self.label}: "
-                            f"Graph sent a link to another host ({target.host}); not followed.")
-        return link
+        return on_graph(link, self.base, self.label)
 
     async def _pages(self, url: str, where: str, params: dict[str, Any] | None = None
                      ) -> AsyncIterator[dict[str, Any]]:

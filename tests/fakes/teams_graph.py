@@ -64,6 +64,7 @@ class FakeTeamsGraph(GraphWithEntra):
         self.teams: dict[str, Team] = {}
         self.users: dict[str, Json] = {}
         self.forbidden: set[str] = set()
+        self.next_base = ""  # where nextLinks point ("": this server): a hostile Graph's test
         self.calls: list[str] = []
         self.clock = 1767000000000  # message ids are the milliseconds they were posted at
         self.change = 0
@@ -202,8 +203,8 @@ class FakeTeamsGraph(GraphWithEntra):
                       "Collection(chatMessage)", "value": items[offset:offset + top]}
         if offset + top < len(items):
             next_state = {**state, "offset": offset + top}
-            body["@odata.nextLink"] = f"{self.url}{request.path}?$skiptoken=" \
-                                      f"{_token(next_state)}"
+            body["@odata.nextLink"] = f"{self.next_base or self.url}{request.path}" \
+                                      f"?$skiptoken={_token(next_state)}"
         else:
             body.update(extra)
         return web.json_response(body)

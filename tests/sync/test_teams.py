@@ -291,6 +291,19 @@ async def test_a_thread_of_5000_replies_is_read_page_by_page(graph: FakeTeamsGra
     assert len(graph.paths(f"/messages/{root}/replies")) == 100  # 50 a page
 
 
+async def test_a_next_link_to_another_host_is_not_followed_with_the_token(
+        graph: FakeTeamsGraph, ids: Tenant) -> None:
+    for n in range(60):  # more replies than one page: the listing needs its nextLink
+        graph.post(IT, HELP, BEN, f"<p>reply {n}</p>", reply_to=ids.vpn)
+    graph.next_base = "http://127.0.0.1:9"  # Graph handing back a link elsewhere
+    index = MemoryIndex()
+    with pytest.raises(SyncError) as caught:
+        await job(graph, index, MemorySyncState()).run(full=True)
+    assert caught.value.user_message.endswith(
+        "Graph sent a link to another host (127.0.0.1); not followed.")
+    assert "\n" not in caught.value.user_message and SECRET not in caught.value.user_message
+
+
 class TestTeamsContract(ConnectorContract):
     kind = "teams"
 
