@@ -34,8 +34,6 @@ from bot.settings_check import parse_networks
 from bot.slack import spec as slack_surface
 from bot.surface_spec import Around
 from bot.teams.source import source_config
-from bot.weaviate.install import find_binary
-from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
 from rag import messages
 from rag.circuit import CircuitBreaker
@@ -95,11 +93,14 @@ from sync.lock import SyncBusy
 from sync.ports import ChunkIndex
 from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
+from weaviate_server.install import find_binary
+from weaviate_server.process import ManagedWeaviate, Ports
 
 if TYPE_CHECKING:
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
     from bot.webchat.app import Gate
+    from evaluation.evaluation import Harness
     from rag.llm import AnthropicLLM
     from rag.llm_openai import OpenAILLM
 
@@ -515,6 +516,18 @@ class App:
         )
         return Pipeline(stages, config, recorder, self.output_policy,
                         recording=self.storage_retrying)
+
+    def evaluation_harness(self) -> Harness:
+        """What `sift evaluate` and the benches run an evaluation with (evaluation/)."""
+        from evaluation.evaluation import Harness
+
+        s = self.settings
+        return Harness(index=self.index, pipeline=lambda index: self.pipeline(index),
+                       embedder=self.embedder, job=self.sync_config,
+                       config=self.pipeline_config, prior=self.prior_config, llm=self.llm,
+                       folder=self.data_dir / "eval", embedding_backend=s.embedding.backend,
+                       judge_timeout_s=s.llm.timeout_s * 2,
+                       relevant_threshold=s.storage.relevant_threshold)
 
     @cached_property
     def output_policy(self) -> OutputPolicy:

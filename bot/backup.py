@@ -10,10 +10,10 @@ from pathlib import Path
 
 from bot.app import App
 from bot.runtime import weaviate_running
-from bot.weaviate.process import backup_dir
 from rag.errors import SiftError
 from storage import backup as database_backup
 from storage.columns import utc_now
+from weaviate_server.process import backup_dir
 
 MANIFEST = "sift-backup.json"
 

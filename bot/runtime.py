@@ -10,8 +10,8 @@ import warnings
 from collections.abc import AsyncIterator
 
 from bot.app import App
-from bot.weaviate import keepalive
 from rag.index import WeaviateIndex
+from weaviate_server import keepalive
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def _kept_note(minutes: float) -> str:
 async def weaviate_running(app: App, *, announce: bool = True) -> AsyncIterator[None]:
     """Make sure the managed Weaviate runs while the command does. One this command started
     keeps running for `weaviate.keep_running_minutes` after the last command that used it
-    (bot/weaviate/keepalive.py), or stops at the end when that is 0."""
+    (weaviate_server/keepalive.py), or stops at the end when that is 0."""
     managed = app.managed_weaviate
     if managed is None:
         yield

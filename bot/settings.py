@@ -32,11 +32,11 @@ from pydantic_settings import (
 from bot import settings_check
 from bot.admin.passwords import Password
 from bot.chat.service import ChatLimits
-from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
 from sync.connectors import registry
 from sync.connectors.base import ConnectorSettings, SourceConfig
 from sync.connectors.common.microsoft import GRAPH_URL, PUBLIC_CLOUD
+from weaviate_server.install import PINNED_VERSION
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
