@@ -359,9 +359,9 @@ class App:
         config = replace(source.connector_config(),
                          max_file_bytes=self.sync_config.max_file_bytes)
         if source.kind == "slack":  # Sift's own workspace: the bot's token unless it names one
-            token = self.settings.slack_bot_token
-            config = replace(config, url=config.url or self.settings.slack_api_url,
-                             token=config.token or (token.get_secret_value() if token else None))
+            bot = slack_surface.config(self.settings)
+            config = replace(config, url=config.url or bot.api_url,
+                             token=config.token or bot.bot_token)
         if source.kind == "teams":  # the Teams bot's own app unless the source names its own
             return spec.build(*source_config(self.settings, source, config))
         return spec.build(config, source.options)
@@ -518,7 +518,7 @@ class App:
                         recording=self.storage_retrying)
 
     def evaluation_harness(self) -> Harness:
-        """What `sift evaluate` and the benches run an evaluation with (evaluation/)."""
+        """What `sift eval` and the benches run an evaluation with (evaluation/)."""
         from evaluation.evaluation import Harness
 
         s = self.settings
@@ -562,9 +562,7 @@ class App:
 
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""
-        # Follow-ups without a mention: a [slack] setting since before policies had their own.
-        slack = slack_surface.config(self.settings).options
-        defaults = PolicyDefaults(follow_ups=slack.follow_ups_without_mention)
+        defaults = PolicyDefaults(follow_ups=surfaces.follow_ups(self.settings))
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), self.access_resolver,
