@@ -99,6 +99,7 @@ from weaviate_server.process import ManagedWeaviate, Ports
 if TYPE_CHECKING:
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
+    from bot.runtime import ManagedRun
     from bot.webchat.app import Gate
     from evaluation.evaluation import Harness
     from rag.llm import AnthropicLLM
@@ -208,6 +209,13 @@ class App:
                       w.raft_rpc_port, w.profiling_port)
         binary = find_binary(w.version, self.settings.weaviate_binary)
         return ManagedWeaviate(binary, self.data_dir / "weaviate", ports)
+
+    @property
+    def weaviate_run(self) -> ManagedRun:
+        """What a short-lived command needs to start the managed Weaviate (bot/runtime.py)."""
+        from bot.runtime import ManagedRun
+
+        return ManagedRun(self.managed_weaviate, self.settings.weaviate)
 
     @cached_property
     def index_config(self) -> IndexConfig:

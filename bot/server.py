@@ -309,7 +309,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if not worker:
             print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
                   "(Ctrl-C to stop)", flush=True)
-            await announce(app, admin=console is not None)  # a line per surface
+            await announce(app.settings, app.llm_endpoint, app.sync_state.last_success,
+                           admin=console is not None)  # a line per surface
         if started is not None:
             started.set()
         await stop.wait()

@@ -147,7 +147,7 @@ async def _run(app: App, harness: Harness, data: EvalSet, options: Options) -> R
     columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[detail]}"))
     questions = min(len(data.queries), options.limit or len(data.queries))
-    async with weaviate_running(app):
+    async with weaviate_running(app.weaviate_run):
         console = Console(stderr=True, markup=False)
         shown = Progress(*columns, console=console) if console.is_terminal else PlainProgress()
         with shown as progress:
