@@ -180,7 +180,8 @@ async def grade_runs(url: str, config: GradingConfig, label: str, n: int,
         started = time.perf_counter()
         result = await grader.grade(f"how do I rotate the staging database credentials #{q}?",
                                     candidates)
-        walls.append(time.perf_counter() - started)
+        walls.append(time.perf_counter() - started)  # what an answer waits for
+        await result.settled()  # score first: the reasons' tokens count too
         tokens_in += result.usage.input_tokens + result.usage.cache_read_tokens
         tokens_out += result.usage.output_tokens
         calls += result.usage.calls

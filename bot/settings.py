@@ -152,6 +152,9 @@ class RetrievalSettings(_Section):
     # A search that finds Weaviate unreachable (a restart takes ~10 s) is tried again, with
     # backoff, for this long before the asker is told; 0 gives up at once.
     outage_wait_s: float = Field(20.0, ge=0, le=300)
+    # A first question: searched and graded as asked while the model understands it (false:
+    # searched with the model's phrases, one round trip later; bench.answer_latency).
+    understand_beside: bool = True
 
 
 class GradingSettings(_Section):
@@ -164,6 +167,9 @@ class GradingSettings(_Section):
     early_stop_wave: int = Field(5, ge=1)
     early_stop_enough: int = Field(6, ge=1)
     early_stop_score: float = Field(0.8, ge=0.0, le=1.0)
+    # Pointwise: a grade's score is used once read, its reason arrives while the answer is
+    # written (false: each grade is awaited whole; bench.answer_latency compares).
+    score_first: bool = True
     cache_ttl_days: float = Field(30.0, ge=0)
     version: str = "g1"
 

@@ -13,6 +13,10 @@ class RetrievalConfig:
     diversity: bool = True
     diversity_balance: float = 0.8
     outage_wait_s: float = 20.0  # how long a search retries an unreachable index
+    # A first question is searched and graded as asked while the model understands it (its
+    # intent is checked before the answer is written), instead of after: one round trip off
+    # the answer's path. A follow-up still waits, its standalone rewrite is what is searched.
+    understand_beside: bool = True
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,9 @@ class GradingConfig:
     early_stop_wave: int = 5
     early_stop_enough: int = 6
     early_stop_score: float = 0.8
+    # Pointwise grades are streamed and used as soon as their score is read; the reasons
+    # follow while the answer is written (one round trip instead of one plus a sentence).
+    score_first: bool = True
     version: str = "g1"
 
 

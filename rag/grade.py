@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,16 @@ class GradingResult:
     grades: dict[str, Grade] = field(default_factory=dict)  # by chunk_id
     usage: Usage = field(default_factory=Usage)
     failures: int = 0  # candidates whose grading failed (they carry fallback grades)
+    # Score first (GradingConfig.score_first): the calls still writing their reasons once
+    # every score is in. Until `settled()`, such a grade has its score and an empty reason.
+    pending: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def settled(self) -> GradingResult:
+        """Every reason written (or given up on), and every call's tokens counted."""
+        while self.pending:
+            waiting, self.pending = self.pending, []
+            await asyncio.gather(*waiting, return_exceptions=True)
+        return self
 
 
 class Grader(Protocol):
@@ -73,6 +84,18 @@ def parse_grade(text: str) -> tuple[float, str]:
     except ValueError as exc:
         raise GradeParseError(f"not JSON: {text[:80]!r}") from exc
     return _score_and_reason(data)
+
+
+# The score of a reply still being written, once it is whole: `{"score": 0.8,` (the schema
+# lists it first, and structured outputs keep that order).
+_LEADING_SCORE = re.compile(r'^\s*\{\s*"score"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*[,}]')
+REASON_CUT_OFF = "the grader stopped before giving its reason"
+
+
+def leading_score(text: str) -> float | None:
+    """The score at the start of a partial grade, clamped to [0, 1]; None until it is whole."""
+    found = _LEADING_SCORE.match(text)
+    return None if found is None else min(1.0, max(0.0, float(found.group(1))))
 
 
 def parse_batch(text: str, ids: Sequence[str]) -> dict[str, tuple[float, str]]:
@@ -161,7 +184,12 @@ class LLMGrader:
 
         tasks = [asyncio.create_task(run(g)) for g in groups]
         remaining = max(0.0, deadline - time.monotonic())
-        _, pending = await asyncio.wait(tasks, timeout=remaining)
+        try:
+            _, pending = await asyncio.wait(tasks, timeout=remaining)
+        except asyncio.CancelledError:  # the answer no longer needs them: no call left behind
+            for task in tasks:
+                task.cancel()
+            raise
         for task in pending:
             task.cancel()
         if pending:
@@ -187,6 +215,9 @@ class LLMGrader:
             timeout_s=self._config.call_timeout_s,
             # Only the system block is cached (it is the one prefix every call shares).
             cache_system=len(system) >= self._cache_min_chars, purpose="grade")
+        if self._config.score_first and not batched:
+            await self._grade_score_first(request, group[0], result)
+            return
         try:
             response = await self._llm.complete(request)
             result.usage += response.usage
@@ -203,3 +234,46 @@ class LLMGrader:
             else:
                 result.grades[candidate.chunk.chunk_id] = fallback("grader unavailable")
                 result.failures += 1
+
+    async def _grade_score_first(self, request: LLMRequest, candidate: Candidate,
+                                 result: GradingResult) -> None:
+        """Returns once the score is read; the call goes on writing its reason, which joins
+        the grade when the result is `settled()` (the answer need not wait for it)."""
+        scored: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        call = asyncio.create_task(self._stream_grade(request, candidate, result, scored))
+        result.pending.append(call)
+        try:
+            await asyncio.shield(scored)
+        except asyncio.CancelledError:  # past the deadline: the call goes too
+            call.cancel()
+            raise
+
+    async def _stream_grade(self, request: LLMRequest, candidate: Candidate,
+                            result: GradingResult, scored: asyncio.Future[None]) -> None:
+        chunk_id, written = candidate.chunk.chunk_id, []
+
+        async def on_text(delta: str) -> None:
+            written.append(delta)
+            score = None if scored.done() else leading_score("".join(written))
+            if score is not None:
+                result.grades[chunk_id] = Grade(score, "", GradeSource.LLM, self._model)
+                scored.set_result(None)
+
+        try:
+            response = await self._llm.stream(request, on_text)
+            result.usage += response.usage
+            score, reason = parse_grade(response.text)
+            result.grades[chunk_id] = Grade(score, reason, GradeSource.LLM, self._model)
+        except (LLMError, GradeParseError) as exc:
+            if scored.done():  # the score stands; only its reason is missing
+                early = result.grades[chunk_id]
+                result.grades[chunk_id] = Grade(early.score, REASON_CUT_OFF, early.source,
+                                                early.model)
+                log.warning("a grade's reason was cut off: %s", exc)
+            else:
+                log.warning("grading 1 candidate failed: %s", exc)
+                result.grades[chunk_id] = fallback("grader unavailable")
+                result.failures += 1
+        finally:
+            if not scored.done():
+                scored.set_result(None)

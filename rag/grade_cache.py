@@ -59,8 +59,18 @@ class CachedGrader:
             fresh = await self._inner.grade(question, misses)
             result.grades.update(fresh.grades)
             result.usage, result.failures = fresh.usage, fresh.failures
-            await self._store(fresh.grades, keys)
+            if fresh.pending:  # score first: stored once the reasons are written
+                result.pending.append(asyncio.create_task(self._settle(fresh, result, keys)))
+            else:
+                await self._store(fresh.grades, keys)
         return result
+
+    async def _settle(self, fresh: GradingResult, result: GradingResult,
+                      keys: dict[str, GradeKey]) -> None:
+        await fresh.settled()
+        result.grades.update(fresh.grades)
+        result.usage, result.failures = fresh.usage, fresh.failures
+        await self._store(fresh.grades, keys)
 
     async def _store(self, grades: dict[str, Grade], keys: dict[str, GradeKey]) -> None:
         # Only real verdicts are worth remembering; a fallback is a failure, not a grade.

@@ -15,7 +15,7 @@ from rag.circuit import CircuitBreaker
 from rag.config import PipelineConfig
 from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
-from rag.grade import Grader
+from rag.grade import Grader, GradingResult
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.output_policy import OutputPolicy
 from rag.patience import NO_RETRY, Retrying
@@ -36,7 +36,7 @@ from rag.types import (
     Understanding,
     Usage,
 )
-from rag.understand import Understander
+from rag.understand import Understander, passthrough, rule_based
 
 log = logging.getLogger(__name__)
 
@@ -151,18 +151,50 @@ class Pipeline:
         # The hidden documents are read while the question is understood (usually a model
         # call), so that database trip is off the answer's critical path.
         hidden = asyncio.create_task(hidden_documents(s.priors))
+        beside: asyncio.Task[tuple[Understanding, Usage]] | None = None
         try:
-            understood, usage = await s.understander.understand(question, use_llm)
-            mark = run.lap("understand", mark)
-            if usage.calls:
-                run.usage["understand"] = usage
-                run.models["understand"] = self._config.models.fast_model
-            if understood.intent is not Intent.KNOWLEDGE:
-                return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
-                              search_query="", mode=mode)
+            if use_llm and self._understands_beside(question):
+                beside = asyncio.create_task(self._understood(question, run))
+                understood = passthrough(question)  # searched as asked meanwhile
+            else:
+                understood, _ = await self._understood(question, run, use_llm)
+                mark = time.perf_counter()
+                if understood.intent is not Intent.KNOWLEDGE:
+                    return self._direct(understood, question, mode)
             exclude = await hidden
+            return await self._from_candidates(question, mode, run, preview, offline,
+                                               understood, exclude, beside, mark)
         finally:
             hidden.cancel()  # a greeting or a failure does not wait for it (no-op once done)
+            if beside is not None:
+                beside.cancel()  # nor for the model's understanding (no-op once done)
+
+    def _understands_beside(self, question: Question) -> bool:
+        """A first question that is not small talk: its search need not wait for the model."""
+        return (self._config.retrieval.understand_beside and not question.history
+                and rule_based(question) is None)
+
+    async def _understood(self, question: Question, run: _Run,
+                          use_llm: bool = True) -> tuple[Understanding, Usage]:
+        started = time.perf_counter()
+        understood, usage = await self._s.understander.understand(question, use_llm)
+        run.lap("understand", started)
+        if usage.calls:
+            run.usage["understand"] = usage
+            run.models["understand"] = self._config.models.fast_model
+        return understood, usage
+
+    @staticmethod
+    def _direct(understood: Understanding, question: Question, mode: Mode) -> Answer:
+        return Answer(understood.direct_reply, AnswerStatus.ANSWERED, question,
+                      search_query="", mode=mode)
+
+    async def _from_candidates(self, question: Question, mode: Mode, run: _Run,
+                               preview: TextSink | None, offline: bool,
+                               understood: Understanding, exclude: tuple[str, ...],
+                               beside: asyncio.Task[tuple[Understanding, Usage]] | None,
+                               mark: float) -> Answer:
+        s = self._s
 
         # Always filtered: no groups matches nothing (an empty list is never "everything").
         filters = replace(SearchFilters.for_context(question.context), exclude_docs=exclude)
@@ -171,13 +203,50 @@ class Pipeline:
         mark = run.lap("retrieve", mark)
 
         grader = s.accurate_grader if mode is Mode.ACCURATE and s.accurate_grader else s.fast_grader
-        graded = await grader.grade(understood.standalone, candidates)
+        grading = asyncio.create_task(grader.grade(understood.standalone, candidates))
+        try:
+            if beside is not None:  # small talk after all: the grades are not needed
+                await asyncio.wait((grading, beside), return_when=asyncio.FIRST_COMPLETED)
+                if beside.done() and beside.result()[0].intent is not Intent.KNOWLEDGE:
+                    return self._direct(beside.result()[0], question, mode)
+            graded = await grading
+        finally:
+            grading.cancel()  # no-op once done
         candidates = [replace(c, grade=graded.grades.get(c.chunk.chunk_id)) for c in candidates]
         mark = run.lap("grade", mark)
         if graded.usage.calls:
             run.usage["grade"] = graded.usage
             run.models["grade"] = self._config.models.fast_model
 
+        answer = await self._written(question, mode, run, preview, offline, understood,
+                                     candidates, graded, beside, mark)
+        return await self._with_reasons(answer, graded, run)
+
+    async def _with_reasons(self, answer: Answer, graded: GradingResult, run: _Run) -> Answer:
+        """Score-first grades get their reasons (written meanwhile) before the answer is
+        recorded, and the grading calls' tokens are all counted."""
+        if not graded.pending:
+            return answer
+        await graded.settled()
+        if graded.usage.calls:
+            run.usage["grade"] = graded.usage
+            run.models["grade"] = self._config.models.fast_model
+        final = graded.grades
+        return replace(answer, candidates=tuple(
+            replace(c, grade=final.get(c.chunk.chunk_id, c.grade)) for c in answer.candidates))
+
+    async def _written(self, question: Question, mode: Mode, run: _Run,
+                       preview: TextSink | None, offline: bool, understood: Understanding,
+                       candidates: list[Candidate], graded: GradingResult,
+                       beside: asyncio.Task[tuple[Understanding, Usage]] | None,
+                       mark: float) -> Answer:
+        """Select from the graded candidates and write the answer."""
+        s = self._s
+        if beside is not None:  # its intent, before anything is said ("what can you do?")
+            said, _ = await beside
+            if said.intent is not Intent.KNOWLEDGE:
+                return self._direct(said, question, mode)
+            mark = time.perf_counter()
         candidates = select(candidates, self._config.selection)
         chosen = selected_in_order(candidates)
         mark = run.lap("select", mark)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag.config import GradingConfig
-from rag.grade import LLMGrader
+from rag.grade import REASON_CUT_OFF, Grader, GradingResult, LLMGrader
 from rag.grade_cache import CachedGrader, question_hash
 from rag.types import Candidate, GradeSource
 from tests.fakes.anthropic_server import FakeAnthropic, overloaded, text_reply
@@ -24,9 +27,24 @@ def candidates(n: int, content_hash: str = "") -> list[Candidate]:
     return out
 
 
-def grader(fake: FakeAnthropic, cache_min_tokens: int = 1024, **config: object) -> LLMGrader:
+def raw_grader(fake: FakeAnthropic, cache_min_tokens: int = 1024,
+               **config: object) -> LLMGrader:
     return LLMGrader(make_llm(fake.url, max_retries=0), "claude-haiku-5-5",
                      GradingConfig(**config), cache_min_tokens)  # type: ignore[arg-type]
+
+
+@dataclass
+class Settled:
+    """The grader's result once every reason is in (score first returns before they are)."""
+
+    inner: Grader
+
+    async def grade(self, question: str, found: Sequence[Candidate]) -> GradingResult:
+        return await (await self.inner.grade(question, found)).settled()
+
+
+def grader(fake: FakeAnthropic, cache_min_tokens: int = 1024, **config: object) -> Settled:
+    return Settled(raw_grader(fake, cache_min_tokens, **config))
 
 
 async def test_the_shared_instructions_are_cached_once_long_enough(
@@ -142,3 +160,45 @@ async def test_fallback_grades_are_not_cached(fake_anthropic: FakeAnthropic) -> 
 def test_question_hash_ignores_case_spacing_and_trailing_punctuation() -> None:
     assert question_hash("How do I  rotate keys?") == question_hash("how do i rotate keys")
     assert question_hash("rotate keys") != question_hash("rotate other keys")
+
+
+async def test_score_first_returns_each_score_before_its_reason_is_written(
+        fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.grade_rule = lambda q, d: (0.85, " ".join(["The excerpt covers it."] * 20))
+    fake_anthropic.stream_delay_s = 0.02  # per streamed word: the reason takes ~1.6 s
+    cache = MemoryGradeCache()
+    started = time.monotonic()
+    result = await CachedGrader(raw_grader(fake_anthropic), cache, "g1").grade(
+        "rotate staging credentials", candidates(3))
+    scored_after = time.monotonic() - started
+    assert {g.score for g in result.grades.values()} == {0.85}
+    assert {g.reason for g in result.grades.values()} == {""}  # not written yet
+    assert result.pending and not cache.entries  # nothing cached without its reason
+    await result.settled()
+    assert time.monotonic() - started > scored_after + 0.5  # the reasons came later
+    assert all(g.reason.startswith("The excerpt covers it.") for g in result.grades.values())
+    assert result.usage.calls == 3 and result.usage.output_tokens > 0
+    assert len(cache.entries) == 3
+    assert all(c.body.get("stream") for c in fake_anthropic.calls("grade"))
+
+
+async def test_score_first_keeps_a_score_whose_reason_was_cut_off(
+        fake_anthropic: FakeAnthropic) -> None:
+    from tests.fakes.anthropic_server import Reply
+
+    fake_anthropic.grade_rule = lambda q, d: (0.7, "It gives the steps for staging in full.")
+    fake_anthropic.script.append(Reply(200, None, kind="grade", break_after=3))
+    result = await grader(fake_anthropic).grade("q", candidates(1))
+    [grade] = result.grades.values()
+    assert grade.score == 0.7 and grade.reason == REASON_CUT_OFF and result.failures == 0
+
+
+async def test_score_first_cancelled_leaves_no_call_running(
+        fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.latency_s["grade"] = 1.0
+    task = asyncio.create_task(raw_grader(fake_anthropic).grade("q", candidates(4)))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0.05)
+    assert not [t for t in asyncio.all_tasks() if "_stream_grade" in repr(t.get_coro())]

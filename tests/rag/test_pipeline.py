@@ -224,18 +224,52 @@ async def test_follow_up_is_rewritten_with_history(index: CountingIndex, embedde
     assert graded_question.startswith("Question: How do I rotate the production")
 
 
+@pytest.mark.parametrize(("beside", "searched"), [
+    (False, "rotate staging database credentials"),  # after the model: its phrases
+    (True, QUESTION)])  # beside the model (the default): the question as asked
 async def test_a_first_question_is_graded_as_asked(index: CountingIndex, embedder: Any,
-                                                    fake_anthropic: FakeAnthropic) -> None:
+                                                    fake_anthropic: FakeAnthropic, beside: bool,
+                                                    searched: str) -> None:
     # A rewrite of a question with no history would make the grade cache miss on repeats.
     fake_anthropic.understanding = {
         "intent": "knowledge", "standalone_question": "Staging DB credential rotation steps?",
         "search_phrases": ["rotate staging database credentials"], "reply": ""}
-    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
-        Question(QUESTION))
+    config = PipelineConfig(retrieval=RetrievalConfig(diversity=False,
+                                                      understand_beside=beside))
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url),
+                                 config=config).answer(Question(QUESTION))
     assert answer.search_query == QUESTION
     graded_question = fake_anthropic.calls("grade")[0].body["messages"][0]["content"]
     assert graded_question.startswith(f"Question: {QUESTION}")
-    assert index.searches == ["rotate staging database credentials"]
+    assert index.searches == [searched]
+    assert answer.usage["understand"].calls == 1  # understood either way, and counted
+
+
+async def test_a_first_question_is_understood_while_it_is_graded(
+        index: CountingIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.latency_s = {"understand": 0.3, "grade": 0.3}
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question(QUESTION))
+    assert answer.status is AnswerStatus.ANSWERED
+    understood = fake_anthropic.calls("understand")[0]
+    first_grade = min(r.started for r in fake_anthropic.calls("grade"))
+    assert first_grade < understood.finished  # grading did not wait for the model
+    # ...and the answer was written only once the intent was known.
+    assert min(r.started for r in fake_anthropic.calls("answer")) >= understood.finished
+
+
+async def test_small_talk_understood_beside_the_search_gets_the_direct_reply(
+        index: CountingIndex, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
+    # Searched meanwhile (the cost of not waiting); grading stops once the intent is known.
+    fake_anthropic.understanding = {"intent": "about_bot", "standalone_question": "",
+                                    "search_phrases": [], "reply": "I answer from the docs."}
+    fake_anthropic.latency_s = {"understand": 0.3, "grade": 2.0}
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
+        Question("what can you do for me?"))
+    assert (answer.status, answer.text) == (AnswerStatus.ANSWERED, "I answer from the docs.")
+    assert answer.citations == () and fake_anthropic.calls("answer") == []
+    assert fake_anthropic.calls("grade")  # grading had started beside the model...
+    assert "grade" not in answer.usage and "grade" not in answer.timings_ms  # ...not awaited
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello!", "thanks"])
@@ -251,8 +285,9 @@ async def test_about_bot_requests_are_classified_by_the_llm(index: CountingIndex
     fake_anthropic.understanding = {"intent": Intent.ABOUT_BOT.value,
                                     "standalone_question": "what are you?",
                                     "search_phrases": [], "reply": "I'm Sift."}
-    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url)).answer(
-        Question("what are you?"))
+    config = PipelineConfig(retrieval=RetrievalConfig(diversity=False, understand_beside=False))
+    answer = await make_pipeline(index, embedder, make_llm(fake_anthropic.url),
+                                 config=config).answer(Question("what are you?"))
     assert answer.text == "I'm Sift." and index.searches == []
 
 
@@ -314,7 +349,9 @@ async def test_the_answer_is_previewed_while_it_is_written(index: CountingIndex,
     assert all(answer.text.startswith(p) for p in previews.texts)
     [call] = fake_anthropic.calls("answer")
     assert call.body["stream"] is True
-    assert not any(c.body.get("stream") for c in fake_anthropic.calls("grade"))
+    # Grades stream too (score first), each used once its score is read.
+    assert all(c.body.get("stream") for c in fake_anthropic.calls("grade"))
+    assert {c.grade.reason for c in answer.candidates if c.grade} == {"Relevant."}
 
 
 async def test_a_refusal_is_never_previewed(index: CountingIndex, embedder: Any,
