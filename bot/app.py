@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import llm_setup, surfaces
+from bot.chat.capture import WithCaptured
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -69,6 +70,7 @@ from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.answers import AnswerDrafts
 from storage.audit import AuditLog
 from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
@@ -97,6 +99,8 @@ from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
 
 if TYPE_CHECKING:
+    from bot.answers.review import AnswerReview
+    from bot.chat.capture import CaptureFlow
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
     from bot.webchat.app import Gate
@@ -396,7 +400,18 @@ class App:
             observer = SyncMeter(self.metrics)
         return SyncRunner(sources, index, self.embedder, self.sync_state,
                           self.data_dir / "locks", self.sync_config, shared_lock=shared,
-                          stop=stop, observer=observer)
+                          stop=stop, observer=observer, builtin=[self.answers_source])
+
+    @cached_property
+    def answer_drafts(self) -> AnswerDrafts:
+        return AnswerDrafts(self.database)
+
+    @cached_property
+    def answers_source(self) -> SyncSource:
+        """Approved answers, as the built-in `answers` source (bot/answers/documents.py)."""
+        from bot.answers.documents import SOURCE, AnswerSource
+
+        return SyncSource(SOURCE, AnswerSource(self.answer_drafts))
 
     def sync_lease(self, source: str) -> SyncLease:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
@@ -554,7 +569,7 @@ class App:
         defaults = PolicyDefaults(follow_ups=slack.follow_ups_without_mention)
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
-                                          retrying), self.access_resolver,
+                                          retrying), WithCaptured(self.access_resolver),
                         PendingComments(ExpiringStore(self.database), retrying=retrying))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
@@ -584,4 +599,27 @@ class App:
         return Around(flow, place_of(self.settings, admin=gate is not None),
                       max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
                       max_message_chars=chat.max_message_chars,
-                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate)
+                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate,
+                      capture=self.capture_flow(flow.service))
+
+    def capture_flow(self, service: ChatService) -> CaptureFlow:
+        """People's replies taken as answer drafts: rewritten by the fast model when one is
+        configured, else kept as written."""
+        from bot.answers.writer import ModelWriter
+        from bot.chat.capture import AsWritten, CaptureFlow, DraftWriter
+
+        writer: DraftWriter = AsWritten()
+        if self.llm_circuit is not None:
+            writer = ModelWriter(self.llm_circuit, self.pipeline_config.models.fast_model,
+                                 self.settings.llm.timeout_s)
+        return CaptureFlow(self.answer_drafts, writer, service, self.storage_retrying)
+
+    def answer_review(self, runner: SyncRunner, pipeline: Pipeline) -> AnswerReview:
+        """Approve, edit, reject; `pipeline` answers the re-ask check (record it nowhere)."""
+        from bot.answers.reask import Reasker
+        from bot.answers.review import AnswerReview, runner_index
+
+        checker = Reasker(pipeline, WithCaptured(self.access_resolver), self.embedder,
+                          self.answer_drafts)
+        return AnswerReview(self.answer_drafts, self.audit, runner_index(runner.run_ids),
+                            checker)

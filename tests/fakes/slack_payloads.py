@@ -118,6 +118,23 @@ def event_request(payload: dict[str, Any]) -> tuple[str, str]:
     return json.dumps(payload), "application/json"
 
 
+def message_shortcut(message_ts: str, *, text: str = "", author: str = USER,
+                     thread_ts: str = "", channel: str = CHANNEL, user: str = USER,
+                     callback_id: str = "save_to_sift") -> dict[str, Any]:
+    """A message shortcut's payload (type message_action), as Slack's shortcuts reference
+    lists its fields."""
+    msg: dict[str, Any] = {"type": "message", "user": author, "ts": message_ts, "text": text}
+    if thread_ts:
+        msg["thread_ts"] = thread_ts
+    return {"type": "message_action", "token": "Nj2rfC2hU8mAfgaJLemZgO7H",
+            "action_ts": f"{int(time.time())}.000800", "team": {"id": TEAM, "domain": "acme"},
+            "user": {"id": user, "name": user.lower(), "team_id": TEAM},
+            "channel": {"id": channel, "name": "it-help"}, "callback_id": callback_id,
+            "trigger_id": f"13345224609.{next_event_id()}.fake", "message_ts": message_ts,
+            "message": msg,
+            "response_url": "https://hooks.slack.com/app-actions/T111/1/fake"}
+
+
 def action_request(payload: dict[str, Any]) -> tuple[str, str]:
     """Interactivity arrives form-encoded: payload=<JSON>."""
     return urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
