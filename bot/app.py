@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import llm_setup, surfaces
-from bot.chat.capture import WithCaptured
+from bot.chat.capture import CAPTURED_PREFIX, WithCaptured
 from bot.chat.comments import PendingComments
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
@@ -386,7 +386,8 @@ class App:
                            *GroupDirectory(groups).principals])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
-                         live_principals=(PRIVATE_PREFIX, TEAM_PREFIX, CHANNEL_PREFIX),
+                         live_principals=(PRIVATE_PREFIX, TEAM_PREFIX, CHANNEL_PREFIX,
+                                          CAPTURED_PREFIX),
                          max_file_bytes=int(s.max_file_mb * 2**20))
 
     def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:

@@ -20,6 +20,7 @@ from storage.answers import NewDraft, StoredDraft, ThreadAsk
 log = logging.getLogger(__name__)
 REACTION, SHORTCUT = "reaction", "shortcut"
 PUBLIC_KIND, PRIVATE_KIND, DIRECT_KIND = "public", "private", "direct"
+CAPTURED_PREFIX = "sift:"  # principals of captured answers: a conversation, or one person
 CONTEXT_POSTS = 6  # the thread's posts between question and reply a draft keeps, at most
 
 
@@ -107,12 +108,12 @@ def access_for(platform: str, channel: str, place: Place, asker: str) -> tuple[s
 
 def channel_principal(platform: str, channel: str) -> str:
     """Held by everyone reading an answer shown in that conversation (bot/permissions)."""
-    return f"sift:channel:{platform}:{channel}"
+    return f"{CAPTURED_PREFIX}channel:{platform}:{channel}"
 
 
 def user_principal(platform: str, user: str) -> str:
     """Held by that person reading an answer only they see."""
-    return f"sift:user:{platform}:{user}"
+    return f"{CAPTURED_PREFIX}user:{platform}:{user}"
 
 
 class ClaimPort(Protocol):
@@ -163,9 +164,9 @@ class CaptureFlow:
                        reply: Post, ask: ThreadAsk | None) -> NewDraft:
         root = posts[0]
         place = await reader.place(pick.channel)
-        names = {u: await reader.person(u) or u for u in {p.user for p in posts}}
         between = [p for p in posts[1:] if p.ref != reply.ref and not p.by_bot
                    and p.at <= reply.at][-CONTEXT_POSTS:]
+        names = {u: await reader.person(u) or u for u in {reply.user, *(p.user for p in between)}}
         context = [(names[p.user], p.text) for p in between]
         asked = ask.question if ask is not None else root.text
         question, answer = await self._writer.write(asked, context, reply.text)
