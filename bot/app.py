@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from bot import llm_setup, surfaces
 from bot.chat.capture import CAPTURED_PREFIX, WithCaptured
 from bot.chat.comments import PendingComments
+from bot.chat.deflection import Outcomes
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
     ChannelPolicy,
@@ -82,6 +83,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.leases import Lease, LeaseTaken
+from storage.outcomes import HelpOutcomes
 from storage.overrides import HistoryOfDocuments, OverrideRepository
 from storage.quota import QuotaRepository
 from storage.retention import Retention
@@ -571,7 +573,8 @@ class App:
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), WithCaptured(self.access_resolver),
-                        PendingComments(ExpiringStore(self.database), retrying=retrying))
+                        PendingComments(ExpiringStore(self.database), retrying=retrying),
+                        Outcomes(HelpOutcomes(self.database)))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
@@ -613,7 +616,8 @@ class App:
         if self.llm_circuit is not None:
             writer = ModelWriter(self.llm_circuit, self.pipeline_config.models.fast_model,
                                  self.settings.llm.timeout_s)
-        return CaptureFlow(self.answer_drafts, writer, service, self.storage_retrying)
+        return CaptureFlow(self.answer_drafts, writer, service, self.storage_retrying,
+                           Outcomes(HelpOutcomes(self.database)))
 
     def answer_review(self, runner: SyncRunner, pipeline: Pipeline) -> AnswerReview:
         """Approve, edit, reject; `pipeline` answers the re-ask check (record it nowhere)."""

@@ -416,3 +416,27 @@ class ClosedGap(Base):
         ForeignKey("interactions.id", ondelete="CASCADE"), primary_key=True)
     draft_id: Mapped[int] = mapped_column(Integer)
     closed_at: Mapped[datetime]
+
+
+class HelpQuestion(Base):
+    """A top-level question in a help channel (`respond = "questions"`) and what became of
+    it: answered by Sift (`arm` sift) or held out on purpose (`arm` holdout: Sift stayed
+    silent, the counterfactual), the first reply by a person, and who resolved it."""
+
+    __tablename__ = "help_questions"
+    __table_args__ = (UniqueConstraint("platform", "channel", "thread"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    asked_at: Mapped[datetime] = mapped_column(index=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    channel: Mapped[str] = mapped_column(String)
+    thread: Mapped[str] = mapped_column(String)  # the question's own message id
+    asker: Mapped[str] = mapped_column(String)
+    arm: Mapped[str] = mapped_column(String(16))  # sift, holdout
+    interaction_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    answered_at: Mapped[datetime | None]  # Sift's answer (arm sift, when it said something)
+    sift_status: Mapped[str] = mapped_column(String(16), default="")  # the answer's status
+    first_reply_at: Mapped[datetime | None]  # the first reply by a person other than the asker
+    help_requested: Mapped[bool] = mapped_column(Boolean, default=False)  # "Still need help?"
+    resolved_by: Mapped[str] = mapped_column(String(16), default="")  # "", sift, person
+    resolved_at: Mapped[datetime | None]

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.chat.access import PUBLIC, AccessResolver, Asker, Audience, Visibility
+from bot.chat.deflection import Outcomes
 from bot.chat.flow import guarded
 from bot.chat.surface import Surface
 from rag import messages
@@ -122,7 +123,8 @@ class ClaimPort(Protocol):
 
 class CaptureFlow:
     def __init__(self, store: DraftStore, writer: DraftWriter, claim: ClaimPort,
-                 retrying: Retrying = NO_RETRY) -> None:
+                 retrying: Retrying = NO_RETRY, outcomes: Outcomes | None = None) -> None:
+        self._outcomes = outcomes or Outcomes(None)
         self._store = store
         self._writer = writer
         self._claim = claim
@@ -151,6 +153,8 @@ class CaptureFlow:
                 await surface.notice(messages.ANSWER_NOT_CAPTURABLE)
             return None  # a reaction on Sift's own answer is a vote, handled elsewhere
         root = posts[0]
+        if pick.how == REACTION:  # the asker's ✅ on a person's reply resolves a help question
+            await self._outcomes.by_person(pick.platform, pick.channel, root.ref, pick.user)
         ask = await self._blocking("reading the thread's question", self._store.thread_ask,
                                    pick.platform, pick.channel, root.ref)
         if pick.how == REACTION and (ask is None or not ask.unresolved or

@@ -166,8 +166,9 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts or button.message_ts)
-        await self._clicked(ack, self._flow.on_help(SLACK_PLATFORM, button.channel, surface),
-                            surface)
+        help_work = self._flow.on_help(SLACK_PLATFORM, button.channel, surface,
+                                       thread=button.thread_ts or button.message_ts)
+        await self._clicked(ack, help_work, surface)
 
     async def on_share(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """"Share to channel" under a private answer: post it for everyone."""
