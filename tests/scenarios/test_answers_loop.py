@@ -15,13 +15,15 @@ import pytest
 from sqlalchemy import select
 
 from bot.cli import main
+from bot.settings import ChannelSettings
 from rag import messages
-from storage.models import AnswerDraft, ClosedGap, Interaction
+from storage.models import AnswerDraft, ClosedGap, HelpQuestion, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import (
     BOT_USER,
     CHANNEL,
     USER,
+    message,
     message_shortcut,
     next_event_id,
     reaction,
@@ -35,6 +37,8 @@ QUESTION = "How can I get a parking badge for the Lisbon office?"
 REPLY = ("Parking badges for the Lisbon office come from the facilities desk on floor 2: "
          "bring your staff card and the car's plate number.")
 Q_TS, R_TS = "1764700000.000100", "1764700300.000200"
+NEAR = "Where do I get a parking badge at the Lisbon office?"
+OTHER = "Which printer should I use on the third floor?"
 LINK = (f"https://acme.slack.com/archives/{CHANNEL}/p1764700300000200"
         f"?thread_ts={Q_TS}&cid={CHANNEL}")
 
@@ -96,18 +100,27 @@ async def test_the_askers_tick_captures_the_reply_and_approval_answers_the_quest
     assert (draft.link, draft.interaction_id, draft.question) == (LINK, asked.id, QUESTION)
     thanks = await s.slack.wait_for("chat.postEphemeral")
     assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED
+    # Two more gaps: the same question in other words, and another one.
+    for n, (text, ts) in enumerate(((NEAR, "1764710000.000100"),
+                                    (OTHER, "1764720000.000100")), start=2):
+        await s.driver.mention(f"<@{BOT_USER}> {text}", ts=ts, user=EXPERT)
+        await s.answer_in(CHANNEL, n)
+    near, other = (await s.rows(Interaction, 3, status="no_answer"))[1:]
     with cli_settings(s, monkeypatch):
         _, listed = await sift("answers", "list", "--json")
         assert [(d["id"], d["answer"], d["status"]) for d in listed] == \
             [(draft.id, REPLY, "pending")]  # no model rewrite: the fake's reply is not JSON
         _, approved = await sift("answers", "approve", str(draft.id), "--json")
     assert approved["status"] == "approved"
+    # Its question and the paraphrase are answered now and close; the other gap stays open.
     assert approved["reasked"] == {"outcome": "answered", "cited_entry": True,
-                                   "closed_gaps": [asked.id]}
-    [closed] = await asyncio.to_thread(closed_gaps, s)
-    assert (closed.interaction_id, closed.draft_id) == (asked.id, draft.id)
+                                   "closed_gaps": [asked.id, near.id]}
+    closed = await asyncio.to_thread(closed_gaps, s)
+    assert {(c.interaction_id, c.draft_id) for c in closed} == \
+        {(asked.id, draft.id), (near.id, draft.id)} and other.id not in \
+        {c.interaction_id for c in closed}
     await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts="1764800000.000100")
-    again = await s.answer_in(CHANNEL, 2)
+    again = await s.answer_in(CHANNEL, 4)
     shown = json.dumps(again.args["blocks"])
     assert f"<{LINK.replace('&', '&amp;')}|[1]>" in shown  # mrkdwn escapes the &
     assert "Answered by dana in #it-help, 2 Dec 2025" in shown
@@ -158,3 +171,34 @@ async def test_save_to_sift_on_a_question_itself_is_refused_in_one_sentence(
     notices = [c.args["text"] for c in s.slack.calls_to("chat.postEphemeral")]
     assert messages.ANSWER_NOT_CAPTURABLE in notices
     assert await asyncio.to_thread(s.sift.rows, AnswerDraft) == []
+
+
+async def test_a_help_channels_holdout_gets_silence_and_the_report_counts_both_arms(
+        make_served: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = await make_served(channels=[ChannelSettings(platform="slack", channel="*",
+                                                    respond="questions", holdout=0.5)])
+    s.slack.add_channel(CHANNEL, "it-help", members=[USER, EXPERT])
+    stamps = [f"17647{n:05d}.000100" for n in range(12)]
+    for n, ts in enumerate(stamps):
+        s.slack.add_message(CHANNEL, USER, f"How do I rotate the staging credentials {n}?", ts)
+        await s.driver.event(message(f"How do I rotate the staging credentials {n}?", ts=ts,
+                                     event_id=next_event_id()))
+    rows = await s.rows(HelpQuestion, 12)
+    arms = {r.thread: r.arm for r in rows}
+    held = [ts for ts in stamps if arms[ts] == "holdout"]
+    assert len(arms) == 12 and 0 < len(held) < 12  # both arms, by the policy's share
+    await s.slack.wait_for("chat.postMessage", 12 - len(held))
+    # Dana answers the first held-out question; its asker's ✅ resolves it by a person.
+    reply_ts = held[0][:-1] + "9"
+    await s.driver.reply(REPLY, ts=reply_ts, thread_ts=held[0], user=EXPERT)
+    await s.driver.event(reaction("white_check_mark", reply_ts, event_id=next_event_id()))
+    await s.rows(HelpQuestion, 1, thread=held[0], resolved_by="person")
+    await s.driver.settle()
+    answered = {c.args["thread_ts"] for c in s.slack.calls_to("chat.postMessage")}
+    assert answered == {ts for ts in stamps if arms[ts] == "sift"}  # silence on the holdout
+    with cli_settings(s, monkeypatch):
+        _, report = await sift("report", "--since", "3650d", "--json")
+    with_sift, without = report["deflection"]["overall"]
+    assert (with_sift["arm"], with_sift["questions"]) == ("sift", 12 - len(held))
+    assert (without["arm"], without["questions"], without["by_person"]) == \
+        ("holdout", len(held), 1)
