@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.columns import utc_now
 from storage.db import Database
-from storage.models import AnswerDraft, ClosedGap, Feedback, Interaction, table
+from storage.models import AnswerDraft, ClosedGap, Feedback, HelpQuestion, Interaction, table
 
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
 STATUSES = (PENDING, APPROVED, REJECTED)
@@ -74,7 +74,7 @@ class ThreadAsk:
     interaction_id: int
     user: str
     question: str
-    unresolved: bool  # Sift had no answer ("not covered"), or its answer was voted 👎
+    unresolved: bool  # "not covered", a 👎 on the answer, or "Still need help?" (help channels)
 
 
 UNANSWERED_STATUSES = ("no_answer", "not_indexed")
@@ -192,7 +192,11 @@ class AnswerDrafts:
                 return None
             down = session.scalar(select(Feedback.id).where(
                 Feedback.interaction_id == row.id, Feedback.vote < 0).limit(1))
-        unresolved = row.status in UNANSWERED_STATUSES or down is not None
+            called = session.scalar(select(HelpQuestion.id).where(
+                HelpQuestion.platform == platform, HelpQuestion.channel == channel,
+                HelpQuestion.thread == thread, HelpQuestion.help_requested.is_(True)))
+        unresolved = row.status in UNANSWERED_STATUSES or down is not None or \
+            called is not None
         return ThreadAsk(row.id, row.user_id, row.question, unresolved)
 
     def close_gaps(self, draft_id: int, interaction_ids: Sequence[int]) -> None:

@@ -265,8 +265,9 @@ def parse_accept(body: Payload, me: Me) -> Picked | None:
     item = event.get("item") or {}
     user = _s(event, "user")
     if _s(event, "reaction").split("::", 1)[0] != ACCEPT_REACTION or \
-            item.get("type") != "message" or not user or user == me.user_id:
-        return None
+            item.get("type") != "message" or not user or user == me.user_id or \
+            _s(event, "item_user") == me.user_id:
+        return None  # a ✅ on Sift's own answer is a 👍, and costs no thread read
     return Picked(event_id, _s(body, "team_id"), user, _s(item, "channel"), _s(item, "ts"))
 
 

@@ -71,9 +71,11 @@ def direct_message(text: str, *, ts: str = "1700000200.000400", thread_ts: str =
 
 
 def reaction(name: str, item_ts: str, *, removed: bool = False, user: str = USER,
-             channel: str = CHANNEL, event_id: str = "Ev1") -> dict[str, Any]:
+             channel: str = CHANNEL, event_id: str = "Ev1",
+             item_user: str = BOT_USER) -> dict[str, Any]:
+    """`item_user`: who wrote the message reacted to (Sift's answer, unless told)."""
     event = {"type": "reaction_removed" if removed else "reaction_added", "user": user,
-             "reaction": name, "item_user": BOT_USER,
+             "reaction": name, "item_user": item_user,
              "item": {"type": "message", "channel": channel, "ts": item_ts},
              "event_ts": f"{int(time.time())}.000500"}
     return envelope(event, event_id)

@@ -69,7 +69,7 @@ async def test_a_private_channels_answer_stays_in_that_channel(
     s.slack.add_message(VAULT, EXPERT, REPLY, R_TS, Q_TS)
     await s.driver.event(message(REPLY, ts=R_TS, thread_ts=Q_TS, user=EXPERT, channel=VAULT,
                                  channel_type="group", event_id=next_event_id()))
-    await s.driver.event(reaction("white_check_mark", R_TS, channel=VAULT,
+    await s.driver.event(reaction("white_check_mark", R_TS, item_user=EXPERT, channel=VAULT,
                                   event_id=next_event_id()))
     [draft] = await s.rows(AnswerDraft, 1)
     assert (draft.channel_kind, draft.access) == \

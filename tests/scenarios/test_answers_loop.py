@@ -91,7 +91,8 @@ async def test_the_askers_tick_captures_the_reply_and_approval_answers_the_quest
         fake_anthropic: FakeAnthropic) -> None:
     s = await make_served()
     asked = await unanswered_then_expert(s)
-    await s.driver.event(reaction("white_check_mark", R_TS, event_id=next_event_id()))
+    await s.driver.event(reaction("white_check_mark", R_TS, item_user=EXPERT,
+                                  event_id=next_event_id()))
     [draft] = await s.rows(AnswerDraft, 1)
     assert (draft.status, draft.author, draft.author_name, draft.asker) == \
         ("pending", EXPERT, "dana", USER)
@@ -132,7 +133,7 @@ async def test_a_tick_from_someone_else_or_where_sift_answered_captures_nothing(
     s = await make_served()
     await unanswered_then_expert(s)
     # Not the asker: a bystander's ✅ is only a reaction.
-    await s.driver.event(reaction("white_check_mark", R_TS, user=EXPERT,
+    await s.driver.event(reaction("white_check_mark", R_TS, item_user=EXPERT, user=EXPERT,
                                   event_id=next_event_id()))
     # The asker's ✅ on a question Sift answered (the staging one): not a gap, nothing saved.
     await s.driver.mention(f"<@{BOT_USER}> How do I rotate the staging database credentials?",
@@ -141,7 +142,7 @@ async def test_a_tick_from_someone_else_or_where_sift_answered_captures_nothing(
     await s.rows(Interaction, 1, status="answered")
     s.slack.add_message(CHANNEL, EXPERT, "Also restart the api pods.", "1764900100.000100",
                         "1764900000.000100")
-    await s.driver.event(reaction("white_check_mark", "1764900100.000100",
+    await s.driver.event(reaction("white_check_mark", "1764900100.000100", item_user=EXPERT,
                                   event_id=next_event_id()))
     await s.driver.settle()
     assert await asyncio.to_thread(s.sift.rows, AnswerDraft) == []
@@ -191,7 +192,8 @@ async def test_a_help_channels_holdout_gets_silence_and_the_report_counts_both_a
     # Dana answers the first held-out question; its asker's ✅ resolves it by a person.
     reply_ts = held[0][:-1] + "9"
     await s.driver.reply(REPLY, ts=reply_ts, thread_ts=held[0], user=EXPERT)
-    await s.driver.event(reaction("white_check_mark", reply_ts, event_id=next_event_id()))
+    await s.driver.event(reaction("white_check_mark", reply_ts, item_user=EXPERT,
+                                  event_id=next_event_id()))
     await s.rows(HelpQuestion, 1, thread=held[0], resolved_by="person")
     await s.driver.settle()
     answered = {c.args["thread_ts"] for c in s.slack.calls_to("chat.postMessage")}

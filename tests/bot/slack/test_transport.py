@@ -89,17 +89,17 @@ def test_the_committed_manifest_is_the_generated_default() -> None:
      ["app_home_opened"]),
     (Features(slash_command=False, app_home=False),  # capture: the channel and the author
      ["channels:read", "groups:read", "users:read"], []),
-    (Features(slash_command=False, app_home=False, capture=False, assistant=True), ["assistant:write"],
-     ["assistant_thread_started"]),
-    (Features(slash_command=False, app_home=False, capture=False, private_channels=True), ["groups:history"],
-     ["message.groups"]),
+    (Features(slash_command=False, app_home=False, capture=False, assistant=True),
+     ["assistant:write"], ["assistant_thread_started"]),
+    (Features(slash_command=False, app_home=False, capture=False, private_channels=True),
+     ["groups:history"], ["message.groups"]),
     (Features(slash_command=False, app_home=False, capture=False, directory=True),
      ["users:read", "users:read.email", "usergroups:read"], []),
     (Features(slash_command=False, app_home=False, capture=False, channel_source=True),
      ["channels:read", "groups:read", "groups:history", "users:read", "users:read.email"],
      ["message.groups"]),
-    (Features(slash_command=False, app_home=False, capture=False, private_channels=True, directory=True,
-              channel_source=True),
+    (Features(slash_command=False, app_home=False, capture=False, private_channels=True,
+              directory=True, channel_source=True),
      ["groups:history", "users:read", "users:read.email", "usergroups:read", "channels:read",
       "groups:read"], ["message.groups"]),  # each scope and event once
 ])
