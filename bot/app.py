@@ -603,8 +603,7 @@ class App:
         return Around(flow, place_of(self.settings, admin=gate is not None),
                       max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
                       max_message_chars=chat.max_message_chars,
-                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate,
-                      capture=self.capture_flow(flow.service))
+                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate)
 
     def capture_flow(self, service: ChatService) -> CaptureFlow:
         """People's replies taken as answer drafts: rewritten by the fast model when one is

@@ -279,7 +279,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
             console[REVIEW] = app.answer_review(syncs.runner, app.pipeline(
                 index, cache=app.grade_cache, priors=app.document_priors, syncs=app.sync_state))
         # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
-        around = app.around(flow, admin_console.chat_gate(console) if console else None)
+        around = replace(app.around(flow, admin_console.chat_gate(console) if console else None),
+                         capture=app.capture_flow(service))  # replies kept as answer drafts
         for spec in surfaces.SPECS:
             fed = replace(around, pushed=_feeds(app.settings, pushes, spec.platform))
             endpoint = spec.build(spec.config(app.settings), fed)
