@@ -130,7 +130,7 @@ async def _reviewed(app: App, args: argparse.Namespace) -> Reviewed:
     from bot.runtime import connected_index
 
     actor = cli_actor()
-    async with connected_index(app, announce=not args.json) as index:
+    async with connected_index(app.weaviate_run, app.index(), announce=not args.json) as index:
         try:
             review = app.answer_review(app.sync_runner(index), app.pipeline(
                 index, cache=app.grade_cache, priors=app.document_priors))
