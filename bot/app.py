@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import llm_setup, surfaces
+from bot.chat.capture import CAPTURED_PREFIX, WithCaptured
 from bot.chat.comments import PendingComments
+from bot.chat.deflection import Outcomes
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
     ChannelPolicy,
@@ -67,6 +69,7 @@ from rag.prior import EVIDENCE_SOURCES, DocumentPriors, PriorConfig
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.understand import Understander
+from storage.answers import AnswerDrafts
 from storage.audit import AuditLog
 from storage.channel_policies import ChannelPolicyRepository
 from storage.db import Database
@@ -78,6 +81,7 @@ from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
 from storage.leases import Lease, LeaseTaken
+from storage.outcomes import HelpOutcomes
 from storage.overrides import HistoryOfDocuments, OverrideRepository
 from storage.quota import QuotaRepository
 from storage.retention import Retention
@@ -97,6 +101,8 @@ from weaviate_server.install import find_binary
 from weaviate_server.process import ManagedWeaviate, Ports
 
 if TYPE_CHECKING:
+    from bot.answers.review import AnswerReview
+    from bot.chat.capture import CaptureFlow
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
     from bot.runtime import ManagedRun
@@ -391,7 +397,8 @@ class App:
                            *GroupDirectory(groups).principals])
         return JobConfig(chunking=chunking, embed_batch=s.embed_batch,
                          checkpoint_overlap_s=s.checkpoint_overlap_s, known_groups=known,
-                         live_principals=(PRIVATE_PREFIX, TEAM_PREFIX, CHANNEL_PREFIX),
+                         live_principals=(PRIVATE_PREFIX, TEAM_PREFIX, CHANNEL_PREFIX,
+                                          CAPTURED_PREFIX),
                          max_file_bytes=int(s.max_file_mb * 2**20))
 
     def sync_runner(self, index: ChunkIndex, stop: StopRequest | None = None) -> SyncRunner:
@@ -405,7 +412,18 @@ class App:
             observer = SyncMeter(self.metrics)
         return SyncRunner(sources, index, self.embedder, self.sync_state,
                           self.data_dir / "locks", self.sync_config, shared_lock=shared,
-                          stop=stop, observer=observer)
+                          stop=stop, observer=observer, builtin=[self.answers_source])
+
+    @cached_property
+    def answer_drafts(self) -> AnswerDrafts:
+        return AnswerDrafts(self.database)
+
+    @cached_property
+    def answers_source(self) -> SyncSource:
+        """Approved answers, as the built-in `answers` source (bot/answers/documents.py)."""
+        from bot.answers.documents import SOURCE, AnswerSource
+
+        return SyncSource(SOURCE, AnswerSource(self.answer_drafts))
 
     def sync_lease(self, source: str) -> SyncLease:
         """Replicas sharing one PostgreSQL run each source's sync once (an advisory lock)."""
@@ -573,8 +591,9 @@ class App:
         defaults = PolicyDefaults(follow_ups=surfaces.follow_ups(self.settings))
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
-                                          retrying), self.access_resolver,
-                        PendingComments(ExpiringStore(self.database), retrying=retrying))
+                                          retrying), WithCaptured(self.access_resolver),
+                        PendingComments(ExpiringStore(self.database), retrying=retrying),
+                        Outcomes(HelpOutcomes(self.database)))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
@@ -604,3 +623,26 @@ class App:
                       max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
                       max_message_chars=chat.max_message_chars,
                       sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate)
+
+    def capture_flow(self, service: ChatService) -> CaptureFlow:
+        """People's replies taken as answer drafts: rewritten by the fast model when one is
+        configured, else kept as written."""
+        from bot.answers.writer import ModelWriter
+        from bot.chat.capture import AsWritten, CaptureFlow, DraftWriter
+
+        writer: DraftWriter = AsWritten()
+        if self.llm_circuit is not None:
+            writer = ModelWriter(self.llm_circuit, self.pipeline_config.models.fast_model,
+                                 self.settings.llm.timeout_s)
+        return CaptureFlow(self.answer_drafts, writer, service, self.storage_retrying,
+                           Outcomes(HelpOutcomes(self.database)))
+
+    def answer_review(self, runner: SyncRunner, pipeline: Pipeline) -> AnswerReview:
+        """Approve, edit, reject; `pipeline` answers the re-ask check (record it nowhere)."""
+        from bot.answers.reask import Reasker
+        from bot.answers.review import AnswerReview, runner_index
+
+        checker = Reasker(pipeline, WithCaptured(self.access_resolver), self.embedder,
+                          self.answer_drafts)
+        return AnswerReview(self.answer_drafts, self.audit, runner_index(runner.run_ids),
+                            checker)

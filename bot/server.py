@@ -20,6 +20,7 @@ from aiohttp import web
 
 from bot import surfaces
 from bot.admin import routes as admin_console
+from bot.admin.answers import REVIEW
 from bot.app import App
 from bot.hooks import PushRoutes
 from bot.llm_setup import verify_models
@@ -282,8 +283,12 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
+        if console is not None:  # approved answers are indexed through the same runner
+            console[REVIEW] = app.answer_review(syncs.runner, app.pipeline(
+                index, cache=app.grade_cache, priors=app.document_priors, syncs=app.sync_state))
         # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
-        around = app.around(flow, admin_console.chat_gate(console) if console else None)
+        around = replace(app.around(flow, admin_console.chat_gate(console) if console else None),
+                         capture=app.capture_flow(service))  # replies kept as answer drafts
         for spec in surfaces.SPECS:
             fed = replace(around, pushed=_feeds(app.settings, pushes, spec.platform))
             endpoint = spec.build(spec.config(app.settings), fed)

@@ -320,6 +320,7 @@ class ChannelSettings(_Section):
     follow_ups: bool = True
     enabled: bool = True
     audience: list[str] = Field(default_factory=list)
+    holdout: float = 0.0  # help channels: the share Sift stays silent on (docs/answers-loop.md)
 
     @field_validator("platform")
     @classmethod

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.chat.policy import PolicyIds
 
 if TYPE_CHECKING:
+    from bot.chat.capture import CaptureFlow
     from bot.chat.flow import ChatFlow
     from bot.settings import Settings
     from bot.webchat.app import Gate
@@ -56,6 +57,7 @@ class Around:
     # Where a surface that is also a source (Slack channels, `kind = "slack"`) hands the id
     # of a document its events changed; None when no source of its kind is configured.
     pushed: Callable[[str], None] | None = None
+    capture: CaptureFlow | None = None  # people's replies taken as answers (bot/chat/capture)
 
 
 class Endpoint(Protocol):

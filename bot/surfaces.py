@@ -27,7 +27,9 @@ def policy_platforms() -> dict[str, PolicyIds]:
 
 def policy_names(settings: Settings) -> Known:
     """What a channel policy may name: the platforms, the sources and the access groups."""
-    return Known(sources=[s.name for s in settings.resolved_sources],
+    from bot.answers.documents import SOURCE as ANSWERS  # the built-in source of answers
+
+    return Known(sources=[*(s.name for s in settings.resolved_sources), ANSWERS],
                  groups=[g.name for g in settings.groups], platforms=policy_platforms())
 
 

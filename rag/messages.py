@@ -62,6 +62,10 @@ SHARE_UNAVAILABLE = "I can't share that answer any more; please ask again."
 ASSISTANT_TITLE = "Ask Sift"
 ESCALATION = "{people}: {asker} still needs help with this question."
 ESCALATION_SENT = "I've asked the people who look after this channel to help."
+ANSWER_CAPTURED = ("Thanks: I've saved that reply as an answer for the knowledge team to "
+                   "review; once approved, I'll answer this question with it.")
+ANSWER_NOT_CAPTURABLE = ("Only a person's reply inside a thread can be saved as an answer; "
+                         "pick a reply under the question.")
 
 # Slack: the working status, the block labels and the feedback buttons' accessible names.
 WORKING_STATUS = "is reading the knowledge base…"

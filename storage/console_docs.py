@@ -10,6 +10,7 @@ from sqlalchemy import exists, func, or_, select
 
 from storage.db import Database
 from storage.models import (
+    ClosedGap,
     DocumentStats,
     Feedback,
     Interaction,
@@ -175,10 +176,11 @@ def gap_questions(db: Database, since: datetime,
                   limit: int = GAP_LIMIT) -> list[GapQuestion]:
     """The window's newest questions that went unanswered or got a thumbs-down."""
     down = exists().where(Feedback.interaction_id == Interaction.id, Feedback.vote == -1)
+    closed = exists().where(ClosedGap.interaction_id == Interaction.id)
     query = (select(Interaction.id, Interaction.question, Interaction.created_at,
                     Interaction.status)
              .where(Interaction.created_at >= since,
-                    or_(Interaction.status == "no_answer", down))
+                    or_(Interaction.status == "no_answer", down), ~closed)
              .order_by(Interaction.id.desc()).limit(limit))
     with db.read() as session:
         return [GapQuestion(r.id, r.question, r.created_at, r.status == "no_answer")

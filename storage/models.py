@@ -368,3 +368,75 @@ class AuditEntry(Base):
     target: Mapped[str] = mapped_column(String, default="")
     before: Mapped[Json | None] = mapped_column(nullable=True)
     after: Mapped[Json | None] = mapped_column(nullable=True)
+
+
+class AnswerDraft(Base):
+    """A person's reply in a thread, captured as an answer (a ✅, "Save to Sift"): pending
+    until a reviewer approves it (then indexed in the `answers` source) or rejects it."""
+
+    __tablename__ = "answer_drafts"
+    __table_args__ = (UniqueConstraint("platform", "channel", "message_ref"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # pending, approved, rejected
+    captured_by: Mapped[str] = mapped_column(String(16))  # reaction, shortcut
+    platform: Mapped[str] = mapped_column(String(16))
+    workspace: Mapped[str] = mapped_column(String, default="")
+    channel: Mapped[str] = mapped_column(String)
+    channel_name: Mapped[str] = mapped_column(String, default="")
+    channel_kind: Mapped[str] = mapped_column(String(16))  # public, private, direct
+    thread: Mapped[str] = mapped_column(String)
+    message_ref: Mapped[str] = mapped_column(String)  # the accepted reply
+    asker: Mapped[str] = mapped_column(String, default="")
+    author: Mapped[str] = mapped_column(String)
+    author_name: Mapped[str] = mapped_column(String, default="")
+    answered_at: Mapped[datetime]
+    link: Mapped[str] = mapped_column(Text, default="")
+    question: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str] = mapped_column(Text)
+    reply: Mapped[str] = mapped_column(Text)  # the reply as written, kept beside any rewrite
+    context: Mapped[str] = mapped_column(Text, default="")
+    access: Mapped[list[str]] = mapped_column(JSON, default=list)
+    interaction_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    reviewed_by: Mapped[str] = mapped_column(String, default="")
+    reviewed_at: Mapped[datetime | None]
+    reason: Mapped[str] = mapped_column(Text, default="")
+    # The re-ask check after approval: answered, not_answered, failed ("" before it ran).
+    reask: Mapped[str] = mapped_column(String(16), default="")
+
+
+class ClosedGap(Base):
+    """A gap's question answered since: the re-ask check after an approved answer asked it
+    again and Sift answered. The gaps page leaves it out; an unanswered re-ask closes nothing."""
+
+    __tablename__ = "closed_gaps"
+
+    interaction_id: Mapped[int] = mapped_column(
+        ForeignKey("interactions.id", ondelete="CASCADE"), primary_key=True)
+    draft_id: Mapped[int] = mapped_column(Integer)
+    closed_at: Mapped[datetime]
+
+
+class HelpQuestion(Base):
+    """A top-level question in a help channel (`respond = "questions"`) and what became of
+    it: answered by Sift (`arm` sift) or held out on purpose (`arm` holdout: Sift stayed
+    silent, the counterfactual), the first reply by a person, and who resolved it."""
+
+    __tablename__ = "help_questions"
+    __table_args__ = (UniqueConstraint("platform", "channel", "thread"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    asked_at: Mapped[datetime] = mapped_column(index=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    channel: Mapped[str] = mapped_column(String)
+    thread: Mapped[str] = mapped_column(String)  # the question's own message id
+    asker: Mapped[str] = mapped_column(String)
+    arm: Mapped[str] = mapped_column(String(16))  # sift, holdout
+    interaction_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    answered_at: Mapped[datetime | None]  # Sift's answer (arm sift, when it said something)
+    sift_status: Mapped[str] = mapped_column(String(16), default="")  # the answer's status
+    first_reply_at: Mapped[datetime | None]  # the first reply by a person other than the asker
+    help_requested: Mapped[bool] = mapped_column(Boolean, default=False)  # "Still need help?"
+    resolved_by: Mapped[str] = mapped_column(String(16), default="")  # "", sift, person
+    resolved_at: Mapped[datetime | None]

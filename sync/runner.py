@@ -44,10 +44,14 @@ class SyncRunner:
                  state: SyncState, lock_dir: Path, config: JobConfig | None = None, *,
                  shared_lock: Callable[[str], SharedLock] | None = None,
                  stop: StopRequest | None = None,
-                 observer: SyncObserver | None = None) -> None:
+                 observer: SyncObserver | None = None,
+                 builtin: Sequence[SyncSource] = ()) -> None:
         self.stop = stop or StopRequest()
         self.observer = observer
         self._sources = {s.name: s for s in sources}
+        # Sources Sift keeps itself (approved answers): synced by id, never pruned as
+        # unconfigured, and not among the configured names people are told of.
+        self._builtin = {s.name: s for s in builtin}
         self.index = index
         self.embedder = embedder
         self.state = state
@@ -62,7 +66,7 @@ class SyncRunner:
 
     def source(self, name: str) -> SyncSource:
         try:
-            return self._sources[name]
+            return self._sources.get(name) or self._builtin[name]
         except KeyError:
             known = ", ".join(self._sources) or "none"
             raise SyncError(f"unknown source {name!r}",
@@ -86,7 +90,7 @@ class SyncRunner:
     async def prune_unconfigured(self, *, dry_run: bool = False) -> dict[str, int]:
         """Remove what sources no longer configured left in the index (the sample, once a
         person configures their own); chunks per source removed, or that would be."""
-        found = await unconfigured(self.index, self.state, self._sources)
+        found = await unconfigured(self.index, self.state, {*self._sources, *self._builtin})
         if dry_run:
             return found
         return {name: await prune(self.index, self.state, name) for name in found}

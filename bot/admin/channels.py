@@ -45,6 +45,7 @@ def _form_values(policy: ChannelPolicy) -> dict[str, Any]:
               "respond": policy.respond.value}
     values.update({name: ", ".join(getattr(policy, name)) for name in LISTS})
     values.update({name: getattr(policy, name) for name in SWITCHES})
+    values["holdout"] = f"{policy.holdout:g}"
     return values
 
 
@@ -64,6 +65,8 @@ def described(stored: StoredPolicy) -> list[str]:
         said.append("thread replies are not follow-ups")
     if policy.audience:
         said.append(f"audience: {', '.join(policy.audience)}")
+    if policy.holdout:
+        said.append(f"holdout {policy.holdout:.0%}")
     if not policy.enabled:
         said.append("disabled")
     return said
@@ -96,6 +99,11 @@ def _from_form(form: Any) -> ChannelPolicy:
                            label=str(form.get("label", "")).strip(), respond=Respond(respond))
     changes: dict[str, Any] = {name: listed(name) for name in LISTS}
     changes.update({name: form.get(name) == "on" for name in SWITCHES})
+    try:
+        changes["holdout"] = float(str(form.get("holdout", "") or 0))
+    except ValueError:
+        raise PolicyError("`holdout` is a share between 0 and 0.5, e.g. 0.05.",
+                          "holdout") from None
     return replace(policy, **changes)
 
 
@@ -109,7 +117,7 @@ async def save(request: web.Request) -> web.StreamResponse:
         policy = validate(policy, _known(request))
     except PolicyError as exc:
         values: dict[str, Any] = {k: str(form.get(k, "")) for k in (
-            "platform", "channel", "label", "respond", *LISTS)}
+            "platform", "channel", "label", "respond", "holdout", *LISTS)}
         values.update({name: form.get(name) == "on" for name in SWITCHES})
         return render(request, "channel_form.html", 400, values=values,
                       errors={exc.field: exc.user_message}, known=_known(request), new=False,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from bot.chat.access import PUBLIC, AccessResolver, Audience, Visibility, visible_to
 from bot.chat.addressing import reads_like_question
 from bot.chat.comments import CommentKey, PendingComments
+from bot.chat.deflection import Outcomes
 from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
 from bot.chat.policy import ChannelPolicy, PolicyDefaults, PolicyStore, Respond, resolve
 from bot.chat.service import ChatService
@@ -50,11 +51,12 @@ class Policies:
 
 class ChatFlow:
     def __init__(self, service: ChatService, policies: Policies, access: AccessResolver,
-                 comments: PendingComments) -> None:
+                 comments: PendingComments, outcomes: Outcomes | None = None) -> None:
         self.service = service
         self.policies = policies
         self._access = access
         self._comments = comments
+        self.outcomes = outcomes or Outcomes(None)  # help questions' outcomes (deflection)
 
     # --- questions ----------------------------------------------------------------------
 
@@ -63,10 +65,11 @@ class ChatFlow:
         async with guarded(surface, f"{msg.platform} message {msg.event_key}",
                            tell=msg.kind in ADDRESSED) as guard:
             policy = await self.policies.for_message(msg)
+            await self.outcomes.replied(msg)
             if await self._take_comment(msg, surface):
                 return
             history = await self._addressed(msg, surface, policy)
-            if history is None:
+            if history is None or await self.outcomes.hold_out(msg, policy):
                 return
             guard.tell = True  # a message for Sift: its asker hears of a failure
             await self._answer(msg, surface, policy, history)
@@ -122,6 +125,7 @@ class ChatFlow:
                 return
             ref = await surface.deliver(answer, _sharing(delivery, msg, policy, answer))
         await self._keep(msg, answer, ref)
+        await self.outcomes.answered(msg, answer)
 
     async def _keep(self, msg: ChatMessage, answer: Answer, ref: str) -> None:
         """Link the reply for votes and keep the turn for follow-ups; the person already has
@@ -172,6 +176,7 @@ class ChatFlow:
             await self.service.retract_matching(interaction, vote.user, vote.vote, vote.via)
             return
         await self.service.vote(interaction, vote.user, vote.vote, vote.via, vote.comment)
+        await self.outcomes.voted(interaction, vote.user, vote.vote)
         if vote.vote < 0:
             await self._escalate(vote.platform, vote.channel, surface, team=vote.team)
         asked_in = await surface.voted(vote, interaction)
@@ -180,9 +185,10 @@ class ChatFlow:
                                         interaction)
 
     async def on_help(self, platform: Platform, channel: str, surface: Surface, *,
-                      team: str = "") -> None:
+                      team: str = "", thread: str = "") -> None:
         """"Still need help?": call the people the channel's policy names."""
         async with guarded(surface, f"help request in {channel}"):
+            await self.outcomes.helped(platform, channel, thread)
             if not await self._escalate(platform, channel, surface, team=team):
                 await surface.notice(messages.NOBODY_TO_CALL)
 

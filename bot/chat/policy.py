@@ -45,6 +45,9 @@ class ChannelPolicy:
     follow_ups: bool = True  # thread replies without a mention count as follow-ups
     enabled: bool = True
     audience: tuple[str, ...] = ()  # access groups every member of the channel may see
+    # Help channels: the share of questions Sift stays silent on (recorded), so deflection
+    # is measured against questions people answered without it.
+    holdout: float = 0.0
 
     @property
     def source_names(self) -> tuple[str, ...]:
@@ -160,12 +163,19 @@ def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
     if policy.only_when_confident and policy.respond is not Respond.QUESTIONS:
         raise _refuse("`only_when_confident` applies to auto-answer channels: set "
                       "`respond = \"questions\"` too, or leave it off.", "only_when_confident")
+    if not 0.0 <= policy.holdout <= MAX_HOLDOUT:
+        raise _refuse(f"`holdout` is a share between 0 and {MAX_HOLDOUT}, e.g. 0.05.",
+                      "holdout")
+    if policy.holdout and policy.respond is not Respond.QUESTIONS:
+        raise _refuse("`holdout` applies to help channels: set `respond = \"questions\"` "
+                      "too, or leave it at 0.", "holdout")
     if policy.channel == DIRECT_CHANNEL and policy.private_answers:
         raise _refuse("`private_answers` does not apply to direct messages, which are private "
                       "already.", "private_answers")
     return replace(policy, sources=tuple(dict.fromkeys(policy.sources)))
 
 
+MAX_HOLDOUT = 0.5  # beyond half, the channel is mostly without Sift
 _TUPLES = ("sources", "escalate_to", "audience")
 _FLAGS = ("only_when_confident", "private_answers", "follow_ups", "enabled")
 
@@ -175,6 +185,8 @@ def policy_settings(policy: ChannelPolicy) -> dict[str, Any]:
     values: dict[str, Any] = {name: list(getattr(policy, name)) for name in _TUPLES}
     values.update({name: getattr(policy, name) for name in _FLAGS})
     values["respond"] = policy.respond.value
+    if policy.holdout:
+        values["holdout"] = policy.holdout
     return values
 
 
@@ -189,6 +201,9 @@ def policy_from(platform: str, channel: str, label: str,
     for name in _FLAGS:
         if isinstance(settings.get(name), bool):
             values[name] = settings[name]
+    holdout = settings.get("holdout")
+    if isinstance(holdout, int | float) and not isinstance(holdout, bool):
+        values["holdout"] = float(holdout)
     if settings.get("respond") in {r.value for r in Respond}:
         values["respond"] = Respond(settings["respond"])
     return replace(base, **values)

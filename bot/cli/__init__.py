@@ -29,6 +29,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     # Each command module adds its own subparser and sets `handler`; imports stay light
     # because heavy dependencies are imported inside the handlers.
     from bot.cli import (
+        answers,
         ask,
         audit,
         channels,
@@ -47,7 +48,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
             db.register, report.register, evaluate.register, slack.register, teams.register,
             docs.register,
-            llm.register, audit.register]
+            llm.register, audit.register, answers.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"

@@ -48,17 +48,24 @@ def _report(args: argparse.Namespace) -> int:
     options = ReportOptions(window=args.since, limit=max(args.limit, 1),
                             relevant_threshold=app.settings.storage.relevant_threshold,
                             include_restricted=args.include_restricted)
+    from bot.cli.report_deflection import as_json, deflection
+    from bot.cli.report_deflection import render as render_deflection
+    from storage.outcomes import HelpOutcomes
+
     with storage_errors():
         app.database.require_current()
         report = build_report(app.database, options)
+        helped = deflection(HelpOutcomes(app.database).since(report.since), report.until)
     if args.json:
-        print(json.dumps(to_json(report, prices), ensure_ascii=False))
+        print(json.dumps({**to_json(report, prices), "deflection": as_json(helped)},
+                         ensure_ascii=False))
     else:
         # Piped into a file or a pager, nothing decides a width: rows stay whole, not folded
         # into 80 columns.
         width = None if sys.stdout.isatty() else PIPED_WIDTH
-        render(report, human(args.since), Console(highlight=False, soft_wrap=False,
-                                                  markup=False, width=width), prices)
+        console = Console(highlight=False, soft_wrap=False, markup=False, width=width)
+        render(report, human(args.since), console, prices)
+        render_deflection(helped, console)
     return 0
 
 
@@ -91,7 +98,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: int) -> Table:
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: int) -> Table:
     """A plain table; columns from `right` on hold numbers. Cells are Text, not markup:
     a question containing "[...]" must print as typed."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -105,7 +112,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], right: int)
 def _section(console: Console, title: str, headers: Sequence[str],
              rows: Sequence[Sequence[object]], right: int = 1) -> None:
     console.print(Text(title, style="bold"))
-    console.print(_table(headers, rows, right) if rows else "  none")
+    console.print(plain_table(headers, rows, right) if rows else "  none")
     console.print()
 
 

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.chat.tasks import Background, Busy
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
+from bot.slack.inbound import SAVE_SHORTCUT
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
 from bot.slack.spec import SlackConfig
@@ -46,6 +47,7 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.action(SHARE_ACTION)(handlers.on_share)
     bolt.action(HELP_ACTION)(handlers.on_help)
     bolt.command(COMMAND)(handlers.on_command)
+    bolt.shortcut(SAVE_SHORTCUT)(handlers.on_save)
     bolt.event("app_home_opened")(handlers.on_home_opened)
     bolt.event("assistant_thread_started")(handlers.on_assistant_thread_started)
     bolt.error(_listener_failed)
@@ -168,7 +170,8 @@ def build_slack_adapter(c: SlackConfig, around: Around, *,
                            else append_every_s)
     background = Background("Slack", limit=around.max_in_flight)
     handlers = SlackHandlers(around.flow, SlackOutbound(client), options, background,
-                             sources=list(around.sources), prompts=s.suggested_prompts)
+                             sources=list(around.sources), prompts=s.suggested_prompts,
+                             capture=around.capture)
     pushed = around.pushed
     if pushed is not None:  # a Slack source: a reply, edit or deletion re-reads its thread
         handlers.on_thread_changed = lambda changed: pushed(changed.doc_id)

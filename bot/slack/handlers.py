@@ -8,21 +8,26 @@ from typing import Any
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
+from bot.chat.capture import REACTION, SHORTCUT, CaptureFlow, Pick
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.tasks import Background, Busy
+from bot.slack.capture import SlackThreadReader
 from bot.slack.channel_events import ThreadChanged, changed_thread
 from bot.slack.home import home_view, suggested_prompts
 from bot.slack.inbound import (
     Incoming,
     Me,
     Payload,
+    Picked,
+    parse_accept,
     parse_button,
     parse_command,
     parse_feedback,
     parse_mention,
     parse_message,
     parse_reaction,
+    parse_shortcut,
 )
 from bot.slack.outbound import SlackOutbound
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
@@ -43,8 +48,9 @@ class SlackHandlers:
 
     def __init__(self, flow: ChatFlow, outbound: SlackOutbound, options: SlackOptions,
                  background: Background, *, sources: Sequence[str] = (),
-                 prompts: Sequence[str] = ()) -> None:
+                 prompts: Sequence[str] = (), capture: CaptureFlow | None = None) -> None:
         self._flow = flow
+        self._capture = capture
         self._out = outbound
         self._options = options
         self._background = background
@@ -106,6 +112,26 @@ class SlackHandlers:
 
     async def on_reaction_added(self, body: Payload, context: AsyncBoltContext) -> None:
         await self._on_reaction(body, context, added=True)
+        picked = parse_accept(body, _me(context))
+        if picked is not None and self._capture is not None:  # a ✅ may pick a person's reply
+            self._background.spawn(self._pick(picked, REACTION, _me(context)))
+
+    async def on_save(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
+        """The "Save to Sift" message shortcut: that reply becomes an answer draft."""
+        picked = parse_shortcut(body)
+        if picked is None or self._capture is None:
+            await ack()
+            return
+        surface = self._surface(_me(context), channel=picked.channel, user=picked.user,
+                                thread_ts="")
+        await self._clicked(ack, self._pick(picked, SHORTCUT, _me(context)), surface)
+
+    def _pick(self, picked: Picked, how: str, me: Me) -> Work:
+        assert self._capture is not None
+        pick = Pick(SLACK_PLATFORM, picked.team, picked.channel, picked.message_ts, picked.user,
+                    how, event_key=f"slack:accept:{picked.key}" if how == REACTION else "")
+        surface = self._surface(me, channel=picked.channel, user=picked.user, thread_ts="")
+        return self._capture.on_pick(pick, SlackThreadReader(self._out, me), surface)
 
     async def on_reaction_removed(self, body: Payload, context: AsyncBoltContext) -> None:
         await self._on_reaction(body, context, added=False)
@@ -140,8 +166,9 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts or button.message_ts)
-        await self._clicked(ack, self._flow.on_help(SLACK_PLATFORM, button.channel, surface),
-                            surface)
+        help_work = self._flow.on_help(SLACK_PLATFORM, button.channel, surface,
+                                       thread=button.thread_ts or button.message_ts)
+        await self._clicked(ack, help_work, surface)
 
     async def on_share(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """"Share to channel" under a private answer: post it for everyone."""

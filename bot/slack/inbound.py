@@ -17,6 +17,8 @@ from rag.types import Turn
 Payload = Mapping[str, Any]  # Slack's JSON as bolt hands it over; read only in this module
 
 UP_REACTIONS = frozenset({"+1", "thumbsup", "white_check_mark"})
+ACCEPT_REACTION = "white_check_mark"  # the asker's ✅ on a person's reply: take it as the answer
+SAVE_SHORTCUT = "save_to_sift"  # the "Save to Sift" message shortcut's callback_id
 DOWN_REACTIONS = frozenset({"-1", "thumbsdown"})
 _MENTION = re.compile(r"<@(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>")
 _BROADCAST = re.compile(r"<!(?:here|channel|everyone|subteam\^)[^>]*>")
@@ -244,3 +246,39 @@ def thread_turns(thread: Iterable[ThreadMessage], before_ts: str, me: Me,
             turns.append(Turn("user", plain(strip_mentions(m.text, me))))
     turns = [t for t in turns if t.text]
     return tuple(turns[-keep:]) if keep else ()
+
+
+@dataclass(frozen=True)
+class Picked:
+    """A reply someone picked as an answer: a ✅ reaction, or the "Save to Sift" shortcut."""
+
+    key: str  # the event id (reactions) or trigger id (shortcuts)
+    team: str
+    user: str
+    channel: str
+    message_ts: str
+
+
+def parse_accept(body: Payload, me: Me) -> Picked | None:
+    """A ✅ added to a message (whose, the capture flow decides)."""
+    event, event_id = _envelope(body)
+    item = event.get("item") or {}
+    user = _s(event, "user")
+    if _s(event, "reaction").split("::", 1)[0] != ACCEPT_REACTION or \
+            item.get("type") != "message" or not user or user == me.user_id or \
+            _s(event, "item_user") == me.user_id:
+        return None  # a ✅ on Sift's own answer is a 👍, and costs no thread read
+    return Picked(event_id, _s(body, "team_id"), user, _s(item, "channel"), _s(item, "ts"))
+
+
+def parse_shortcut(body: Payload) -> Picked | None:
+    """A message shortcut's payload (type message_action) for "Save to Sift"."""
+    if _s(body, "type") != "message_action" or _s(body, "callback_id") != SAVE_SHORTCUT:
+        return None
+    user, channel = body.get("user") or {}, body.get("channel") or {}
+    message = body.get("message") or {}
+    ts = _s(message, "ts") or _s(body, "message_ts")
+    if not _s(user, "id") or not _s(channel, "id") or not ts:
+        return None
+    return Picked(_s(body, "trigger_id"), _s(body.get("team") or {}, "id"), _s(user, "id"),
+                  _s(channel, "id"), ts)

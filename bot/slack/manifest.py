@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from bot.slack.inbound import SAVE_SHORTCUT
 from rag.errors import ConfigError
 
 BASE_SCOPES = ("app_mentions:read", "chat:write", "im:history", "channels:history",
@@ -39,6 +40,9 @@ class Features:
     directory: bool = False  # who asks: email and user groups, for permissions
     # A `kind = "slack"` source: channel names, private history, members, people's names.
     channel_source: bool = False
+    # People's replies saved as answers: the "Save to Sift" shortcut; the channel's name and
+    # privacy (who may read the answer) and the author's name.
+    capture: bool = True
 
 
 def _scopes(f: Features) -> list[str]:
@@ -49,6 +53,7 @@ def _scopes(f: Features) -> list[str]:
     scopes += ["users:read", "users:read.email", "usergroups:read"] if f.directory else []
     scopes += ["channels:read", "groups:read", "groups:history", "users:read",
                "users:read.email"] if f.channel_source else []
+    scopes += ["channels:read", "groups:read", "users:read"] if f.capture else []
     return list(dict.fromkeys(scopes))
 
 
@@ -74,6 +79,10 @@ def manifest(f: Features, url: str = EXAMPLE_URL, *,
                                    "usage_hint": "how do I rotate the staging credentials?",
                                    "should_escape": False}
         features["slash_commands"] = [command if socket_mode else {**command, "url": endpoint}]
+    if f.capture:
+        features["shortcuts"] = [{"name": "Save to Sift", "type": "message",
+                                  "callback_id": SAVE_SHORTCUT,
+                                  "description": "Save this reply as the thread's answer"}]
     if f.assistant:
         features["assistant_view"] = {
             "assistant_description": "Ask about our processes, policies and systems."}

@@ -132,6 +132,28 @@ class SlackOutbound:
                                                              limit=limit)
         return thread_messages(response.get("messages") or [])
 
+    async def permalink(self, channel: str, ts: str) -> str:
+        """chat.getPermalink: the message's link ("" when Slack gives none)."""
+        response = await self._client.chat_getPermalink(channel=channel, message_ts=ts)
+        return str(response.get("permalink") or "")
+
+    async def channel_info(self, channel: str) -> dict[str, Any]:
+        """conversations.info's channel object."""
+        response = await self._client.conversations_info(channel=channel)
+        return dict(response.get("channel") or {})
+
+    async def user_name(self, user: str) -> str:
+        """users.info: the person's display name, else real name ("" when unknown)."""
+        try:
+            response = await self._client.users_info(user=user)
+        except SlackApiError as exc:
+            log.warning("no name for %s: %s", user, _error(exc))
+            return ""
+        found = response.get("user") or {}
+        profile = found.get("profile") or {}
+        return str(profile.get("display_name") or profile.get("real_name")
+                   or found.get("real_name") or found.get("name") or "")
+
     async def thread_of(self, channel: str, ts: str) -> str:
         """The thread a message sits in ("" at top level without replies)."""
         response = await self._client.conversations_replies(channel=channel, ts=ts, limit=1)

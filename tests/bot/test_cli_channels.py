@@ -61,7 +61,7 @@ def test_the_default_and_direct_policies_can_be_set(capsys: Capture) -> None:
      "'general' is not a Slack channel id"),
     (["set", "teams", "C0123ABCD"], "is not a Teams conversation id"),
     (["set", "slack", "C0123ABCD", "--sources", "handbook,intranet"],
-     "Unknown source 'intranet' in `sources`; known sources: handbook, wiki."),
+     "Unknown source 'intranet' in `sources`; known sources: handbook, wiki, answers."),
     (["set", "slack", "C0123ABCD", "--only-when-confident", "on"],
      "`only_when_confident` applies to auto-answer channels"),
     (["set", "slack", "C0123ABCD", "--escalate-to", "alice"],

@@ -71,9 +71,11 @@ def direct_message(text: str, *, ts: str = "1700000200.000400", thread_ts: str =
 
 
 def reaction(name: str, item_ts: str, *, removed: bool = False, user: str = USER,
-             channel: str = CHANNEL, event_id: str = "Ev1") -> dict[str, Any]:
+             channel: str = CHANNEL, event_id: str = "Ev1",
+             item_user: str = BOT_USER) -> dict[str, Any]:
+    """`item_user`: who wrote the message reacted to (Sift's answer, unless told)."""
     event = {"type": "reaction_removed" if removed else "reaction_added", "user": user,
-             "reaction": name, "item_user": BOT_USER,
+             "reaction": name, "item_user": item_user,
              "item": {"type": "message", "channel": channel, "ts": item_ts},
              "event_ts": f"{int(time.time())}.000500"}
     return envelope(event, event_id)
@@ -116,6 +118,23 @@ def sign(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = Non
 def event_request(payload: dict[str, Any]) -> tuple[str, str]:
     """(body, content type) of an Events API delivery."""
     return json.dumps(payload), "application/json"
+
+
+def message_shortcut(message_ts: str, *, text: str = "", author: str = USER,
+                     thread_ts: str = "", channel: str = CHANNEL, user: str = USER,
+                     callback_id: str = "save_to_sift") -> dict[str, Any]:
+    """A message shortcut's payload (type message_action), as Slack's shortcuts reference
+    lists its fields."""
+    msg: dict[str, Any] = {"type": "message", "user": author, "ts": message_ts, "text": text}
+    if thread_ts:
+        msg["thread_ts"] = thread_ts
+    return {"type": "message_action", "token": "Nj2rfC2hU8mAfgaJLemZgO7H",
+            "action_ts": f"{int(time.time())}.000800", "team": {"id": TEAM, "domain": "acme"},
+            "user": {"id": user, "name": user.lower(), "team_id": TEAM},
+            "channel": {"id": channel, "name": "it-help"}, "callback_id": callback_id,
+            "trigger_id": f"13345224609.{next_event_id()}.fake", "message_ts": message_ts,
+            "message": msg,
+            "response_url": "https://hooks.slack.com/app-actions/T111/1/fake"}
 
 
 def action_request(payload: dict[str, Any]) -> tuple[str, str]:

@@ -240,6 +240,17 @@ class FakeSlack(SlackChannels, LocalServer):
         message.update(text=args.get("text", ""), blocks=args.get("blocks") or [])
         return {"channel": args["channel"], "ts": args["ts"], "text": message["text"]}
 
+    def _chat_getPermalink(self, args: Json) -> Json:
+        """docs.slack.dev chat.getPermalink: the message's archive link."""
+        channel, ts = args.get("channel", ""), args.get("message_ts", "")
+        found = self._find(channel, ts)
+        if found is None:
+            return {"ok": False, "error": "message_not_found"}
+        link = f"https://acme.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        if found.get("thread_ts") and found["thread_ts"] != ts:
+            link += f"?thread_ts={found['thread_ts']}&cid={channel}"
+        return {"channel": channel, "permalink": link}
+
     def _chat_postEphemeral(self, args: Json) -> Json:
         return {"message_ts": self._ts()}
 

@@ -84,19 +84,22 @@ def test_the_committed_manifest_is_the_generated_default() -> None:
 
 
 @pytest.mark.parametrize(("features", "scopes", "events"), [
-    (Features(slash_command=False, app_home=False), [], []),
-    (Features(), ["commands"], ["app_home_opened"]),
-    (Features(slash_command=False, app_home=False, assistant=True), ["assistant:write"],
-     ["assistant_thread_started"]),
-    (Features(slash_command=False, app_home=False, private_channels=True), ["groups:history"],
-     ["message.groups"]),
-    (Features(slash_command=False, app_home=False, directory=True),
+    (Features(slash_command=False, app_home=False, capture=False), [], []),
+    (Features(), ["commands", "channels:read", "groups:read", "users:read"],
+     ["app_home_opened"]),
+    (Features(slash_command=False, app_home=False),  # capture: the channel and the author
+     ["channels:read", "groups:read", "users:read"], []),
+    (Features(slash_command=False, app_home=False, capture=False, assistant=True),
+     ["assistant:write"], ["assistant_thread_started"]),
+    (Features(slash_command=False, app_home=False, capture=False, private_channels=True),
+     ["groups:history"], ["message.groups"]),
+    (Features(slash_command=False, app_home=False, capture=False, directory=True),
      ["users:read", "users:read.email", "usergroups:read"], []),
-    (Features(slash_command=False, app_home=False, channel_source=True),
+    (Features(slash_command=False, app_home=False, capture=False, channel_source=True),
      ["channels:read", "groups:read", "groups:history", "users:read", "users:read.email"],
      ["message.groups"]),
-    (Features(slash_command=False, app_home=False, private_channels=True, directory=True,
-              channel_source=True),
+    (Features(slash_command=False, app_home=False, capture=False, private_channels=True,
+              directory=True, channel_source=True),
      ["groups:history", "users:read", "users:read.email", "usergroups:read", "channels:read",
       "groups:read"], ["message.groups"]),  # each scope and event once
 ])
@@ -114,6 +117,9 @@ def test_manifest_asks_for_each_scope_only_when_its_feature_is_on(
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
     assert ("slash_commands" in made["features"]) is features.slash_command
     assert ("assistant_view" in made["features"]) is features.assistant
+    shortcuts = made["features"].get("shortcuts", [])
+    assert [s["callback_id"] for s in shortcuts] == (["save_to_sift"] if features.capture
+                                                     else [])
 
 
 def test_socket_mode_manifest_has_no_request_urls() -> None:
@@ -156,5 +162,5 @@ def test_the_command_asks_for_channel_history_only_with_a_slack_source(
     scopes = made["oauth_config"]["scopes"]["bot"]
     events = made["settings"]["event_subscriptions"]["bot_events"]
     assert ("groups:history" in scopes) is with_source
-    assert ("channels:read" in scopes) is with_source
+    assert "channels:read" in scopes  # always: a captured answer needs its channel's privacy
     assert ("message.groups" in events) is with_source

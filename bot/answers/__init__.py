@@ -1,0 +1,1 @@
+"""The answers loop: people's replies captured, reviewed, indexed, asked again."""

@@ -1,0 +1,204 @@
+"""The capture flow, for every platform: a person's reply in a thread becomes a pending answer
+draft (the asker's ✅ where Sift could not answer, or "Save to Sift" on any reply)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot.chat.access import PUBLIC, AccessResolver, Asker, Audience, Visibility
+from bot.chat.deflection import Outcomes
+from bot.chat.flow import guarded
+from bot.chat.surface import Surface
+from rag import messages
+from rag.patience import NO_RETRY, Retrying
+from rag.types import Platform
+from storage.answers import NewDraft, StoredDraft, ThreadAsk
+
+log = logging.getLogger(__name__)
+REACTION, SHORTCUT = "reaction", "shortcut"
+PUBLIC_KIND, PRIVATE_KIND, DIRECT_KIND = "public", "private", "direct"
+CAPTURED_PREFIX = "sift:"  # principals of captured answers: a conversation, or one person
+CONTEXT_POSTS = 6  # the thread's posts between question and reply a draft keeps, at most
+
+
+@dataclass(frozen=True)
+class Post:
+    """One message of a thread as the platform shows it."""
+
+    ref: str  # Slack ts, Teams message id
+    user: str
+    text: str
+    at: datetime
+    by_bot: bool = False  # Sift or another bot
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a thread is: its name for a citation and its kind for the answer's access."""
+
+    name: str  # "#it-help", "a direct message"
+    kind: str  # public, private, direct
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A reply picked as an answer: the asker's ✅, or someone's "Save to Sift"."""
+
+    platform: Platform
+    workspace: str
+    channel: str
+    message_ref: str
+    user: str  # who picked it
+    how: str  # REACTION or SHORTCUT
+    event_key: str = ""  # a redelivered reaction is dropped
+
+
+class ThreadReader(Protocol):
+    """What a platform reads for a capture (Slack: conversations.replies, .info, users)."""
+
+    async def posts(self, channel: str, message_ref: str) -> tuple[Post, ...]:
+        """The whole thread holding that message, root first; () when it is in none."""
+        ...
+
+    async def place(self, channel: str) -> Place: ...
+
+    async def link(self, channel: str, message_ref: str) -> str: ...
+
+    async def person(self, user: str) -> str:
+        """A person's display name ("" when unknown)."""
+        ...
+
+
+class DraftStore(Protocol):
+    """Blocking calls (storage.answers.AnswerDrafts and the interactions' thread look-up)."""
+
+    def add(self, draft: NewDraft) -> tuple[StoredDraft, bool]: ...
+
+    def thread_ask(self, platform: str, channel: str, thread: str) -> ThreadAsk | None: ...
+
+
+class DraftWriter(Protocol):
+    async def write(self, question: str, thread: Sequence[tuple[str, str]],
+                    reply: str) -> tuple[str, str]:
+        """(standalone question, self-contained answer) written only from the thread."""
+        ...
+
+
+class AsWritten:
+    """Without a model: the question as asked, the reply as written."""
+
+    async def write(self, question: str, thread: Sequence[tuple[str, str]],
+                    reply: str) -> tuple[str, str]:
+        return question, reply
+
+
+def access_for(platform: str, channel: str, place: Place, asker: str) -> tuple[str, ...]:
+    """Who may read an answer captured there: a public channel's everyone Sift answers (as a
+    Slack source marks its threads), a private channel's members, a DM's asker alone."""
+    if place.kind == PUBLIC_KIND:
+        return (PUBLIC,)
+    if place.kind == PRIVATE_KIND:
+        own = (f"slack:channel:{channel}",) if platform == "slack" else ()
+        return (*own, channel_principal(platform, channel))
+    return (user_principal(platform, asker),) if asker else ()
+
+
+def channel_principal(platform: str, channel: str) -> str:
+    """Held by everyone reading an answer shown in that conversation (bot/permissions)."""
+    return f"{CAPTURED_PREFIX}channel:{platform}:{channel}"
+
+
+def user_principal(platform: str, user: str) -> str:
+    """Held by that person reading an answer only they see."""
+    return f"{CAPTURED_PREFIX}user:{platform}:{user}"
+
+
+class ClaimPort(Protocol):
+    async def claim(self, event_key: str) -> bool: ...
+
+
+class CaptureFlow:
+    def __init__(self, store: DraftStore, writer: DraftWriter, claim: ClaimPort,
+                 retrying: Retrying = NO_RETRY, outcomes: Outcomes | None = None) -> None:
+        self._outcomes = outcomes or Outcomes(None)
+        self._store = store
+        self._writer = writer
+        self._claim = claim
+        self._blocking = retrying.blocking
+
+    async def on_pick(self, pick: Pick, reader: ThreadReader, surface: Surface) -> None:
+        """A ✅ on a reply where Sift could not answer, from the asker; or a shortcut."""
+        async with guarded(surface, f"{pick.how} on {pick.message_ref}",
+                           tell=pick.how == SHORTCUT):
+            draft = await self._draft(pick, reader, surface)
+            if draft is None:
+                return
+            stored, created = await self._blocking("saving an answer draft",
+                                                   self._store.add, draft)
+            log.info("answer draft %d %s from %s in %s", stored.id,
+                     "captured" if created else "already held", pick.how, pick.channel)
+            if created or pick.how == SHORTCUT:
+                await surface.notice(messages.ANSWER_CAPTURED)
+
+    async def _draft(self, pick: Pick, reader: ThreadReader,
+                     surface: Surface) -> NewDraft | None:
+        posts = await reader.posts(pick.channel, pick.message_ref)
+        reply = next((p for p in posts if p.ref == pick.message_ref), None)
+        if reply is None or reply.by_bot or posts[0].ref == reply.ref:
+            if pick.how == SHORTCUT:
+                await surface.notice(messages.ANSWER_NOT_CAPTURABLE)
+            return None  # a reaction on Sift's own answer is a vote, handled elsewhere
+        root = posts[0]
+        if pick.how == REACTION:  # the asker's ✅ on a person's reply resolves a help question
+            await self._outcomes.by_person(pick.platform, pick.channel, root.ref, pick.user)
+        ask = await self._blocking("reading the thread's question", self._store.thread_ask,
+                                   pick.platform, pick.channel, root.ref)
+        if pick.how == REACTION and (ask is None or not ask.unresolved or
+                                     ask.user != pick.user):
+            return None  # only the asker, only where Sift had no answer
+        if pick.event_key and not await self._claim.claim(pick.event_key):
+            return None
+        return await self._compose(pick, reader, posts, reply, ask)
+
+    async def _compose(self, pick: Pick, reader: ThreadReader, posts: Sequence[Post],
+                       reply: Post, ask: ThreadAsk | None) -> NewDraft:
+        root = posts[0]
+        place = await reader.place(pick.channel)
+        between = [p for p in posts[1:] if p.ref != reply.ref and not p.by_bot
+                   and p.at <= reply.at][-CONTEXT_POSTS:]
+        names = {u: await reader.person(u) or u for u in {reply.user, *(p.user for p in between)}}
+        context = [(names[p.user], p.text) for p in between]
+        asked = ask.question if ask is not None else root.text
+        question, answer = await self._writer.write(asked, context, reply.text)
+        asker = ask.user if ask is not None else root.user
+        return NewDraft(
+            captured_by=pick.how, platform=pick.platform, workspace=pick.workspace,
+            channel=pick.channel, channel_name=place.name, channel_kind=place.kind,
+            thread=root.ref, message_ref=reply.ref, asker=asker, author=reply.user,
+            author_name=names[reply.user], answered_at=reply.at,
+            link=await reader.link(pick.channel, reply.ref), question=question, answer=answer,
+            reply=reply.text, context="\n".join(f"{who}: {text}" for who, text in context),
+            access=access_for(pick.platform, pick.channel, place, asker),
+            interaction_id=ask.interaction_id if ask is not None else None)
+
+
+
+class WithCaptured:
+    """The access rule plus the answers people gave in this very conversation: every reader
+    of a channel answer is in that channel; a private answer's one reader is its asker."""
+
+    def __init__(self, inner: AccessResolver) -> None:
+        self._inner = inner
+
+    async def groups_for(self, asker: Asker, audience: Audience) -> tuple[str, ...]:
+        groups = await self._inner.groups_for(asker, audience)
+        if audience.visibility is Visibility.CHANNEL:
+            own = (channel_principal(asker.platform, audience.channel),) \
+                if audience.channel else ()
+        else:
+            own = (user_principal(asker.platform, asker.user),) if asker.user else ()
+        return (*groups, *own)
