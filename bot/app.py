@@ -84,6 +84,7 @@ from storage.overrides import HistoryOfDocuments, OverrideRepository
 from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
+from storage.tokens import TokenRepository
 from sync.chunk import ChunkingConfig
 from sync.connectors import registry
 from sync.connectors.base import Connector
@@ -329,6 +330,11 @@ class App:
     @cached_property
     def audit(self) -> AuditLog:
         return AuditLog(self.database)
+
+    @cached_property
+    def tokens(self) -> TokenRepository:
+        """Personal access tokens for the HTTP API and MCP (`sift tokens`)."""
+        return TokenRepository(self.database)
 
     @cached_property
     def retention(self) -> Retention:
