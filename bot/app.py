@@ -54,6 +54,7 @@ from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
 from rag.logcontext import CorrelationFilter
+from rag.lookup import DocumentStore
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.patience import Patience, Retrying
 from rag.pipeline import Pipeline, Stages
@@ -518,6 +519,7 @@ class App:
             priors=priors,
             syncs=syncs,
             circuit=llm,
+            documents=index if isinstance(index, DocumentStore) else None,
         )
         return Pipeline(stages, config, recorder, self.output_policy,
                         recording=self.storage_retrying)
@@ -580,7 +582,8 @@ class App:
             feedback = MeteredFeedback(feedback, self.metrics)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
-        return ChatService(answers, stores, limits, self.storage_retrying)
+        return ChatService(answers, stores, limits, self.storage_retrying,
+                           lookup=pipeline.lookup)
 
     def around(self, flow: ChatFlow, gate: Gate | None = None) -> Around:
         """What every chat surface is given to build itself (bot/surface_spec.py)."""
@@ -590,4 +593,5 @@ class App:
         return Around(flow, place_of(self.settings, admin=gate is not None),
                       max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
                       max_message_chars=chat.max_message_chars,
-                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate)
+                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate,
+                      tokens=self.tokens, oidc_issuer=self.settings.admin.oidc.issuer)

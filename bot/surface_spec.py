@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.chat.policy import PolicyIds
 
 if TYPE_CHECKING:
+    from bot.api.auth import TokenCheck
     from bot.chat.flow import ChatFlow
     from bot.settings import Settings
     from bot.webchat.app import Gate
@@ -48,6 +49,10 @@ class Around:
     # Where a surface that is also a source (Slack channels, `kind = "slack"`) hands the id
     # of a document its events changed; None when no source of its kind is configured.
     pushed: Callable[[str], None] | None = None
+    # Who a bearer token is (personal access tokens), for the surfaces other tools call (the
+    # HTTP API, MCP); None where no database holds them.
+    tokens: TokenCheck | None = None
+    oidc_issuer: str = ""  # the console's OpenID provider, the authorization server MCP names
 
 
 class Endpoint(Protocol):

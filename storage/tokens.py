@@ -85,13 +85,15 @@ class TokenRepository:
                created_by: str = "") -> MadeToken:
         secret = PREFIX + secrets.token_urlsafe(32)
         now = self._clock()
-        values = {"secret_hash": secret_hash(secret), "hint": secret[:HINT_CHARS] + "…",
-                  "email": email, "label": label, "created_by": created_by, "created_at": now,
-                  "expires_at": now + expires_in if expires_in is not None else None}
+        hint = secret[:HINT_CHARS] + "…"
+        expires_at = now + expires_in if expires_in is not None else None
         with self._db.write() as session:
-            new_id = session.execute(insert(_tokens).values(**values)).inserted_primary_key[0]
-        return MadeToken(AccessToken(int(new_id), values["hint"], email, label, created_by,
-                                     now, values["expires_at"], None, None), secret)
+            new_id = session.execute(insert(_tokens).values(
+                secret_hash=secret_hash(secret), hint=hint, email=email, label=label,
+                created_by=created_by, created_at=now, expires_at=expires_at,
+            ).returning(_tokens.c.id)).scalar_one()
+        return MadeToken(AccessToken(int(new_id), hint, email, label, created_by, now,
+                                     expires_at, None, None), secret)
 
     def verify(self, secret: str) -> AccessToken | None:
         """The active token whose secret this is; None for anything else (unknown, revoked,
