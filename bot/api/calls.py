@@ -156,9 +156,9 @@ class Calls:
         vote = Vote(caller.platform, caller.email, answer_id, caller.email, value, VIA_BUTTON,
                     comment=comment)
         await self._flow.on_vote(vote, surface)
-        if surface.failed is not None or messages.UNKNOWN_ANSWER_FEEDBACK in surface.notices:
-            if surface.failed is None:
-                raise CallRefused(404, messages.UNKNOWN_ANSWER_FEEDBACK)
+        if surface.failed is not None:
             raise surface.refusal()
+        if messages.UNKNOWN_ANSWER_FEEDBACK in surface.notices:  # or another person's answer
+            raise CallRefused(404, messages.UNKNOWN_ANSWER_FEEDBACK)
         return surface.notices[0] if surface.notices else messages.FEEDBACK_THANKS
 
