@@ -18,6 +18,8 @@ COPY bot ./bot
 COPY rag ./rag
 COPY sync ./sync
 COPY storage ./storage
+COPY evaluation ./evaluation
+COPY weaviate_server ./weaviate_server
 # Not editable: the code is installed into /opt/venv as a package. uv reads pyproject.toml's
 # exclude-dependencies, which keeps sentence-transformers (torch) out.
 RUN uv sync --frozen --no-editable --extra local --extra bedrock --extra vertex --extra openai

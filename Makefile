@@ -58,7 +58,7 @@ system-packages:
 # standard library, so the system Python runs it and a fresh machine's Go build (minutes of
 # both cores) goes on while uv installs the packages.
 weaviate:
-	@$(PYTHON) -m bot.weaviate.install
+	@$(PYTHON) -m weaviate_server.install
 
 # Helm, for the chart's tests (helm lint, helm template): built from the Go module proxy once
 # into ~/.cache/sift/helm/<version> (about 4 minutes of both cores on a fresh machine, beside
@@ -106,7 +106,7 @@ test-quick: $(STAMP)
 # ruff, mypy, deptry (every import declared in pyproject.toml, every declared package used)
 # and a lock that matches pyproject.toml. `.ci/run` runs it before the suite.
 lint: $(STAMP)
-	$(BIN)/ruff check bot rag sync storage tests bench
+	$(BIN)/ruff check bot rag sync storage evaluation weaviate_server tests bench
 	$(BIN)/mypy
 	$(BIN)/deptry .
 	$(BIN)/uv lock --check --offline

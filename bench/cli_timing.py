@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.weaviate.process import free_ports
+from weaviate_server.process import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = "import sys; from bot.cli import main; sys.exit(main(sys.argv[1:]))"

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 from pydantic import SecretStr
 
 if TYPE_CHECKING:
-    from bot.evaluate.runner import QueryResult
     from bot.settings import Settings
+    from evaluation.runner import QueryResult
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = Path(__file__).resolve().parent / "sample_questions.yaml"
@@ -119,7 +119,7 @@ def _settings(workdir: Path, url: str, grpc: str, key: str, collection: str) -> 
 
 async def _sample(args: argparse.Namespace) -> list[Asked]:
     from bot.app import App
-    from bot.evaluate.dataset import load
+    from evaluation.dataset import load
     from rag.types import AskContext, Mode, Question
 
     app = App(_settings(args.workdir, args.url, args.grpc, args.key, SAMPLE_COLLECTION))
@@ -141,13 +141,13 @@ async def _sample(args: argparse.Namespace) -> list[Asked]:
 
 async def _aws(args: argparse.Namespace) -> list[Asked]:
     from bot.app import App
-    from bot.evaluate.dataset import load
-    from bot.evaluate.evaluation import Options, evaluate
+    from evaluation.dataset import load
+    from evaluation.evaluation import Options, evaluate
 
     app = App(_settings(args.workdir, args.url, args.grpc, args.key, "SiftChunks"))
     results: list[QueryResult] = []
     try:
-        await evaluate(app, load(args.aws), Options(modes=("graded",)),
+        await evaluate(app.evaluation_harness(), load(args.aws), Options(modes=("graded",)),
                        on_question=results.append)
     finally:
         await app.aclose()
@@ -214,8 +214,8 @@ def _print(label: str, name: str, f: Figures) -> None:
 
 
 def drive(args: argparse.Namespace) -> None:
-    from bot.weaviate.install import find_binary
-    from bot.weaviate.process import ManagedWeaviate, free_ports
+    from weaviate_server.install import find_binary
+    from weaviate_server.process import ManagedWeaviate, free_ports
 
     binary = find_binary(_pinned_version(), None)
     if binary is None:

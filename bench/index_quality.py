@@ -47,14 +47,14 @@ import numpy as np
 from pydantic import SecretStr
 
 from bot.app import App
-from bot.evaluate.dataset import EvalSet, load
-from bot.evaluate.evaluation import Options, evaluate
-from bot.evaluate.runner import MODES
 from bot.settings import EmbeddingSettings, Settings, SyncSettings, WeaviateSettings
-from bot.weaviate.install import find_binary
-from bot.weaviate.process import ManagedWeaviate, free_ports
+from evaluation.dataset import EvalSet, load
+from evaluation.evaluation import Options, evaluate
+from evaluation.runner import MODES
 from rag.embed import Embedder, LocalEmbedder
 from rag.types import Vector
+from weaviate_server.install import find_binary
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs"
 
@@ -182,7 +182,8 @@ async def build_once(app: BenchApp, dataset: EvalSet, kept: KeptVectors, label: 
                      number: int) -> Build:
     before = kept.embedded
     try:
-        report = await evaluate(app, dataset, Options(rebuild=True, modes=MODES))
+        report = await evaluate(app.evaluation_harness(), dataset,
+                                Options(rebuild=True, modes=MODES))
     finally:
         await app.aclose()
     if kept.embedded > before:

@@ -33,8 +33,6 @@ import numpy as np
 
 from bench.machine import process_cpu
 from bot.settings import WeaviateSettings
-from bot.weaviate.install import find_binary
-from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.config import RetrievalConfig
 from rag.embed import LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
@@ -42,6 +40,8 @@ from rag.ports import Diversity
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
 from rag.types import Chunk
+from weaviate_server.install import find_binary
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
 FALLBACK = ["instance", "bucket", "policy", "role", "permission", "network", "subnet", "gateway",

@@ -46,7 +46,6 @@ from bench.machine import (
     processor,
     steal_seconds,
 )
-from bot.weaviate.process import free_port
 from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency, Recorded
 from tests.fakes.slack_payloads import (
     BOT_TOKEN,
@@ -59,6 +58,7 @@ from tests.fakes.slack_payloads import (
 )
 from tests.fakes.slack_server import FakeSlack, Json
 from tests.pg import Cluster, _bin_dir
+from weaviate_server.process import free_port
 
 TOPICS = ("How do I reset my MFA?", "How do I set up the VPN?",
           "What is the parental leave policy?", "How do I roll back a deploy?",

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.cli_timing import ENTRY, ROOT, environment, sift
-from bot.weaviate.process import free_port
+from weaviate_server.process import free_port
 
 
 def _status(url: str) -> int:

@@ -25,9 +25,9 @@ import aiohttp
 
 from bench.cli_timing import ROOT, environment, sift
 from bench.serve_load import cpu_seconds, postgres, rss_mb, start_serve, wait_ready
-from bot.weaviate.process import free_port
 from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET, event_request, message, sign
 from tests.fakes.slack_server import FakeSlack
+from weaviate_server.process import free_port
 
 
 @dataclass

@@ -36,8 +36,6 @@ import yaml
 from bench.machine import probe, process_cpu, processor
 from bot.app import App
 from bot.settings import Settings, SyncSettings, WeaviateSettings
-from bot.weaviate.install import find_binary
-from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import BACKENDS, DEFAULT_BACKEND, LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from storage.db import Database
@@ -47,6 +45,8 @@ from sync.connectors.folder import FolderConnector
 from sync.job import JobConfig, SyncJob
 from sync.prepare import text_to_embed, to_chunks
 from sync.report import SyncSummary
+from weaviate_server.install import find_binary
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "aws-docs" / "corpus.jsonl"
 WEAVIATE_VERSION = WeaviateSettings().version  # the pinned version `sift weaviate install` gets

@@ -34,8 +34,6 @@ from bot.settings_check import parse_networks
 from bot.slack import spec as slack_surface
 from bot.surface_spec import Around
 from bot.teams.source import source_config
-from bot.weaviate.install import find_binary
-from bot.weaviate.process import ManagedWeaviate, Ports
 from bot.web import Health, HealthCheck
 from rag import messages
 from rag.circuit import CircuitBreaker
@@ -97,11 +95,15 @@ from sync.lock import SyncBusy
 from sync.ports import ChunkIndex
 from sync.runner import SyncRunner, SyncSource
 from sync.schedule import SourceSchedule, SyncScheduler
+from weaviate_server.install import find_binary
+from weaviate_server.process import ManagedWeaviate, Ports
 
 if TYPE_CHECKING:
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
+    from bot.runtime import ManagedRun
     from bot.webchat.app import Gate
+    from evaluation.evaluation import Harness
     from rag.llm import AnthropicLLM
     from rag.llm_openai import OpenAILLM
 
@@ -209,6 +211,13 @@ class App:
                       w.raft_rpc_port, w.profiling_port)
         binary = find_binary(w.version, self.settings.weaviate_binary)
         return ManagedWeaviate(binary, self.data_dir / "weaviate", ports)
+
+    @property
+    def weaviate_run(self) -> ManagedRun:
+        """What a short-lived command needs to start the managed Weaviate (bot/runtime.py)."""
+        from bot.runtime import ManagedRun
+
+        return ManagedRun(self.managed_weaviate, self.settings.weaviate)
 
     @cached_property
     def index_config(self) -> IndexConfig:
@@ -365,9 +374,9 @@ class App:
         config = replace(source.connector_config(),
                          max_file_bytes=self.sync_config.max_file_bytes)
         if source.kind == "slack":  # Sift's own workspace: the bot's token unless it names one
-            token = self.settings.slack_bot_token
-            config = replace(config, url=config.url or self.settings.slack_api_url,
-                             token=config.token or (token.get_secret_value() if token else None))
+            bot = slack_surface.config(self.settings)
+            config = replace(config, url=config.url or bot.api_url,
+                             token=config.token or bot.bot_token)
         if source.kind == "teams":  # the Teams bot's own app unless the source names its own
             return spec.build(*source_config(self.settings, source, config))
         return spec.build(config, source.options)
@@ -524,6 +533,18 @@ class App:
         return Pipeline(stages, config, recorder, self.output_policy,
                         recording=self.storage_retrying)
 
+    def evaluation_harness(self) -> Harness:
+        """What `sift eval` and the benches run an evaluation with (evaluation/)."""
+        from evaluation.evaluation import Harness
+
+        s = self.settings
+        return Harness(index=self.index, pipeline=lambda index: self.pipeline(index),
+                       embedder=self.embedder, job=self.sync_config,
+                       config=self.pipeline_config, prior=self.prior_config, llm=self.llm,
+                       folder=self.data_dir / "eval", embedding_backend=s.embedding.backend,
+                       judge_timeout_s=s.llm.timeout_s * 2,
+                       relevant_threshold=s.storage.relevant_threshold)
+
     @cached_property
     def output_policy(self) -> OutputPolicy:
         """Links allowed in answers: SIFT_OUTPUT__ALLOWED_HOSTS, else the sources' hosts."""
@@ -557,9 +578,7 @@ class App:
 
     def chat_flow(self, service: ChatService) -> ChatFlow:
         """The one ask flow and vote flow every chat surface runs."""
-        # Follow-ups without a mention: a [slack] setting since before policies had their own.
-        slack = slack_surface.config(self.settings).options
-        defaults = PolicyDefaults(follow_ups=slack.follow_ups_without_mention)
+        defaults = PolicyDefaults(follow_ups=surfaces.follow_ups(self.settings))
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), self.access_resolver,

@@ -8,12 +8,13 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bot.app import App
-from bot.runtime import weaviate_running
-from bot.weaviate.process import backup_dir
+from bot.runtime import ManagedRun, weaviate_running
 from rag.errors import SiftError
+from rag.index import WeaviateIndex
 from storage import backup as database_backup
 from storage.columns import utc_now
+from storage.db import Database
+from weaviate_server.process import backup_dir
 
 MANIFEST = "sift-backup.json"
 
@@ -39,40 +40,40 @@ class Manifest:
                 f"{folder} is not a Sift backup (no readable {MANIFEST}).")) from exc
 
 
-async def backup(app: App, folder: Path) -> Manifest:
+async def backup(db: Database, run: ManagedRun, index: WeaviateIndex,
+                 folder: Path) -> Manifest:
     """Dump the database, then have Weaviate back the collection up (and copy its files
     here when Sift runs that Weaviate). The folder must be new or empty."""
     if folder.exists() and any(folder.iterdir()):
         raise SiftError(f"{folder} is not empty", user_message=(
             f"{folder} already holds files: back up into a new folder."))
     folder.mkdir(parents=True, exist_ok=True)
-    db = app.database
     revision = await asyncio.to_thread(db.current_revision) or ""
     name = database_backup.dump_name(db)
     await asyncio.to_thread(database_backup.dump, db, folder / name)
     backup_id = "sift-" + utc_now().strftime("%Y%m%d-%H%M%S-%f")
-    async with weaviate_running(app, announce=False):
-        index = app.index()
+    async with weaviate_running(run, announce=False):
         await index.connect(ensure=False)
         try:
             await index.backup(backup_id)
         finally:
             await index.close()
-    managed = app.managed_weaviate
+    managed = run.managed
     if managed is not None:
         await asyncio.to_thread(shutil.copytree, backup_dir(managed.data_dir) / backup_id,
                                 folder / "weaviate" / backup_id)
-    manifest = Manifest(utc_now().isoformat(), name, revision, app.index_config.collection,
+    manifest = Manifest(utc_now().isoformat(), name, revision, index.config.collection,
                         backup_id, managed is not None)
     (folder / MANIFEST).write_text(json.dumps(asdict(manifest), indent=2) + "\n")
     return manifest
 
 
-async def restore(app: App, folder: Path) -> Manifest:
+async def restore(db: Database, run: ManagedRun, index: WeaviateIndex,
+                  folder: Path) -> Manifest:
     """Into an empty database and a Weaviate without the collection: the database first
     (refused if it holds Sift's tables), then the collection."""
     manifest = Manifest.read(folder)
-    managed = app.managed_weaviate
+    managed = run.managed
     if managed is not None:
         if not manifest.weaviate_files:
             raise SiftError("the backup holds no Weaviate files", user_message=(
@@ -83,9 +84,8 @@ async def restore(app: App, folder: Path) -> Manifest:
         if not target.exists():
             await asyncio.to_thread(shutil.copytree,
                                     folder / "weaviate" / manifest.weaviate_backup, target)
-    await asyncio.to_thread(database_backup.restore, app.database, folder / manifest.database)
-    async with weaviate_running(app, announce=False):
-        index = app.index()
+    await asyncio.to_thread(database_backup.restore, db, folder / manifest.database)
+    async with weaviate_running(run, announce=False):
         await index.connect(ensure=False)
         try:
             await index.restore(manifest.weaviate_backup)

@@ -8,10 +8,12 @@ import logging
 import sys
 import warnings
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
-from bot.app import App
-from bot.weaviate import keepalive
+from bot.settings import WeaviateSettings
 from rag.index import WeaviateIndex
+from weaviate_server import keepalive
+from weaviate_server.process import ManagedWeaviate
 
 log = logging.getLogger(__name__)
 
@@ -23,22 +25,31 @@ def _kept_note(minutes: float) -> str:
             "SIFT_WEAVIATE__KEEP_RUNNING_MINUTES=0 stops it after each command).")
 
 
+@dataclass(frozen=True)
+class ManagedRun:
+    """The Weaviate a command may start: the managed server (None: SIFT_WEAVIATE_URL names
+    one Sift does not run) and its `[weaviate]` settings."""
+
+    managed: ManagedWeaviate | None
+    settings: WeaviateSettings
+
+
 @contextlib.asynccontextmanager
-async def weaviate_running(app: App, *, announce: bool = True) -> AsyncIterator[None]:
+async def weaviate_running(run: ManagedRun, *, announce: bool = True) -> AsyncIterator[None]:
     """Make sure the managed Weaviate runs while the command does. One this command started
     keeps running for `weaviate.keep_running_minutes` after the last command that used it
-    (bot/weaviate/keepalive.py), or stops at the end when that is 0."""
-    managed = app.managed_weaviate
+    (weaviate_server/keepalive.py), or stops at the end when that is 0."""
+    managed = run.managed
     if managed is None:
         yield
         return
-    minutes = app.settings.weaviate.keep_running_minutes
+    minutes = run.settings.keep_running_minutes
     with keepalive.in_use(managed.data_dir):
         started = not managed.status().running
         if started:
             if announce:
                 print(f"Starting Weaviate on {managed.url} ...", file=sys.stderr, flush=True)
-            await asyncio.to_thread(managed.start, app.settings.weaviate.start_timeout_s)
+            await asyncio.to_thread(managed.start, run.settings.start_timeout_s)
             if minutes:  # it outlives this process on purpose; Popen would warn at exit
                 warnings.filterwarnings("ignore", "subprocess .* is still running",
                                         ResourceWarning)
@@ -52,10 +63,10 @@ async def weaviate_running(app: App, *, announce: bool = True) -> AsyncIterator[
 
 
 @contextlib.asynccontextmanager
-async def connected_index(app: App, *, announce: bool = True) -> AsyncIterator[WeaviateIndex]:
-    """A connected index over the configured collection, with Weaviate started if needed."""
-    async with weaviate_running(app, announce=announce):
-        index = app.index()
+async def connected_index(run: ManagedRun, index: WeaviateIndex, *,
+                          announce: bool = True) -> AsyncIterator[WeaviateIndex]:
+    """`index` connected, with Weaviate started if needed; closed at the end."""
+    async with weaviate_running(run, announce=announce):
         await index.connect()
         try:
             yield index

@@ -28,8 +28,6 @@ from bot.metrics.route import MetricsRoute
 from bot.startup import announce, place_of
 from bot.surface_spec import Endpoint
 from bot.tracing import start_tracing
-from bot.weaviate import keepalive
-from bot.weaviate.supervisor import WeaviateSupervisor
 from bot.web import Health, HealthCheck, Readiness, build_web_app, start_site
 from bot.workers import Workers, worker_command
 from rag.errors import ConfigError
@@ -37,6 +35,8 @@ from rag.index import WeaviateIndex
 from storage.audit import AuditLog
 from storage.columns import utc_now
 from sync.push_queue import PushSyncs
+from weaviate_server import keepalive
+from weaviate_server.supervisor import WeaviateSupervisor
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -50,7 +50,7 @@ async def _start_weaviate(app: App, stack: AsyncExitStack) -> WeaviateSupervisor
     if managed is None:
         log.info("using the Weaviate server at %s", app.settings.weaviate_url)
         return None
-    # One that a command left running is not stopped under us (bot/weaviate/keepalive.py).
+    # One that a command left running is not stopped under us (weaviate_server/keepalive.py).
     stack.enter_context(keepalive.in_use(managed.data_dir))
     if managed.status().running:
         log.info("Weaviate already running at %s; leaving it running on exit", managed.url)
@@ -80,6 +80,14 @@ def _index_check(index: WeaviateIndex) -> HealthCheck:
 # time went from 66-74 to 26-34 ms per second, full collections from one every 2 s to almost
 # none; each young collection pauses longer (~15 ms) but 40 times less often.
 YOUNG_COLLECTION_EVERY = 10_000
+
+
+def _process_check(supervisor: WeaviateSupervisor) -> HealthCheck:
+    async def check() -> Health:
+        health = await supervisor.health()
+        return Health(health.ok, health.detail)
+
+    return check
 
 
 async def _warm_up(app: App, readiness: Readiness, *, freeze_heap: bool) -> None:
@@ -252,7 +260,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         stack.push_async_callback(index.close)
         checks = {"weaviate": _index_check(index), **app.health_checks()}
         if supervisor is not None:
-            checks["weaviate_process"] = supervisor.health
+            checks["weaviate_process"] = _process_check(supervisor)
         readiness = Readiness()
         web_app = build_web_app(checks, readiness=readiness, proxies=app.trusted_proxies,
                                 access_log=app.settings.access_log)
@@ -301,7 +309,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         if not worker:
             print(f"Sift is serving on http://{app.settings.host}:{app.settings.port} "
                   "(Ctrl-C to stop)", flush=True)
-            await announce(app, admin=console is not None)  # a line per surface
+            await announce(app.settings, app.llm_endpoint, app.sync_state.last_success,
+                           admin=console is not None)  # a line per surface
         if started is not None:
             started.set()
         await stop.wait()

@@ -32,11 +32,11 @@ from pydantic_settings import (
 from bot import settings_check
 from bot.admin.passwords import Password
 from bot.chat.service import ChatLimits
-from bot.weaviate.install import PINNED_VERSION
 from rag.errors import ConfigError
 from sync.connectors import registry
 from sync.connectors.base import ConnectorSettings, SourceConfig
 from sync.connectors.common.microsoft import GRAPH_URL, PUBLIC_CLOUD
+from weaviate_server.install import PINNED_VERSION
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KNOWLEDGE = PROJECT_ROOT / "examples" / "knowledge"
@@ -470,14 +470,8 @@ class Settings(BaseSettings):
     )
     anthropic_base_url: str = ""
 
-    slack_bot_token: SecretStr | None = None
-    slack_signing_secret: SecretStr | None = None
-    slack_app_token: SecretStr | None = None
-    slack_api_url: str = ""
-
-    teams_app_id: str = ""
-    teams_app_password: SecretStr | None = None
-    teams_tenant_id: str = ""
+    # The chat surfaces' flat credentials (SIFT_SLACK_BOT_TOKEN, SIFT_TEAMS_APP_ID) are added
+    # from the surface registry below, each surface declaring its own (bot/<surface>/spec.py).
 
     host: str = "127.0.0.1"
     port: int = Field(3978, ge=0, le=65535)
@@ -598,8 +592,9 @@ class Settings(BaseSettings):
 
 
 def _with_surfaces(base: type[Settings]) -> type[Settings]:
-    """Settings with a field per chat surface's own table, from the surface registry (so a
-    new surface's SIFT_<NAME>__* and [<name>] are settings without an edit here)."""
+    """Settings with a field per chat surface's own table and per credential, from the surface
+    registry (so a new surface's SIFT_<NAME>__*, [<name>] and SIFT_<NAME>_<SECRET> are
+    settings without an edit here)."""
     from pydantic import create_model
 
     from bot import surfaces
@@ -607,6 +602,9 @@ def _with_surfaces(base: type[Settings]) -> type[Settings]:
     fields: dict[str, Any] = {
         spec.section_name: (spec.section, Field(default_factory=spec.section))
         for spec in surfaces.SPECS}
+    for spec in surfaces.SPECS:  # flat: the names the platforms' own guides use
+        for name, info in (spec.credentials.model_fields if spec.credentials else {}).items():
+            fields[spec.flat_name(name)] = (info.annotation, info)
     derived: type[Settings] = create_model(
         "Settings", __base__=base, __module__=__name__, __doc__=base.__doc__, **fields)
     return derived

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from bot import surfaces
-from bot.llm_setup import startup_line
+from bot.llm_setup import Endpoint, startup_line
 from bot.settings import Settings, SourceSettings
 from bot.surface_spec import Place
 from sync.connectors import registry
-
-if TYPE_CHECKING:
-    from bot.app import App
-
 
 
 def _admin(on: bool, base: str) -> str:
@@ -60,10 +55,13 @@ def surface_lines(settings: Settings, last_syncs: Mapping[str, datetime | None],
     return lines
 
 
-async def announce(app: App, *, admin: bool = False) -> None:
-    """Print the lines under "Sift is serving on …" (the sync dates come from the database)."""
-    names = [s.name for s in app.settings.resolved_sources]
-    last = {name: await asyncio.to_thread(app.sync_state.last_success, name) for name in names}
-    print(f"  {startup_line(app.settings, app.llm_endpoint)}", flush=True)
-    for line in surface_lines(app.settings, last, admin=admin):
+async def announce(settings: Settings, llm: Endpoint | None,
+                   last_success: Callable[[str], datetime | None], *,
+                   admin: bool = False) -> None:
+    """Print the lines under "Sift is serving on …" (`last_success`: a source's last good
+    sync, read from the database off the event loop)."""
+    names = [s.name for s in settings.resolved_sources]
+    last = {name: await asyncio.to_thread(last_success, name) for name in names}
+    print(f"  {startup_line(settings, llm)}", flush=True)
+    for line in surface_lines(settings, last, admin=admin):
         print(f"  {line}", flush=True)

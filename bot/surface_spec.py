@@ -26,6 +26,14 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)  # read, never rewritten
 
 
+class Credentials(BaseModel):
+    """A surface's secrets under flat names, as the platform's own guides spell them: field
+    `bot_token` of the `slack` surface is the setting `slack_bot_token` (SIFT_SLACK_BOT_TOKEN).
+    The settings gain one top-level field per credential from the surface registry."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 @dataclass(frozen=True)
 class Place:
     """Where `sift serve` runs, for the start-up lines and the checks made before it starts."""
@@ -75,9 +83,9 @@ class SurfaceSpec(Generic[C]):
     `sift serve`, its start-up lines, the settings and the channel policies follow from it.
 
     `platform` is what its questions are recorded under ("slack"); `section_name` its settings
-    table ("slack", "web_chat") and `section` that table's model. `config` reads the section
-    (and the flat credentials a surface had before sections, SIFT_SLACK_BOT_TOKEN) into what
-    `build` takes; `build` returns None when the surface is off, `status` says which and why.
+    table ("slack", "web_chat") and `section` that table's model; `credentials` the secrets
+    it keeps under flat names (SIFT_SLACK_BOT_TOKEN). `config` reads both into what `build`
+    takes; `build` returns None when the surface is off, `status` says which and why.
     `check` refuses, before anything starts, a configuration that cannot be served safely
     (raise ConfigError naming the setting). `policy_ids` are the ids a channel policy may
     name for this platform (its channels, the people `escalate_to` calls); a surface without
@@ -91,7 +99,22 @@ class SurfaceSpec(Generic[C]):
     status: Callable[[C, Place], str]
     check: Callable[[C, Place], None] | None = None
     policy_ids: PolicyIds | None = None
+    credentials: type[Credentials] | None = None
+    # The built-in channel policies' follow-ups default for this platform's conversations,
+    # read from its section (Slack's `follow_ups_without_mention`); None: follow-ups on.
+    follow_ups: Callable[[C], bool] | None = None
 
     def section_of(self, settings: Any) -> Any:
         """The surface's own table of `settings` (a field the registry added to Settings)."""
         return getattr(settings, self.section_name)
+
+    def flat_name(self, credential: str) -> str:
+        """The top-level setting a credential is read from: `slack_bot_token`."""
+        return f"{self.section_name}_{credential}"
+
+    def credentials_of(self, settings: Any) -> Any:
+        """The surface's credentials, from the flat fields the registry added to Settings."""
+        if self.credentials is None:
+            return None
+        return self.credentials(**{name: getattr(settings, self.flat_name(name))
+                                   for name in self.credentials.model_fields})

@@ -34,5 +34,12 @@ def policy_names(settings: Settings) -> Known:
                  groups=[g.name for g in settings.groups], platforms=policy_platforms())
 
 
+def follow_ups(settings: Settings) -> dict[str, bool]:
+    """Per platform, whether its conversations take follow-ups without a mention by default
+    (a surface's own setting, such as [slack] follow_ups_without_mention)."""
+    return {s.platform: s.follow_ups(s.config(settings)) for s in SPECS
+            if s.follow_ups is not None}
+
+
 def by_platform(platform: str) -> SurfaceSpec[Any] | None:
     return next((s for s in SPECS if s.platform == platform), None)

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bot.weaviate.supervisor import Backoff
 from bot.web import Health
+from weaviate_server.supervisor import Backoff
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from bot.settings import WeaviateSettings
-from bot.weaviate.install import cached_binary, find_binary
-from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag.embed import LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
 from tests.browser import browser  # noqa: F401
@@ -25,6 +23,8 @@ from tests.fakes.fixtures import fake_anthropic, fake_slack  # noqa: F401
 from tests.fakes.tls import local_ca
 from tests.parallel import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401
 from tests.pg import own_postgres, postgres_url  # noqa: F401
+from weaviate_server.install import cached_binary, find_binary
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 WEAVIATE_VERSION = os.environ.get("SIFT_TEST_WEAVIATE_VERSION", WeaviateSettings().version)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bot.weaviate.process import free_port
+from weaviate_server.process import free_port
 
 ENV_URL = "SIFT_TEST_POSTGRES_URL"
 DATABASE = "sift_test"

@@ -75,14 +75,16 @@ class PolicyStore(Protocol):
 class PolicyDefaults:
     """Built-in policies for conversations without a stored one."""
 
-    follow_ups: bool = True
+    # Per platform, whether follow-ups need no mention; a platform not named: they need none.
+    follow_ups: Mapping[str, bool] = field(default_factory=dict)
 
     def channel(self, platform: str) -> ChannelPolicy:
-        return ChannelPolicy(platform, DEFAULT_CHANNEL, "default", follow_ups=self.follow_ups)
+        return ChannelPolicy(platform, DEFAULT_CHANNEL, "default",
+                             follow_ups=self.follow_ups.get(platform, True))
 
     def direct(self, platform: str) -> ChannelPolicy:
         return ChannelPolicy(platform, DIRECT_CHANNEL, "direct messages",
-                             follow_ups=self.follow_ups)
+                             follow_ups=self.follow_ups.get(platform, True))
 
 
 def resolve(store: PolicyStore, defaults: PolicyDefaults, platform: str, channel: str, *,

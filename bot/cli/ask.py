@@ -105,7 +105,7 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
     app = App(load_settings(args.config))
     await asyncio.to_thread(app.database.upgrade)
     try:
-        async with connected_index(app, announce=announce) as index:
+        async with connected_index(app.weaviate_run, app.index(), announce=announce) as index:
             if await index.count() == 0:  # not a content gap: nothing was synced yet
                 running = await asyncio.to_thread(app.sync_state.running)
                 raise RetrievalError("the index is empty", user_message=SYNC_RUNNING.format(

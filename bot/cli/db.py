@@ -129,7 +129,7 @@ def _backup(args: argparse.Namespace) -> int:
     app = App(load_settings(args.config))
     with storage_errors():
         app.database.require_current()
-        made = asyncio.run(backup(app, args.folder))
+        made = asyncio.run(backup(app.database, app.weaviate_run, app.index(), args.folder))
     print(f"Backed up {app.database.safe_url} (revision {made.revision}) and the Weaviate "
           f"collection {made.collection} (backup {made.weaviate_backup}) into {args.folder}.")
     if not made.weaviate_files:
@@ -146,7 +146,7 @@ def _restore(args: argparse.Namespace) -> int:
 
     app = App(load_settings(args.config))
     with storage_errors():
-        made = asyncio.run(restore(app, args.folder))
+        made = asyncio.run(restore(app.database, app.weaviate_run, app.index(), args.folder))
     print(f"Restored the database (revision {made.revision}) into {app.database.safe_url} "
           f"and the collection {made.collection} into Weaviate.")
     return 0

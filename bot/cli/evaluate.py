@@ -15,9 +15,9 @@ if TYPE_CHECKING:  # the heavy modules load inside the handler
     from rich.progress import Progress
 
     from bot.app import App
-    from bot.evaluate.dataset import EvalSet
-    from bot.evaluate.evaluation import Options, Report
-    from bot.evaluate.runner import QueryResult
+    from evaluation.dataset import EvalSet
+    from evaluation.evaluation import Harness, Options, Report
+    from evaluation.runner import QueryResult
 
 MODES = ("bm25", "vector", "hybrid", "graded")
 
@@ -110,8 +110,8 @@ class _Bars:
 
 def _eval(args: argparse.Namespace) -> int:
     from bot.app import App, load_settings
-    from bot.evaluate import dataset as datasets
-    from bot.evaluate.evaluation import Options, eval_dir
+    from evaluation import dataset as datasets
+    from evaluation.evaluation import Options, eval_dir
 
     options = Options(ks=_ints(args.k), modes=_modes(args.modes), limit=args.limit,
                       concurrency=max(1, args.concurrency), rebuild=args.rebuild,
@@ -121,15 +121,16 @@ def _eval(args: argparse.Namespace) -> int:
                       feedback_seeds=max(1, args.feedback_seeds))
     app = App(load_settings(args.config))
     data = datasets.load(args.dataset)
-    out = eval_dir(app, data)
+    harness = app.evaluation_harness()
+    out = eval_dir(harness, data)
     report_path = args.report or out / "report.md"
     json_path = args.json_out or out / "report.json"
-    report = asyncio.run(_run(app, data, options))
+    report = asyncio.run(_run(app, harness, data, options))
     _write(report, report_path, json_path)
     return 0
 
 
-async def _run(app: App, data: EvalSet, options: Options) -> Report:
+async def _run(app: App, harness: Harness, data: EvalSet, options: Options) -> Report:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -140,22 +141,22 @@ async def _run(app: App, data: EvalSet, options: Options) -> Report:
         TimeRemainingColumn,
     )
 
-    from bot.evaluate.evaluation import evaluate
     from bot.runtime import weaviate_running
+    from evaluation.evaluation import evaluate
 
     columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[detail]}"))
     questions = min(len(data.queries), options.limit or len(data.queries))
-    async with weaviate_running(app):
+    async with weaviate_running(app.weaviate_run):
         console = Console(stderr=True, markup=False)
         shown = Progress(*columns, console=console) if console.is_terminal else PlainProgress()
         with shown as progress:
             bars = _Bars(progress, len(data.corpus or ()), questions)
-            return await evaluate(app, data, options, bars, bars.question)
+            return await evaluate(harness, data, options, bars, bars.question)
 
 
 def _write(report: Report, report_path: Path, json_path: Path) -> None:
-    from bot.evaluate.report import retrieval_table, to_json, to_markdown, write_chart
+    from evaluation.report import retrieval_table, to_json, to_markdown, write_chart
 
     report_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +181,7 @@ def _write(report: Report, report_path: Path, json_path: Path) -> None:
         print(f"\nanswers: faithfulness {answers.faithfulness or 0:.3f}, accuracy "
               f"{answers.accuracy or 0:.2f} (0-2), refusal rate {answers.refusal_rate:.3f}")
     if report.feedback:
-        from bot.evaluate.report import feedback_table
+        from evaluation.report import feedback_table
 
         print("\n" + "\n".join(feedback_table(report.feedback, report.feedback_seconds)))
     if report.note:

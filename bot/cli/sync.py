@@ -127,7 +127,7 @@ async def _index(app: App, *, rebuild: list[str],
     `rebuild` (every source's name) the collection is dropped first."""
     from bot.runtime import weaviate_running
 
-    async with weaviate_running(app):
+    async with weaviate_running(app.weaviate_run):
         index = app.index()
         try:
             await asyncio.to_thread(app.database.upgrade)

@@ -38,10 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _package(args: argparse.Namespace) -> int:
     from bot.app import load_settings
+    from bot.teams import spec
     from bot.teams.app_package import build, template
     from rag.errors import ConfigError
 
-    app_id = args.app_id or load_settings(args.config).teams_app_id
+    app_id = args.app_id or spec.config(load_settings(args.config)).app_id
     if not app_id:
         raise ConfigError("no app id", user_message="Pass --app-id with the Azure Bot's "
                           "Microsoft App ID, or set SIFT_TEAMS_APP_ID.")

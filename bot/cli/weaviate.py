@@ -50,7 +50,7 @@ def _managed(app: App):
 
 
 def _install(args: argparse.Namespace) -> int:
-    from bot.weaviate.install import install
+    from weaviate_server.install import install
 
     app = _app(args)
     version = app.settings.weaviate.version
@@ -62,12 +62,12 @@ def _install(args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace) -> int:
     managed = _managed(_app(args))
     if managed.binary is None:
-        from bot.weaviate.install import cached_binary
+        from weaviate_server.install import cached_binary
 
         raise ConfigError("no binary", user_message="No Weaviate binary found at "
                           f"{cached_binary(_app(args).settings.weaviate.version)}: "
                           "run `sift weaviate install` first.")
-    from bot.weaviate.keepalive import stop_watching
+    from weaviate_server.keepalive import stop_watching
 
     print(f"Starting Weaviate on {managed.url} (data: {managed.data_dir}) ...", flush=True)
     pid = managed.start()
@@ -79,7 +79,7 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from bot.weaviate.keepalive import stop_watching
+    from weaviate_server.keepalive import stop_watching
 
     managed = _managed(_app(args))
     stop_watching(managed.data_dir)
@@ -102,7 +102,7 @@ def _status(args: argparse.Namespace) -> int:
     report: dict[str, object] = {"managed": managed is not None, "url": app.index_config.http_url}
     if managed is not None:
         state = managed.status()
-        from bot.weaviate.keepalive import watcher
+        from weaviate_server.keepalive import watcher
 
         report.update(running=state.running, pid=state.pid, version=state.version,
                       http_port=state.ports.http, grpc_port=state.ports.grpc,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from pydantic import SecretStr
+
 from bot.permissions.directory import GroupDirectory
 from bot.permissions.graph import NAMES, GraphMembership
 from bot.permissions.resolver import GroupResolver
@@ -27,24 +29,24 @@ def build_resolver(settings: Settings) -> GroupResolver:
     directory = GroupDirectory(settings.groups)
     ttl = settings.permissions.cache_ttl_s
     slack, channels = None, None
-    if settings.slack_bot_token is not None:
+    bot = slack_spec.config(settings)
+    if bot.bot_token is not None:
         # The same client as the adapter's: retries on 429 and 5xx, NO_PROXY honoured.
-        retries = slack_spec.config(settings).options.api_retries
-        client = web_client(settings.slack_bot_token.get_secret_value(),
-                            settings.slack_api_url, retries=retries)
+        client = web_client(bot.bot_token, bot.api_url, retries=bot.options.api_retries)
         slack = SlackDirectory(client, directory.slack_handles, ttl)
         # A private channel a Slack source reads is readable by its current members.
         listed = tuple(c for s in settings.resolved_sources if s.kind == "slack"
                        for c in getattr(s.options, "channels", ()))
         channels = SlackChannelMembers(client, listed, ttl)
     graph = None
-    p, pfx = settings.permissions, teams_spec.config(settings).options.certificate_pfx
-    if directory.entra_group_ids and settings.teams_app_id and settings.teams_tenant_id and (
-            settings.teams_app_password is not None or pfx is not None):
+    p, teams_bot = settings.permissions, teams_spec.config(settings)
+    pfx, secret = teams_bot.options.certificate_pfx, teams_bot.app_password
+    if directory.entra_group_ids and teams_bot.app_id and teams_bot.tenant_id and (
+            secret is not None or pfx is not None):
         # The Teams bot's app reads Graph, with its secret or else its certificate.
-        app = EntraApp(settings.teams_tenant_id, settings.teams_app_id,
-                       settings.teams_app_password, pfx if settings.teams_app_password is None
-                       else None, authority=p.login_url, timeout_s=10.0)
+        app = EntraApp(teams_bot.tenant_id, teams_bot.app_id,
+                       None if secret is None else SecretStr(secret),
+                       pfx if secret is None else None, authority=p.login_url, timeout_s=10.0)
         graph = GraphMembership(EntraToken(app, NAMES, GRAPH_SCOPE),
                                 directory.entra_group_ids, p.graph_url)
     return GroupResolver(directory, slack=slack, graph=graph, channels=channels,

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from bot.chat.policy import PolicyIds
-from bot.surface_spec import Around, Endpoint, Place, Section, SurfaceSpec
+from bot.surface_spec import Around, Credentials, Endpoint, Place, Section, SurfaceSpec
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -19,6 +19,15 @@ PLATFORM = "slack"
 
 # chat.appendStream is rate limited; two updates a second still read as live typing.
 APPEND_EVERY_S = 0.5
+
+
+class SlackCredentials(Credentials):
+    """SIFT_SLACK_BOT_TOKEN, SIFT_SLACK_SIGNING_SECRET, SIFT_SLACK_APP_TOKEN, SIFT_SLACK_API_URL."""
+
+    bot_token: SecretStr | None = None
+    signing_secret: SecretStr | None = None
+    app_token: SecretStr | None = None  # Socket Mode
+    api_url: str = ""  # another Web API address (a proxy, or tests' fake Slack)
 
 
 class SlackSettings(Section):
@@ -64,13 +73,16 @@ class SlackConfig:
 
 
 def config(settings: Settings) -> SlackConfig:
-    def plain(secret: object) -> str | None:
-        get = getattr(secret, "get_secret_value", None)
-        return str(get()) if get else None
+    def plain(secret: SecretStr | None) -> str | None:
+        return None if secret is None else secret.get_secret_value()
 
-    return SlackConfig(plain(settings.slack_bot_token), plain(settings.slack_signing_secret),
-                       plain(settings.slack_app_token), settings.slack_api_url,
-                       SPEC.section_of(settings))
+    c: SlackCredentials = SPEC.credentials_of(settings)
+    return SlackConfig(plain(c.bot_token), plain(c.signing_secret), plain(c.app_token),
+                       c.api_url, SPEC.section_of(settings))
+
+
+def follow_ups(c: SlackConfig) -> bool:
+    return c.options.follow_ups_without_mention
 
 
 def status(c: SlackConfig, place: Place) -> str:
@@ -94,4 +106,4 @@ POLICY_IDS = PolicyIds(
     re.compile(r"^[CGD][A-Z0-9]{6,}$"), "a Slack channel id such as C0123ABCD",
     re.compile(r"^[UWS][A-Z0-9]{6,}$"), "a Slack user id (U…/W…) or user-group id (S…)")
 SPEC = SurfaceSpec(PLATFORM, "slack", SlackSettings, config, build, status,
-                   policy_ids=POLICY_IDS)
+                   policy_ids=POLICY_IDS, credentials=SlackCredentials, follow_ups=follow_ups)

@@ -7,16 +7,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from bot.chat.policy import PolicyIds
-from bot.surface_spec import Around, Endpoint, Place, Section, SurfaceSpec
+from bot.surface_spec import Around, Credentials, Endpoint, Place, Section, SurfaceSpec
 
 if TYPE_CHECKING:
     from bot.settings import Settings
 
 PLATFORM = "teams"
 STREAM_INTERVAL_S = 1.0  # Teams accepts about one streaming request a second
+
+
+class TeamsCredentials(Credentials):
+    """The Azure Bot's app: SIFT_TEAMS_APP_ID, SIFT_TEAMS_APP_PASSWORD, SIFT_TEAMS_TENANT_ID."""
+
+    app_id: str = ""
+    app_password: SecretStr | None = None  # or [teams] certificate_pfx
+    tenant_id: str = ""
 
 
 class TeamsSettings(Section):
@@ -49,10 +57,10 @@ class TeamsConfig:
 
 
 def config(settings: Settings) -> TeamsConfig:
-    password = settings.teams_app_password
-    return TeamsConfig(settings.teams_app_id,
-                       password.get_secret_value() if password is not None else None,
-                       settings.teams_tenant_id, SPEC.section_of(settings))
+    c: TeamsCredentials = SPEC.credentials_of(settings)
+    password = c.app_password
+    return TeamsConfig(c.app_id, password.get_secret_value() if password is not None else None,
+                       c.tenant_id, SPEC.section_of(settings))
 
 
 def status(c: TeamsConfig, place: Place) -> str:
@@ -90,4 +98,4 @@ POLICY_IDS = PolicyIds(
     "a Teams conversation id such as 19:abc…@thread.tacv2, or a team id",
     re.compile(r"^29:[^\s;]+$|^[0-9a-f-]{36}$"), "a Teams user id (29:…) or AAD object id")
 SPEC = SurfaceSpec(PLATFORM, "teams", TeamsSettings, config, build, status, check=check,
-                   policy_ids=POLICY_IDS)
+                   policy_ids=POLICY_IDS, credentials=TeamsCredentials)

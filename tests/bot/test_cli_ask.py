@@ -22,7 +22,6 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from bot.cli import main
-from bot.weaviate.process import ManagedWeaviate
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
@@ -32,6 +31,7 @@ from storage.sync_state import SyncStateRepository
 from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.llm_rigs import PROVIDERS, running
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

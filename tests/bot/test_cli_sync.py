@@ -11,11 +11,11 @@ import weaviate
 from weaviate.classes.init import Auth
 
 from bot.cli import main
-from bot.weaviate.process import ManagedWeaviate
 from sync.lock import SourceLock
 from tests.conftest import unique_collection
 from tests.sync.conftest import article, paragraph, write
 from tests.sync.pdf import make_pdf
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 KEYS = ["source", "added", "updated", "deleted", "unchanged", "failed", "chunks_written",

@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 
 from bot.app import configure_logging
-from bot.weaviate.process import free_port
 from bot.web import build_web_app, start_site
 from rag.logcontext import correlated
+from weaviate_server.process import free_port
 
 
 class Stderr:

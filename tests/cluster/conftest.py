@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.install import cached_binary, find_binary
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from tests.cluster.replicas import fresh_database
@@ -17,6 +16,7 @@ from tests.cluster.weaviate_cluster import WeaviateCluster
 from tests.conftest import WEAVIATE_VERSION, index_config, unique_collection
 from tests.rag.corpus import CHUNKS
 from tests.sync.conftest import article, write
+from weaviate_server.install import cached_binary, find_binary
 
 
 @pytest.fixture(scope="package")

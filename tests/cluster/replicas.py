@@ -13,12 +13,12 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
 from bot.settings import Settings, SyncSettings, WeaviateSettings
-from bot.weaviate.process import free_port
 from storage.db import Database
 from storage.models import DocumentStats, InteractionSource
 from tests.cluster.weaviate_cluster import WeaviateCluster
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import BOT_TOKEN
+from weaviate_server.process import free_port
 
 # Questions the test corpus (tests/rag/corpus.py) answers, made distinct by a case number.
 TOPICS = ("How do I rotate the staging database credentials?",

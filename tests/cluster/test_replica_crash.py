@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate
 from storage.db import Database
 from storage.leases import Lease, LeaseTaken
 from tests.conftest import unique_collection
 from tests.sync.test_crash import Site, corpus
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.postgres, pytest.mark.slow]
 

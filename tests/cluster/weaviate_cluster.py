@@ -12,7 +12,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bot.weaviate.process import LOOPBACK, ManagedWeaviate, Ports, _claim, _port_in_use
+from weaviate_server.process import LOOPBACK, ManagedWeaviate, Ports, _claim, _port_in_use
 
 # Below the kernel's ephemeral range (32768+): a node's data and Raft RPC ports are implied
 # (see _node_ports), so a client socket that grabs one after the check would break the node.

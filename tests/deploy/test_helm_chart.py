@@ -16,7 +16,7 @@ import yaml
 
 from bot.settings import Settings
 from bot.settings_check import unknown_env
-from bot.weaviate.install import PINNED_VERSION
+from weaviate_server.install import PINNED_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "sift"

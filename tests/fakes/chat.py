@@ -28,6 +28,7 @@ def make_flow(service: ChatService, *, follow_ups: bool = True,
               access: AccessResolver | None = None,
               comments: PendingComments | None = None) -> ChatFlow:
     return ChatFlow(service, Policies(policies or MemoryPolicies(),
-                                      PolicyDefaults(follow_ups=follow_ups)),
+                                      PolicyDefaults(follow_ups=dict.fromkeys(
+                                          ("slack", "teams", "web"), follow_ups))),
                     access or PublicOnly(),
                     comments or PendingComments(MemoryExpiring()))

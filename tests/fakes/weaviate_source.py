@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.weaviate.slim import REGISTRY
+from weaviate_server.slim import REGISTRY
 
 # A registry of the same shape as Weaviate's adapters/handlers/rest/configure_api.go, cut down.
 REGISTRY_SOURCE = '''package rest

@@ -9,10 +9,10 @@ import json
 from collections.abc import Callable, Sequence
 
 from bot.cli import main
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from tests.conftest import index_config
+from weaviate_server.process import ManagedWeaviate
 
 
 async def sift(*args: str) -> tuple[int, str, str]:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from sync.connectors.folder import FolderConnector
@@ -16,6 +15,7 @@ from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.permissions.canary import markers_in, write_canaries
+from weaviate_server.process import ManagedWeaviate
 
 
 @pytest.fixture(scope="module")

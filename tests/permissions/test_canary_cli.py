@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from tests.bot.test_cli_ask import sift_environment
@@ -35,6 +34,7 @@ from tests.permissions.canary import (
     visible,
     write_canaries,
 )
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

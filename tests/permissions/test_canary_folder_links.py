@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from tests.bot.test_cli_ask import sift_environment
 from tests.conftest import index_config, unique_collection
 from tests.permissions.canary import PUB, QUESTION, write_canaries
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

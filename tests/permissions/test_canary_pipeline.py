@@ -14,7 +14,6 @@ from bot.app import App
 from bot.chat.access import Asker, Audience, Visibility
 from bot.settings import GroupSettings
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.types import AnswerStatus, AskContext, Question
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -22,6 +21,7 @@ from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import FakeSlack
 from tests.permissions.canary import HR_EMAIL, QUESTION, markers_in, param_id, visible
 from tests.scenarios.stack import settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

@@ -16,7 +16,6 @@ from pydantic import SecretStr
 
 from bot.settings import ChannelSettings, GroupSettings
 from bot.slack.render import SHARE_ACTION
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import Interaction, InteractionSource
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -45,6 +44,7 @@ from tests.permissions.canary import (
 )
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

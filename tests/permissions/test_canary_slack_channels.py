@@ -17,7 +17,6 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import SourceSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from storage.models import Interaction
@@ -38,6 +37,7 @@ from tests.fakes.slack_payloads import (
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

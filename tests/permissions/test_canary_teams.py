@@ -18,7 +18,6 @@ from bot.app import App
 from bot.settings import ChannelSettings, GroupSettings
 from bot.teams.app import ROUTE
 from bot.teams.spec import TeamsSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
 from tests.fakes import teams_payloads as p
@@ -26,6 +25,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.teams_connector import FakeConnector
 from tests.permissions.canary import QUESTION, markers_in, param_id, visible
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

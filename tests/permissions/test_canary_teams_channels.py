@@ -21,7 +21,6 @@ from bot.app import App
 from bot.settings import SourceSettings
 from bot.teams.app import ROUTE
 from bot.teams.spec import TeamsSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from storage.models import Interaction
@@ -36,6 +35,7 @@ from tests.fakes.memory_sync_state import MemorySyncState
 from tests.fakes.teams_connector import FakeConnector
 from tests.fakes.teams_graph import CLIENT_ID, SECRET, TENANT, FakeTeamsGraph
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from tests.bot.test_cli_ask import sift_environment
 from tests.conftest import unique_collection
@@ -23,6 +22,7 @@ from tests.permissions.test_canary_teams_channels import (
     marks,
     tenant,
 )
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 MEMBER_EMAIL, EVE_EMAIL, OUTSIDER_EMAIL = ("ana@acme.example", "eve@acme.example",

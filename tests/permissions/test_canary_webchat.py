@@ -16,13 +16,13 @@ import pytest
 
 from bot.app import App
 from bot.settings import GroupSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import ConversationTurn, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.oidc_server import FakeOidc
 from tests.permissions.canary import HR, HR_EMAIL, PUB, QUESTION, STRANGER, markers_in, visible
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

@@ -21,7 +21,6 @@ from bot.settings import GroupSettings, Settings
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from bot.teams.spec import TeamsSettings
-from bot.weaviate.process import ManagedWeaviate
 from sync.connectors.common.entra import EntraApp, EntraToken
 from tests.conftest import unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -30,6 +29,7 @@ from tests.fakes.slack_payloads import BOT_TOKEN
 from tests.fakes.slack_server import Failure, FakeSlack
 from tests.fakes.tls import AppCertificate
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 GROUPS = [
     GroupSettings(name="hr", emails=["Hana@Acme.example"], slack_usergroups=["@people-ops"]),

@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
 from rag.index import IndexConfig, WeaviateIndex
@@ -18,6 +17,7 @@ from rag.ports import Diversity
 from rag.types import Chunk, SearchFilters
 from tests.conftest import index_config, unique_collection
 from tests.fakes.memory_index import MemoryIndex
+from weaviate_server.process import ManagedWeaviate, free_port, free_ports
 
 CORPUS = [
     ("printer", "Third floor printer fault ZQX-4471",

@@ -176,7 +176,7 @@ async def test_deadline_bounds_a_slow_call(fake_anthropic: FakeAnthropic) -> Non
 
 
 async def test_unreachable_server_is_a_connection_error() -> None:
-    from bot.weaviate.process import free_port
+    from weaviate_server.process import free_port
 
     llm = make_llm(f"http://127.0.0.1:{free_port()}", max_retries=1, timeout_s=3)
     with pytest.raises(LLMError) as caught:

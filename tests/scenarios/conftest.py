@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import BOT_TOKEN, SIGNING_SECRET
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack_stack import Serve, SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+from weaviate_server.process import ManagedWeaviate
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ from sqlalchemy import select
 from bot.app import App
 from bot.server import serve
 from bot.settings import Settings, SourceSettings, SyncSettings, WeaviateSettings
-from bot.weaviate.process import ManagedWeaviate, free_port
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from tests.conftest import index_config, unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.rag.corpus import CHUNKS
+from weaviate_server.process import ManagedWeaviate, free_port
 
 
 class ServedSift:

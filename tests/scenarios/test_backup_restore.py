@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.weaviate.process import free_ports
 from tests.pg import Cluster, _bin_dir
+from weaviate_server.process import free_ports
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.postgres, pytest.mark.slow]
 

@@ -13,7 +13,6 @@ import pytest
 
 from bot.settings import ChannelSettings, SourceSettings
 from bot.slack.render import HELP_ACTION, SHARE_ACTION
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.index import WeaviateIndex
 from storage.models import Interaction
@@ -33,6 +32,7 @@ from tests.fakes.slack_payloads import (
 )
 from tests.rag.builders import chunk
 from tests.scenarios.slack_stack import Serve, SlackSift
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

@@ -20,7 +20,6 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import AdminSettings, StorageSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag import messages
 from rag.embed import LocalEmbedder
 from tests.admin.conftest import csrf_of
@@ -31,6 +30,7 @@ from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, CHANNEL, SIGNING_SEC
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

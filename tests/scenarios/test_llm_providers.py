@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
 from tests.fakes.llm_rigs import PROVIDERS, running
@@ -16,6 +15,7 @@ from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, CHANNEL, SIGNING_SEC
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack_stack import serve_on_slack, stop_all
 from tests.scenarios.stack import corpus, settings_for  # noqa: F401
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

@@ -15,10 +15,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from bot.weaviate.process import ManagedWeaviate, free_ports
 from storage.models import Feedback, Interaction
 from tests.fakes.slack_payloads import BOT_USER, CHANNEL, next_event_id, reaction
 from tests.scenarios.slack_stack import Serve
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 pytestmark = pytest.mark.weaviate
 

@@ -17,7 +17,6 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import StorageSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.logcontext import CorrelationFilter
@@ -36,6 +35,7 @@ from tests.fakes.slack_server import FakeSlack
 from tests.pg import Cluster
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

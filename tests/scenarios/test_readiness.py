@@ -13,11 +13,11 @@ import pytest
 
 from bot.app import App
 from bot.server import YOUNG_COLLECTION_EVERY
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from rag.types import Vector
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

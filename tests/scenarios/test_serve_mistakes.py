@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate, free_port
 from tests.conftest import unique_collection
+from weaviate_server.process import ManagedWeaviate, free_port
 
 pytestmark = pytest.mark.weaviate
 SIFT = Path(sys.executable).parent / "sift"

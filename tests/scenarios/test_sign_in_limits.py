@@ -16,10 +16,10 @@ import aiohttp
 import pytest
 
 from bot.app import App
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

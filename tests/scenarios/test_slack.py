@@ -15,7 +15,6 @@ from pydantic import SecretStr
 from bot.app import App
 from bot.settings import ChatSettings, RetrievalSettings
 from bot.slack.spec import SlackSettings
-from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages, prompts
 from rag.errors import ConfigError, RetrievalError
 from storage.models import Feedback, Interaction
@@ -36,6 +35,7 @@ from tests.fakes.slack_payloads import (
 from tests.fakes.slack_server import Call, FakeSlack
 from tests.rag.builders import chunk
 from tests.scenarios.slack_stack import Serve
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 pytestmark = pytest.mark.weaviate
 

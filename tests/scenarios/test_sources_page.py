@@ -16,12 +16,12 @@ from pydantic import SecretStr
 
 from bot.app import App
 from bot.settings import AdminSettings, SyncSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import SyncRun
 from tests.admin.conftest import csrf_of
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

@@ -18,9 +18,9 @@ import pytest
 
 from bot.app import App
 from bot.settings import Settings, SyncSettings, WeaviateSettings
-from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag.embed import LocalEmbedder
 from tests.scenarios.stack import ServedSift
+from weaviate_server.process import ManagedWeaviate, free_port, free_ports
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

@@ -10,12 +10,12 @@ import pytest
 
 from bot.app import App
 from bot.settings import SourceSettings, SyncSettings
-from bot.weaviate.process import ManagedWeaviate
 from storage.models import SyncRun
 from tests.conftest import unique_collection
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.scenarios.stack import ServedSift, settings_for
 from tests.sync.conftest import article, paragraph, write
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = pytest.mark.weaviate
 

@@ -20,7 +20,6 @@ from bot.server import serve
 from bot.settings import ChannelSettings, RetrievalSettings, Settings, SourceSettings
 from bot.teams.app import ROUTE
 from bot.teams.spec import TeamsSettings
-from bot.weaviate.process import ManagedWeaviate, free_port, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.errors import ConfigError, RetrievalError
@@ -29,6 +28,7 @@ from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.teams_connector import FakeConnector
 from tests.scenarios.stack import ServedSift, corpus, settings_for  # noqa: F401
+from weaviate_server.process import ManagedWeaviate, free_port, free_ports
 
 pytestmark = pytest.mark.weaviate
 

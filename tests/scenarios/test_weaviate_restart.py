@@ -13,7 +13,6 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import RetrievalSettings
-from bot.weaviate.process import ManagedWeaviate, free_ports
 from rag import messages
 from rag.embed import LocalEmbedder
 from rag.errors import RetrievalError
@@ -25,6 +24,7 @@ from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, CHANNEL, SIGNING_SEC
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack_stack import SlackSift, serve_on_slack, stop_all
 from tests.scenarios.stack import settings_for
+from weaviate_server.process import ManagedWeaviate, free_ports
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

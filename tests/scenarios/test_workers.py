@@ -21,7 +21,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from bot.weaviate.process import free_port, free_ports
 from bot.workers import ENTRY
 from storage.db import Database
 from storage.models import Interaction, SyncRun
@@ -35,6 +34,7 @@ from tests.fakes.slack_payloads import (
     sign,
 )
 from tests.fakes.slack_server import FakeSlack
+from weaviate_server.process import free_port, free_ports
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,12 +14,12 @@ import pytest
 import weaviate
 from weaviate.classes.init import Auth
 
-from bot.weaviate.process import ManagedWeaviate
 from tests.conftest import unique_collection
 from tests.fakes.github_server import TOKEN as GITHUB_TOKEN
 from tests.fakes.github_server import FakeDiscussion, FakeGitHub
 from tests.fakes.jira_server import EMAIL, TOKEN, FakeIssue, FakeJira, adf, grant
 from tests.fakes.servicenow_server import PASSWORD, USER, FakeServiceNow
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,11 +13,11 @@ import pytest
 import weaviate
 from weaviate.exceptions import WeaviateQueryError
 
-from bot.weaviate.process import ManagedWeaviate
 from rag.index import WeaviateIndex
 from tests.conftest import index_config, unique_collection
 from tests.sync.conftest import article, paragraph, write
 from tests.sync.harness import connect, read_collection
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 SIFT = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "sift"

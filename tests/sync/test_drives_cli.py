@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate
 from tests.fakes.gdrive_server import DOC, DriveFile, FakeDrive, permission
 from tests.fakes.graph_server import CLIENT_ID, SECRET, TENANT
 from tests.fakes.sharepoint_server import FakeFile, FakeSharePoint, entra_group, org_link
 from tests.sync.test_convert_files import docx
 from tests.sync.test_platforms_cli import PROSE, Platforms
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 DRIVE = "b!lib-1"

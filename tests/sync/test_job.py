@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from bot.weaviate.process import ManagedWeaviate
 from rag.errors import SyncError
 from rag.index import WeaviateIndex
 from rag.types import Vector
@@ -29,6 +28,7 @@ from tests.fakes.memory_sync_state import MemorySyncState
 from tests.sync.conftest import HashEmbedder, article, paragraph, write
 from tests.sync.harness import CONFIG, SOURCE, FailingEmbedder, SpyIndex, fill, job, snapshot
 from tests.sync.pdf import make_pdf
+from weaviate_server.process import ManagedWeaviate
 
 
 @dataclass

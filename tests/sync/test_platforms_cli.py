@@ -14,7 +14,6 @@ import pytest
 import weaviate
 from weaviate.classes.init import Auth
 
-from bot.weaviate.process import ManagedWeaviate
 from tests.conftest import unique_collection
 from tests.fakes.confluence_server import EMAIL, TOKEN, FakeConfluence, FakePage
 from tests.fakes.notion_server import SECRET, FakeNotion, NotionPage, block, text
@@ -22,6 +21,7 @@ from tests.fakes.web_site import FakeSite, SitePage
 from tests.fakes.zendesk_server import EMAIL as ZENDESK_EMAIL
 from tests.fakes.zendesk_server import TOKEN as ZENDESK_TOKEN
 from tests.fakes.zendesk_server import FakeArticle, FakeZendesk
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.evaluate import prompts
-from bot.evaluate.dataset import EvalQuery
+from evaluation import prompts
+from evaluation.dataset import EvalQuery
 from rag.errors import LLMError
 from rag.ports import LLM, LLMRequest
 from rag.types import Answer, AnswerStatus, Usage

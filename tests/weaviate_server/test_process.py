@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.process import LOOPBACK, ManagedWeaviate, free_ports
 from rag.errors import RetrievalError
-from tests.bot.test_weaviate_cli import weaviate_binary
+from tests.weaviate_server.test_cli import weaviate_binary
+from weaviate_server.process import LOOPBACK, ManagedWeaviate, free_ports
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_processes_choosing_ports_at_once_never_get_the_same_one(tmp_path: Path)
     """Parallel test workers each pick ports for servers that bind them seconds later: a port
     one process was handed, unbound still, must not be handed to another. Four processes of
     250 ports each would share some (about 40 expected among 12,000) without the claims."""
-    code = ("import json; from bot.weaviate.process import free_port; "
+    code = ("import json; from weaviate_server.process import free_port; "
             "print(json.dumps([free_port() for _ in range(250)]))")
     runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                              cwd=Path(__file__).resolve().parents[2]) for _ in range(4)]

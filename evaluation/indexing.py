@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from bot.evaluate.dataset import CorpusDoc, corpus_hash
+from evaluation.dataset import CorpusDoc, corpus_hash
 from rag import index_schema
 from rag.index import WeaviateIndex
 from rag.ports import Embedder

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate.slim import LEFT_OUT, SlimmingError, module_constants, slim_registry
 from tests.fakes.weaviate_source import REGISTRY_SOURCE, module_tree
+from weaviate_server.slim import LEFT_OUT, SlimmingError, module_constants, slim_registry
 
 
 def test_dropped_modules_become_their_names_and_a_warning(tmp_path: Path) -> None:

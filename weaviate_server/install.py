@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.weaviate.slim import KEPT_MODULES, REGISTRY, slim_registry
 from rag.errors import ConfigError, SiftError
+from weaviate_server.slim import KEPT_MODULES, REGISTRY, slim_registry
 
 PINNED_VERSION = "1.39.3"  # the server Sift is tested with (SIFT_WEAVIATE__VERSION overrides)
 BINARY_NAME = "weaviate-server"
@@ -242,7 +242,7 @@ def install(version: str, explicit: Path | None, report: Report, *,
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bot.weaviate.install",
+        prog="python -m weaviate_server.install",
         description="Put the Weaviate server binary in Sift's cache (~/.cache/sift/weaviate): "
         "the cached one, else the release tarball, else a build from the Go module proxy. "
         "Needs no package beyond the standard library; `sift weaviate install` does the same "

@@ -7,9 +7,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bot.evaluate.evaluation import Report
-from bot.evaluate.feedback_sim import ADVERSARIAL, ADVERSARIAL_LIMIT, Replays, breaches
-from bot.evaluate.summary import ModeSummary, StageSummary
+from evaluation.evaluation import Report
+from evaluation.feedback_sim import ADVERSARIAL, ADVERSARIAL_LIMIT, Replays, breaches
+from evaluation.summary import ModeSummary, StageSummary
 
 MODE_TITLES = {"bm25": "BM25 (alpha 0)", "vector": "vector (alpha 1)"}
 

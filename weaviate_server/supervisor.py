@@ -8,11 +8,18 @@ import logging
 import time
 from dataclasses import dataclass
 
-from bot.weaviate.process import ManagedWeaviate
-from bot.web import Health
 from rag.errors import RetrievalError
+from weaviate_server.process import ManagedWeaviate
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProcessHealth:
+    """Whether the managed process is up; `sift serve` shows it under /healthz."""
+
+    ok: bool
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Backoff:
 
 class WeaviateSupervisor:
     """Polls the managed process; when it has exited, starts it again (waiting longer after
-    each failed start), logging every restart. `health` is for /healthz."""
+    each failed start), logging every restart. `health` says whether it is up."""
 
     def __init__(self, managed: ManagedWeaviate, start_timeout_s: float,
                  poll_s: float = 1.0, backoff: Backoff | None = None) -> None:
@@ -48,12 +55,13 @@ class WeaviateSupervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def health(self) -> Health:
+    async def health(self) -> ProcessHealth:
         if self._down_since is not None:
             down = time.monotonic() - self._down_since
-            return Health(False, f"the managed Weaviate exited {down:.0f}s ago and is being "
-                          f"restarted (restarts so far: {self.restarts}){self._last_error}")
-        return Health(True, f"managed process, restarts: {self.restarts}")
+            return ProcessHealth(False, f"the managed Weaviate exited {down:.0f}s ago and is "
+                                 f"being restarted (restarts so far: {self.restarts})"
+                                 f"{self._last_error}")
+        return ProcessHealth(True, f"managed process, restarts: {self.restarts}")
 
     async def _watch(self) -> None:
         while True:

@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bot.evaluate.dataset import EvalQuery
-from bot.evaluate.judge import Judge, Judgement
-from bot.evaluate.metrics import strict, tie_groups
+from evaluation.dataset import EvalQuery
+from evaluation.judge import Judge, Judgement
+from evaluation.metrics import strict, tie_groups
 from rag.pipeline import Pipeline
 from rag.retrieve import Retriever
 from rag.select import selected_in_order

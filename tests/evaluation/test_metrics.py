@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bot.evaluate.metrics import (
+from evaluation.metrics import (
     dcg_at_k,
     hit_at_k,
     mean,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.evaluate.dataset import corpus_hash, load, read_qrels, slug
+from evaluation.dataset import corpus_hash, load, read_qrels, slug
 from rag.errors import InputError
-from tests.bot.evaluate.tiny import DOCS, QUERIES, write_beir
+from tests.evaluation.tiny import DOCS, QUERIES, write_beir
 
 
 def test_beir_directory(tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
-from bot.evaluate import evaluation
-from bot.evaluate.dataset import EvalQuery
-from bot.evaluate.feedback_sim import (
+from bot.settings import Settings
+from evaluation import evaluation
+from evaluation.dataset import EvalQuery
+from evaluation.feedback_sim import (
     Replays,
     SimOptions,
     SimQuestion,
@@ -20,9 +21,8 @@ from bot.evaluate.feedback_sim import (
     seeds,
     simulate,
 )
-from bot.evaluate.report import feedback_table
-from bot.evaluate.runner import QueryResult
-from bot.settings import Settings
+from evaluation.report import feedback_table
+from evaluation.runner import QueryResult
 from rag.config import SelectionConfig
 from rag.prior import PriorConfig
 from rag.types import Answer, AnswerStatus, Candidate, Grade, GradeSource, Question
@@ -87,7 +87,8 @@ def test_the_eval_replays_with_the_configured_prior_and_seeds(
     question = EvalQuery("q1", "how?", relevant={"answer0": 1.0})
     answer = Answer("a", AnswerStatus.ANSWERED, Question("how?"),
                     candidates=QUESTIONS[0].candidates)
-    replays = evaluation._simulations(app, [QueryResult(question, {}, answer)],
+    replays = evaluation._simulations(app.evaluation_harness(),
+                                      [QueryResult(question, {}, answer)],
                                       evaluation.Options(simulate_feedback=2, feedback_seeds=3))
     assert [r.voters for r in replays] == ["honest", "random", "inverted", "one-account"]
     assert seen == [(app.prior_config, 3)] * 4

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from bot.evaluate.metrics import mean, ndcg_at_k, strict
+from evaluation.metrics import mean, ndcg_at_k, strict
 from rag.config import SelectionConfig
 from rag.prior import (
     Adjustment,

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.weaviate.install import WeaviateInstallError, cached_binary, find_binary, install
-from bot.weaviate.process import ManagedWeaviate, Ports, free_port, free_ports
-from bot.weaviate.slim import REGISTRY
 from rag.errors import ConfigError
 from rag.index import IndexConfig, WeaviateIndex
 from rag.types import Chunk
 from tests.conftest import WEAVIATE_VERSION
 from tests.fakes.http import LocalServer
 from tests.fakes.weaviate_source import REGISTRY_SOURCE, module_tree
+from weaviate_server.install import WeaviateInstallError, cached_binary, find_binary, install
+from weaviate_server.process import ManagedWeaviate, Ports, free_port, free_ports
+from weaviate_server.slim import REGISTRY
 
 SIFT = Path(sys.executable).parent / "sift"
 PORT_NAMES = ("http", "grpc", "gossip", "data", "raft", "raft_rpc", "profiling")
@@ -278,9 +278,9 @@ def test_the_go_builds_leave_out_debug_information(tmp_path: Path, offline: str,
 
 
 def run_installer(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -S -m bot.weaviate.install`: -S leaves site-packages out, as on a machine whose
+    """`python -S -m weaviate_server.install`: -S leaves site-packages out, as on a machine whose
     virtualenv does not exist yet (`make install` builds Weaviate while uv installs)."""
-    return subprocess.run([sys.executable, "-S", "-m", "bot.weaviate.install", *args],
+    return subprocess.run([sys.executable, "-S", "-m", "weaviate_server.install", *args],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True,
                           text=True, timeout=60)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.evaluate.dataset import EvalQuery
-from bot.evaluate.runner import Plan, Runner
+from evaluation.dataset import EvalQuery
+from evaluation.runner import Plan, Runner
 from rag.types import Candidate, Chunk
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from bot.evaluate.dataset import EvalQuery
-from bot.evaluate.runner import ModeResult, QueryResult, graded_result, ranked
-from bot.evaluate.summary import first_hit, summarise
+from evaluation.dataset import EvalQuery
+from evaluation.runner import ModeResult, QueryResult, graded_result, ranked
+from evaluation.summary import first_hit, summarise
 from rag.types import Answer, AnswerStatus, Candidate, Grade, GradeSource, Question
 from tests.rag.builders import chunk
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.evaluate.dataset import EvalQuery
-from bot.evaluate.judge import REFUSAL, Judge, parse_accuracy, parse_faithfulness, sentences
+from evaluation.dataset import EvalQuery
+from evaluation.judge import REFUSAL, Judge, parse_accuracy, parse_faithfulness, sentences
 from rag.types import Answer, AnswerStatus, Candidate, Citation, Question
 from tests.fakes.anthropic_server import FakeAnthropic, overloaded
 from tests.fakes.llm_rigs import PROVIDERS, running

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.evaluate.metrics import (
+from evaluation.metrics import (
     hit_at_k,
     mean,
     mrr_at_k,
@@ -14,7 +14,7 @@ from bot.evaluate.metrics import (
     precision,
     recall_at_k,
 )
-from bot.evaluate.runner import QueryResult
+from evaluation.runner import QueryResult
 from rag.types import AnswerStatus
 
 CUTOFF = 10  # MRR@10 and nDCG@10

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.weaviate.process import ManagedWeaviate
-from tests.bot.evaluate.tiny import MARKERS, write_beir
+from tests.evaluation.tiny import MARKERS, write_beir
 from tests.fakes.anthropic_server import FakeAnthropic
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 FIVE_SIXTHS = round(5 / 6, 4)

@@ -7,7 +7,7 @@ directory while it does (the kernel drops it if the process dies) and touches `l
 when it lets go. The watcher stops the server when `last-used` is older than the idle time
 and it can take that lock exclusively: nobody is using the server.
 
-Run as `python -m bot.weaviate.keepalive DATA_DIR IDLE_SECONDS` (the commands start it).
+Run as `python -m weaviate_server.keepalive DATA_DIR IDLE_SECONDS` (the commands start it).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from bot.weaviate.process import ManagedWeaviate, Ports
+from weaviate_server.process import ManagedWeaviate, Ports
 
 IN_USE = "in-use.lock"
 LAST_USED = "last-used"
@@ -59,7 +59,7 @@ def _alive(pid_file: Path) -> int | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
-    return pid if b"bot.weaviate.keepalive" in cmdline else None
+    return pid if b"weaviate_server.keepalive" in cmdline else None
 
 
 def watcher(data_dir: Path) -> int | None:
@@ -75,7 +75,7 @@ def leave_running(data_dir: Path, idle_s: float) -> None:
     (data_dir / LAST_USED).touch(mode=0o600)
     with _private(data_dir / WATCHER_LOG, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot.weaviate.keepalive", str(data_dir), str(idle_s)],
+            [sys.executable, "-m", "weaviate_server.keepalive", str(data_dir), str(idle_s)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)  # Ctrl-C in the terminal is for the command, not for it
     with _private(data_dir / WATCHER_PID, "w") as pid_file:

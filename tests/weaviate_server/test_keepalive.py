@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.weaviate import keepalive
-from bot.weaviate.process import ManagedWeaviate, Ports
-from tests.bot.test_weaviate_cli import SIFT, cli_env, pid_gone  # noqa: F401 (a fixture)
+from tests.weaviate_server.test_cli import SIFT, cli_env, pid_gone  # noqa: F401 (a fixture)
+from weaviate_server import keepalive
+from weaviate_server.process import ManagedWeaviate, Ports
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 QUESTION = "How do I reset my MFA?"

@@ -10,23 +10,45 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.app import App
-from bot.evaluate.dataset import EvalSet
-from bot.evaluate.feedback_sim import VOTERS, Replays, SimOptions, SimQuestion, replay
-from bot.evaluate.indexing import EvalIndex, IndexInfo, collection_name, fingerprint
-from bot.evaluate.judge import Judge
-from bot.evaluate.runner import MODES, Plan, QueryResult, Runner
-from bot.evaluate.summary import Results, summarise
+from evaluation.dataset import EvalSet
+from evaluation.feedback_sim import VOTERS, Replays, SimOptions, SimQuestion, replay
+from evaluation.indexing import EvalIndex, IndexInfo, collection_name, fingerprint
+from evaluation.judge import Judge
+from evaluation.runner import MODES, Plan, QueryResult, Runner
+from evaluation.summary import Results, summarise
+from rag.config import PipelineConfig
 from rag.heuristic import heuristic_scores
 from rag.index import WeaviateIndex
+from rag.pipeline import Pipeline
+from rag.ports import LLM, Embedder
+from rag.prior import PriorConfig
 from rag.retrieve import Retriever
 from rag.types import Candidate, Grade, GradeSource
+from sync.job import JobConfig
 from sync.report import NoProgress, Progress
 
 log = logging.getLogger(__name__)
 
 NO_LLM_NOTE = ("Answer metrics (faithfulness, accuracy, refusal rate) were skipped: no LLM is "
                "configured (set ANTHROPIC_API_KEY). The graded mode used the heuristic grader.")
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What an evaluation is given, built by the composition root (bot/app.py): the parts it
+    runs, never the whole App or Settings."""
+
+    index: Callable[[str], WeaviateIndex]  # "": the configured collection, else the one named
+    pipeline: Callable[[WeaviateIndex], Pipeline]  # the graded pipeline over an index
+    embedder: Embedder
+    job: JobConfig  # the corpus is chunked exactly as `sift sync` would
+    config: PipelineConfig
+    prior: PriorConfig
+    llm: LLM | None  # None: fast mode, the heuristic grader and no judge
+    folder: Path  # where each dataset's reports and index markers go
+    embedding_backend: str
+    judge_timeout_s: float
+    relevant_threshold: float  # SIFT_STORAGE__RELEVANT_THRESHOLD, for the feedback replay
 
 
 @dataclass(frozen=True)
@@ -77,8 +99,8 @@ class Report:
     seconds: float = 0.0
 
 
-def _settings(app: App, options: Options, depth: int) -> RunSettings:
-    config, llm = app.pipeline_config, app.llm
+def _settings(harness: Harness, options: Options, depth: int) -> RunSettings:
+    config, llm = harness.config, harness.llm
     models = config.models
     return RunSettings(
         alpha=config.retrieval.alpha, depth=depth, pipeline_limit=config.retrieval.limit,
@@ -88,37 +110,37 @@ def _settings(app: App, options: Options, depth: int) -> RunSettings:
         understand=f"llm ({models.fast_model})" if llm else "none (question as asked)",
         answer_model=models.answer_model if llm else "extractive (no LLM)",
         threshold=config.selection.threshold, max_chunks=config.selection.max_chunks,
-        per_document=config.selection.per_document, embedder=app.embedder.name,
-        embedding_backend=app.settings.embedding.backend, ks=options.ks)
+        per_document=config.selection.per_document, embedder=harness.embedder.name,
+        embedding_backend=harness.embedding_backend, ks=options.ks)
 
 
-def eval_dir(app: App, dataset: EvalSet) -> Path:
-    return app.data_dir / "eval" / dataset.name
+def eval_dir(harness: Harness, dataset: EvalSet) -> Path:
+    return harness.folder / dataset.name
 
 
-async def _index(app: App, dataset: EvalSet, options: Options,
+async def _index(harness: Harness, dataset: EvalSet, options: Options,
                  progress: Progress) -> tuple[WeaviateIndex, IndexInfo]:
     """The dataset's own collection, or the configured one for a question-only set."""
-    embedder, job = app.embedder, app.sync_config  # chunked exactly as `sift sync` would
+    embedder, job = harness.embedder, harness.job
     if dataset.corpus is None:
         started = time.perf_counter()
-        index = app.index()
+        index = harness.index("")
         await index.connect()
         count = await index.count()
         return index, IndexInfo(index.config.collection, True,
                                 round(time.perf_counter() - started, 2), 0, count,
                                 embedder=embedder.name)
     digest = fingerprint(dataset.corpus, job.chunking, embedder.name, embedder.dimension)
-    index = app.index(collection_name(dataset.name, digest))
-    marker = eval_dir(app, dataset) / f"index-{digest[:10]}.json"
+    index = harness.index(collection_name(dataset.name, digest))
+    marker = eval_dir(harness, dataset) / f"index-{digest[:10]}.json"
     builder = EvalIndex(index, embedder, f"eval-{dataset.name}", job, marker)
     info = await builder.prepare(dataset.corpus, progress, options.rebuild)
     if not info.reused:
-        await _drop_superseded(app, marker)
+        await _drop_superseded(harness, marker)
     return index, info
 
 
-async def _drop_superseded(app: App, current: Path) -> None:
+async def _drop_superseded(harness: Harness, current: Path) -> None:
     """Drop the collections of earlier builds of this dataset: each edit would leave one."""
     for marker in current.parent.glob("index-*.json"):
         if marker == current:
@@ -128,7 +150,7 @@ async def _drop_superseded(app: App, current: Path) -> None:
         except (OSError, ValueError, KeyError, TypeError):
             log.warning("unreadable eval index marker %s: left alone", marker)
             continue
-        old = app.index(collection)
+        old = harness.index(collection)
         try:
             await old.connect(ensure=False)
             if await old.collection_exists():
@@ -139,50 +161,49 @@ async def _drop_superseded(app: App, current: Path) -> None:
             await old.close()
 
 
-async def evaluate(app: App, dataset: EvalSet, options: Options,
+async def evaluate(harness: Harness, dataset: EvalSet, options: Options,
                    indexing: Progress | None = None,
                    on_question: Callable[[QueryResult], None] | None = None) -> Report:
     """Index (or reuse), ask every question in every mode, judge answers, summarise."""
     started = time.perf_counter()
     dataset = dataset.limited(options.limit)
-    index, info = await _index(app, dataset, options, indexing or NoProgress())
+    index, info = await _index(harness, dataset, options, indexing or NoProgress())
     try:
-        config = app.pipeline_config
+        config = harness.config
         depth = max(config.retrieval.limit, *options.ks)
-        retriever = Retriever(index, app.embedder, replace(config.retrieval, limit=depth))
-        llm = app.llm
+        retriever = Retriever(index, harness.embedder, replace(config.retrieval, limit=depth))
+        llm = harness.llm
         judge_model = options.judge_model or config.models.answer_model
-        judge = Judge(llm, judge_model, app.settings.llm.timeout_s * 2) if llm else None
+        judge = Judge(llm, judge_model, harness.judge_timeout_s) if llm else None
         plan = Plan(options.modes, config.retrieval.alpha, depth, options.concurrency,
                     accurate=llm is not None, documents=max(options.ks))
-        runner = Runner(plan, retriever, app.pipeline(index), judge)
-        await app.embedder.embed_query("warm-up")  # the model load must not count as latency
+        runner = Runner(plan, retriever, harness.pipeline(index), judge)
+        await harness.embedder.embed_query("warm-up")  # the model load must not count as latency
         results = await runner.run(dataset.queries, on_question)
     finally:
         await index.close()
     summary = summarise(results, options.modes, options.ks, judge_model if judge else "")
     note = "" if llm is not None or "graded" not in options.modes else NO_LLM_NOTE
     replayed = time.perf_counter()
-    feedback = _simulations(app, results, options)
+    feedback = _simulations(harness, results, options)
     return Report(dataset.name, str(dataset.path), len(dataset.queries), info,
-                  _settings(app, options, depth), summary, note, feedback,
+                  _settings(harness, options, depth), summary, note, feedback,
                   round(time.perf_counter() - replayed, 2) if feedback else 0.0,
                   seconds=round(time.perf_counter() - started, 2))
 
 
-def _simulations(app: App, results: list[QueryResult],
+def _simulations(harness: Harness, results: list[QueryResult],
                  options: Options) -> tuple[Replays, ...]:
     """The feedback replay over the graded mode's candidates, per kind of voter and seed."""
     if not options.simulate_feedback:
         return ()
     questions = [SimQuestion(r.query.relevant, r.answer.candidates, r.query.text)
                  for r in results if r.answer is not None and r.query.relevant]
-    selection = app.pipeline_config.selection
-    threshold = app.settings.storage.relevant_threshold
-    regrade = None if app.llm is not None else heuristic_grade
+    selection, threshold = harness.config.selection, harness.relevant_threshold
+    regrade = None if harness.llm is not None else heuristic_grade
     return tuple(replay(questions, SimOptions(options.simulate_feedback, options.feedback_noise,
                                               voters, relevant_threshold=threshold),
-                        options.feedback_seeds, selection, app.prior_config, regrade)
+                        options.feedback_seeds, selection, harness.prior, regrade)
                  for voters in VOTERS)
 
 
