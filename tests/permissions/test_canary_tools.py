@@ -12,7 +12,6 @@ import pytest
 
 from bot.app import App
 from bot.settings import GroupSettings
-from bot.weaviate.process import ManagedWeaviate
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -28,6 +27,7 @@ from tests.permissions.canary import (
 )
 from tests.permissions.tool_client import api, mcp_session, text_of
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 

@@ -14,13 +14,13 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from bot.app import App
-from bot.weaviate.process import ManagedWeaviate
 from rag import messages
 from rag.embed import LocalEmbedder
 from storage.models import Feedback, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.permissions.tool_client import api
 from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 
