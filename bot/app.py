@@ -54,6 +54,7 @@ from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
 from rag.logcontext import CorrelationFilter
+from rag.lookup import DocumentStore
 from rag.output_policy import OutputPolicy, hosts_of
 from rag.patience import Patience, Retrying
 from rag.pipeline import Pipeline, Stages
@@ -86,6 +87,7 @@ from storage.overrides import HistoryOfDocuments, OverrideRepository
 from storage.quota import QuotaRepository
 from storage.retention import Retention
 from storage.sync_state import SyncStateRepository
+from storage.tokens import TokenRepository
 from sync.chunk import ChunkingConfig
 from sync.connectors import registry
 from sync.connectors.base import Connector
@@ -346,6 +348,11 @@ class App:
         return AuditLog(self.database)
 
     @cached_property
+    def tokens(self) -> TokenRepository:
+        """Personal access tokens for the HTTP API and MCP (`sift tokens`)."""
+        return TokenRepository(self.database)
+
+    @cached_property
     def retention(self) -> Retention:
         return Retention(self.database)
 
@@ -539,6 +546,7 @@ class App:
             priors=priors,
             syncs=syncs,
             circuit=llm,
+            documents=index if isinstance(index, DocumentStore) else None,
         )
         return Pipeline(stages, config, recorder, self.output_policy,
                         recording=self.storage_retrying)
@@ -612,7 +620,8 @@ class App:
             feedback = MeteredFeedback(feedback, self.metrics)
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
-        return ChatService(answers, stores, limits, self.storage_retrying)
+        return ChatService(answers, stores, limits, self.storage_retrying,
+                           lookup=pipeline.lookup)
 
     def around(self, flow: ChatFlow, gate: Gate | None = None) -> Around:
         """What every chat surface is given to build itself (bot/surface_spec.py)."""
@@ -622,7 +631,8 @@ class App:
         return Around(flow, place_of(self.settings, admin=gate is not None),
                       max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
                       max_message_chars=chat.max_message_chars,
-                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate)
+                      sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate,
+                      tokens=self.tokens, oidc_issuer=self.settings.admin.oidc.issuer)
 
     def capture_flow(self, service: ChatService) -> CaptureFlow:
         """People's replies taken as answer drafts: rewritten by the fast model when one is

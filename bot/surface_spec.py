@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.chat.policy import PolicyIds
 
 if TYPE_CHECKING:
+    from bot.api.auth import TokenCheck
     from bot.chat.capture import CaptureFlow
     from bot.chat.flow import ChatFlow
     from bot.settings import Settings
@@ -58,6 +59,10 @@ class Around:
     # of a document its events changed; None when no source of its kind is configured.
     pushed: Callable[[str], None] | None = None
     capture: CaptureFlow | None = None  # people's replies taken as answers (bot/chat/capture)
+    # Who a bearer token is (personal access tokens), for the surfaces other tools call (the
+    # HTTP API, MCP); None where no database holds them.
+    tokens: TokenCheck | None = None
+    oidc_issuer: str = ""  # the console's OpenID provider, the authorization server MCP names
 
 
 class Endpoint(Protocol):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bot.api import spec as api
 from bot.chat.policy import Known, PolicyIds
+from bot.mcp import spec as mcp
 from bot.slack import spec as slack
 from bot.surface_spec import SurfaceSpec
 from bot.teams import spec as teams
@@ -17,7 +19,8 @@ from bot.webchat import spec as webchat
 if TYPE_CHECKING:
     from bot.settings import Settings
 
-SPECS: tuple[SurfaceSpec[Any], ...] = (slack.SPEC, teams.SPEC, webchat.SPEC)
+SPECS: tuple[SurfaceSpec[Any], ...] = (slack.SPEC, teams.SPEC, webchat.SPEC, api.SPEC,
+                                       mcp.SPEC)
 
 
 def policy_platforms() -> dict[str, PolicyIds]:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -365,6 +366,37 @@ class WeaviateIndex:
                                                  return_properties=["chunk_id"]),
             self.config.query_timeout_s)
         return {str(o.properties.get("chunk_id", "")) for o in result.objects}
+
+    async def document_chunks(self, filters: SearchFilters, *, doc_id: str = "",
+                              url: str = "") -> list[Chunk]:
+        """Every chunk of one document (by id, else by URL) that `filters` let through, in
+        reading order: a reader sees a whole document only where a search would find it."""
+        named = Filter.by_property("doc_id").equal(doc_id) if doc_id else \
+            Filter.by_property("url").equal(url)
+        scope = build_filter(filters)
+        result = await self._run(
+            f"read document {doc_id or url}",
+            self._collection.query.fetch_objects(
+                filters=named & scope if scope is not None else named,
+                limit=MAX_DOCUMENT_CHUNKS, return_properties=[*schema.RETURNED, "updated_at"]),
+            self.config.query_timeout_s)
+        chunks = [schema.from_properties(dict(o.properties)) for o in result.objects]
+        first = min((c.doc_id for c in chunks), default="")  # one URL, two documents: one
+        return sorted((c for c in chunks if c.doc_id == first), key=lambda c: c.chunk_index)
+
+    async def updated_times(self, doc_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each document was last changed at its platform (search hits leave the dates
+        in Weaviate: parsing them cost every answer; a tool's search asks for them apart)."""
+        if not doc_ids:
+            return {}
+        where = (Filter.by_property("doc_id").contains_any(list(doc_ids))
+                 & Filter.by_property("chunk_index").equal(0))
+        result = await self._run(
+            "read the documents' dates", self._collection.query.fetch_objects(
+                filters=where, limit=len(doc_ids) * 4,
+                return_properties=["doc_id", "updated_at"]), self.config.query_timeout_s)
+        return {str(o.properties["doc_id"]): o.properties["updated_at"] for o in result.objects
+                if isinstance(o.properties.get("updated_at"), datetime)}
 
     async def count(self, source: str | None = None) -> int:
         where = Filter.by_property("source").equal(source) if source else None

@@ -17,6 +17,7 @@ from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader, GradingResult
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
+from rag.lookup import DocumentStore, Lookup
 from rag.output_policy import OutputPolicy
 from rag.patience import NO_RETRY, Retrying
 from rag.ports import InteractionRecorder, SyncProgress, TextSink
@@ -78,6 +79,7 @@ class Stages:
         default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
     priors: DocumentPriors | None = None  # admin overrides and the learned document prior
     syncs: SyncProgress | None = None  # to tell "not read yet" from "not in the knowledge base"
+    documents: DocumentStore | None = None  # whole documents, for tools (rag/lookup.py)
 
 
 class Pipeline:
@@ -90,6 +92,12 @@ class Pipeline:
         self._recording = recording  # how recording waits out a database away for a moment
         # Every surface receives the pipeline's text, so the policy is applied here, once.
         self._policy = policy or OutputPolicy()
+
+    @property
+    def lookup(self) -> Lookup:
+        """Search and whole documents for tools, with this pipeline's retrieval, prior and
+        output policy: one way to a document."""
+        return Lookup(self._s.retriever, self._s.documents, self._s.priors, self._policy)
 
     def resolve_mode(self, question: Question) -> Mode:
         return self._route(question)[0]

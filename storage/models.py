@@ -440,3 +440,21 @@ class HelpQuestion(Base):
     help_requested: Mapped[bool] = mapped_column(Boolean, default=False)  # "Still need help?"
     resolved_by: Mapped[str] = mapped_column(String(16), default="")  # "", sift, person
     resolved_at: Mapped[datetime | None]
+
+
+class AccessTokenRow(Base):
+    """A personal access token for the API and MCP: only the SHA-256 of its secret is kept
+    (the secret is shown once), with the email it acts as, its expiry and its revocation."""
+
+    __tablename__ = "access_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)  # hex SHA-256
+    hint: Mapped[str] = mapped_column(String(32))  # the token's first characters, to tell it
+    email: Mapped[str] = mapped_column(String, index=True)
+    label: Mapped[str] = mapped_column(String, default="")
+    created_by: Mapped[str] = mapped_column(String, default="")
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(nullable=True)

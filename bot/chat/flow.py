@@ -114,7 +114,7 @@ class ChatFlow:
         shown = Visibility.PRIVATE if msg.private or alone else Visibility.CHANNEL
         groups = await self._access.groups_for(msg.asker, Audience(
             shown, policy.audience, msg.channel if shown is Visibility.CHANNEL else ""))
-        question = Question(msg.text, _context(msg, policy, groups), history,
+        question = Question(msg.text, _context(msg, policy, groups), history, msg.mode,
                             correlation_id=current_correlation_id())
         delivery = Delivery(private=alone, help=bool(policy.escalate_to))
         async with surface.working(delivery) as preview:
@@ -126,6 +126,19 @@ class ChatFlow:
             ref = await surface.deliver(answer, _sharing(delivery, msg, policy, answer))
         await self._keep(msg, answer, ref)
         await self.outcomes.answered(msg, answer)
+
+    async def context_for(self, msg: ChatMessage) -> AskContext | str:
+        """A tool's call that is no question (a search, a document read) admitted as a
+        question is (dedupe, size, the asker's quota), under the policy of `msg`'s
+        conversation and the asker's groups as in a DM; the refusal's sentence otherwise."""
+        policy = await self.policies.for_message(msg)
+        if not policy.enabled:
+            return messages.CHANNEL_OFF
+        gate = await self.service.admit(msg.event_key, msg.user, msg.text)
+        if not gate.admitted:
+            return gate.reply or messages.EMPTY_QUESTION
+        groups = await self._access.groups_for(msg.asker, Audience(msg.visibility))
+        return _context(msg, policy, groups)
 
     async def _keep(self, msg: ChatMessage, answer: Answer, ref: str) -> None:
         """Link the reply for votes and keep the turn for follow-ups; the person already has

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from bot.chat.access import Asker, Visibility
-from rag.types import Platform, Turn
+from rag.types import Mode, Platform, Turn
 
 
 class Kind(enum.StrEnum):
@@ -39,6 +39,7 @@ class ChatMessage:
     team: str = ""  # Teams: the team a channel belongs to (a policy may name the team)
     mentions_others: bool = False  # it @mentions people or broadcasts: not for Sift unless named
     email: str = ""  # when the surface knows it (the web chat behind an OIDC sign-in)
+    mode: Mode | None = None  # the asker chose one (the API, MCP); None: the configured
 
     @property
     def asker(self) -> Asker:

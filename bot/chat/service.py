@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag import messages
+from rag.lookup import Lookup
 from rag.patience import NO_RETRY, Retrying
 from rag.ports import TextSink
 from rag.types import (
@@ -153,8 +154,9 @@ class ChatService:
     """`retrying`: how a store call waits out a database that is away for a moment."""
 
     def __init__(self, pipeline: Answering, stores: ChatStores, limits: ChatLimits,
-                 retrying: Retrying = NO_RETRY) -> None:
+                 retrying: Retrying = NO_RETRY, lookup: Lookup | None = None) -> None:
         self._pipeline = pipeline
+        self.lookup = lookup  # the pipeline's search and documents, for tools (rag/lookup.py)
         self._stores = stores
         self._limits = limits
         self._store = retrying.blocking

@@ -42,13 +42,14 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
         slack,
         sync,
         teams,
+        tokens,
         weaviate,
     )
 
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
             db.register, report.register, evaluate.register, slack.register, teams.register,
             docs.register,
-            llm.register, audit.register, answers.register]
+            llm.register, audit.register, answers.register, tokens.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"

@@ -27,6 +27,10 @@ def test_nothing_configured_says_what_is_off_and_why() -> None:
         "Teams: off (SIFT_TEAMS_APP_ID is not set; to try Teams locally without an app, set "
         "SIFT_TEAMS__ENABLED=true and listen on 127.0.0.1)",
         "Web chat: open http://127.0.0.1:4000/ in a browser",
+        "HTTP API: on at http://127.0.0.1:4000/api/v1 for personal access tokens (sift tokens "
+        "create; OpenAPI at http://127.0.0.1:4000/api/v1/openapi.json)",
+        "MCP: on at http://127.0.0.1:4000/mcp (streamable HTTP) for personal access tokens "
+        "(sift tokens create)",
         "Admin console: off (neither SIFT_ADMIN__PASSWORD nor SIFT_ADMIN__OIDC__ISSUER is set)",
         "Source sample: never synced; a first sync starts now",
     ]
@@ -44,8 +48,8 @@ def test_configured_surfaces_and_last_syncs(tmp_path: Path) -> None:
                           admin=True)
     assert lines[0].startswith("Slack: on, Socket Mode")
     assert lines[1] == "Teams: on at http://127.0.0.1:4000/api/messages (app 11111111-2222)"
-    assert lines[3] == "Admin console: on at http://127.0.0.1:4000/admin/"
-    assert lines[4:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
+    assert lines[5] == "Admin console: on at http://127.0.0.1:4000/admin/"
+    assert lines[6:] == ["Source wiki: last synced 2026-11-24 09:05 UTC",
                          "Source kb: never synced; a first sync starts now",
                          "Source help: never synced; a first sync starts now; push "
                          "notifications at http://127.0.0.1:4000/sync/hooks/help"]
@@ -83,5 +87,12 @@ def test_behind_a_proxy_the_lines_name_the_public_url() -> None:
                         slack_bot_token=SecretStr("xoxb-1"), teams={"enabled": False})
     lines = surface_lines(settings, {}, admin=True)
     assert lines[0] == "Slack: on, HTTP events at https://sift.example.com/slack/events"
-    assert lines[3] == "Admin console: on at https://sift.example.com/admin/"
+    assert lines[5] == "Admin console: on at https://sift.example.com/admin/"
     assert not any("0.0.0.0" in line for line in lines)
+
+
+def test_the_api_and_mcp_switched_off_say_which_setting() -> None:
+    lines = surface_lines(Settings(port=4000, api={"enabled": False},
+                                   mcp={"enabled": False}), {})
+    assert lines[3:5] == ["HTTP API: off (SIFT_API__ENABLED is false)",
+                          "MCP: off (SIFT_MCP__ENABLED is false)"]

@@ -1,0 +1,1 @@
+"""Sift as a Model Context Protocol server at /mcp: tools for other assistants."""

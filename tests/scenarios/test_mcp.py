@@ -1,0 +1,131 @@
+"""/mcp through `sift serve`, driven by the `mcp` package's own client over streamable HTTP:
+the tools a model sees, each called (structured content and readable text), bad input, and
+the authorization the MCP spec names (401, WWW-Authenticate, protected resource metadata)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from bot.app import App
+from rag.embed import LocalEmbedder
+from storage.models import Interaction
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.oidc_server import FakeOidc
+from tests.permissions.tool_client import api, mcp_session, text_of
+from tests.scenarios.stack import ServedSift, settings_for
+from weaviate_server.process import ManagedWeaviate
+
+pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
+
+ADA = "ada@example.com"
+QUESTION = "How do I rotate the staging database credentials?"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "probe", "version": "1"}}}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+async def oidc() -> AsyncIterator[FakeOidc]:
+    async with FakeOidc("sift-console", "console-secret-5b1e") as server:
+        assert isinstance(server, FakeOidc)
+        yield server
+
+
+@pytest.fixture
+async def sift(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
+               embedder: LocalEmbedder, fake_anthropic: FakeAnthropic, oidc: FakeOidc
+               ) -> AsyncIterator[ServedSift]:
+    settings = settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[],
+                            admin={"oidc": {"issuer": oidc.url, "client_id": "sift-console",
+                                            "client_secret": "console-secret-5b1e",
+                                            "viewer_domains": ["example.com"]}})
+    app = App(settings)
+    app.__dict__["embedder"] = embedder
+    served = ServedSift(app)
+    await served.start()
+    try:
+        yield served
+    finally:
+        await served.stop()
+
+
+async def test_the_tools_a_model_sees(sift: ServedSift) -> None:
+    async with mcp_session(sift, sift.app.tokens.create(ADA, expires_in=None).secret) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+    assert set(tools) == {"search", "ask", "get_document"}
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 120  # enough for a model to choose
+        Draft202012Validator.check_schema(tool.input_schema)
+        assert tool.output_schema is not None
+    search = tools["search"].input_schema
+    assert search["required"] == ["query"]
+    assert (search["properties"]["limit"]["minimum"], search["properties"]["limit"]["maximum"]
+            ) == (1, 50)
+    assert tools["ask"].input_schema["required"] == ["question"]
+    answered = tools["ask"].output_schema
+    assert answered is not None
+    assert set(answered["properties"]) >= {"status", "text", "citations"}
+    assert tools["get_document"].input_schema["required"] == ["id"]
+
+
+async def test_each_tool_gives_structured_content_and_readable_text(sift: ServedSift) -> None:
+    async with mcp_session(sift, sift.app.tokens.create(ADA, expires_in=None).secret) as s:
+        found = await s.call_tool("search", {"query": "WireGuard VPN profile", "limit": 2})
+        asked = await s.call_tool("ask", {"question": QUESTION, "mode": "fast"})
+        read = await s.call_tool("get_document", {"id": "vpn"})
+        missing = await s.call_tool("get_document", {"id": "no-such-document"})
+    assert not found.is_error and found.structured_content is not None
+    top = found.structured_content["passages"][0]
+    assert top["doc_id"] == "vpn" and len(found.structured_content["passages"]) <= 2
+    assert text_of(found).startswith("1. Setting up the VPN") and "doc_id: vpn" in text_of(found)
+    assert not asked.is_error and asked.structured_content is not None
+    assert asked.structured_content["status"] == "answered"
+    assert asked.structured_content["mode"] == "fast"
+    assert "Sources:\n[1] " in text_of(asked)
+    assert asked.structured_content["text"] in text_of(asked)
+    assert not read.is_error and read.structured_content is not None
+    assert "Install WireGuard" in read.structured_content["text"]
+    assert text_of(read).startswith("# Setting up the VPN")
+    assert missing.is_error and "There is no document no-such-document" in text_of(missing)
+    [interaction] = sift.rows(Interaction)  # the question, recorded like any other
+    assert (interaction.platform, interaction.user_id) == ("mcp", ADA)
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("search", {"query": ""}), ("search", {"query": "vpn", "limit": 500}),
+    ("ask", {"question": "x", "mode": "slow"}), ("get_document", {}),
+])
+async def test_bad_arguments_are_refused_before_anything_runs(
+        sift: ServedSift, tool: str, arguments: dict[str, object]) -> None:
+    async with mcp_session(sift, sift.app.tokens.create(ADA, expires_in=None).secret) as s:
+        result = await s.call_tool(tool, arguments)
+    assert result.is_error
+    assert sift.rows(Interaction) == []
+
+
+async def test_no_token_is_a_401_naming_the_resource_metadata(sift: ServedSift,
+                                                             oidc: FakeOidc) -> None:
+    where = f"{sift.base_url}/.well-known/oauth-protected-resource/mcp"
+    for headers in ({}, {"Authorization": "Bearer sift_pat_forged"},
+                    {"Authorization": "Basic YWRhOnB3"}):
+        reply = await api(sift, "POST", "/mcp", json_body=INITIALIZE, headers={
+            **ACCEPT, **headers})
+        assert reply.status == 401, headers
+        assert f'resource_metadata="{where}"' in reply.headers["WWW-Authenticate"]
+        assert reply.headers["WWW-Authenticate"].startswith("Bearer ")
+    for path in ("/.well-known/oauth-protected-resource/mcp",
+                 "/.well-known/oauth-protected-resource"):
+        described = await api(sift, "GET", path)
+        assert described.status == 200
+        assert described.body["resource"] == f"{sift.base_url}/mcp"
+        assert described.body["authorization_servers"] == [oidc.url]
+        assert described.body["bearer_methods_supported"] == ["header"]
+    good = await api(sift, "POST", "/mcp", json_body=INITIALIZE, headers={
+        **ACCEPT, "Authorization": f"Bearer {sift.app.tokens.create(ADA, expires_in=None).secret}"})
+    assert good.status == 200 and json.dumps(good.body).count('"tools"') == 1
