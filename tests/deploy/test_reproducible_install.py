@@ -61,7 +61,10 @@ def test_an_install_from_the_lock_as_the_image_makes_it(tmp_path: Path) -> None:
     source.mkdir()
     for name in ("pyproject.toml", "uv.lock", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for name in ("bot", "rag", "sync", "storage"):
+    # The packages the Dockerfile copies (`COPY bot ./bot`): a package it forgot fails here.
+    packages = re.findall(r"^COPY (\w+) \./\1$", (ROOT / "Dockerfile").read_text(), re.M)
+    assert {"bot", "rag", "sync", "storage", "evaluation", "weaviate_server"} <= set(packages)
+    for name in packages:
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns("__pycache__"))
     venv = tmp_path / "venv"
