@@ -11,14 +11,17 @@ from typing import Any
 from sqlalchemy import Table, delete, func, select
 from sqlalchemy.orm import Session
 
+from storage.answers import REJECTED
 from storage.columns import utc_now
 from storage.db import Database
 from storage.models import (
+    AnswerDraft,
     Base,
     ConversationTurn,
     EventKey,
     Feedback,
     GradeCacheEntry,
+    HelpQuestion,
     Interaction,
     InteractionSource,
     SyncRun,
@@ -50,6 +53,8 @@ class PurgeCounts:
     sync_runs: int = 0
     event_keys: int = 0
     grades: int = 0
+    help_questions: int = 0  # help channels' questions and outcomes (who asked)
+    rejected_drafts: int = 0  # answer drafts a reviewer rejected (people's replies)
 
 
 def _count(session: Session, query: Any) -> int:
@@ -82,6 +87,7 @@ class Retention:
         now = self._clock()
         cutoff = now - older_than
         old = select(Interaction.id).where(Interaction.created_at < cutoff)
+        drafts = table(AnswerDraft)  # pending ones wait for review; approved ones are documents
         with self._db.write() as session:
             sources = _count(session, select(InteractionSource.id).where(
                 InteractionSource.interaction_id.in_(old)))
@@ -95,6 +101,9 @@ class Retention:
                 sync_runs=self._old_runs(session, cutoff),
                 event_keys=_delete_before(session, EventKey, "expires_at", now),
                 grades=_delete_before(session, GradeCacheEntry, "created_at", cutoff),
+                help_questions=_delete_before(session, HelpQuestion, "asked_at", cutoff),
+                rejected_drafts=_delete(session, drafts, drafts.c.status == REJECTED,
+                                        drafts.c.reviewed_at < cutoff),
             )
 
     @staticmethod

@@ -111,7 +111,9 @@ def _purge(args: argparse.Namespace) -> int:
     rows = [("interactions", counts.interactions), ("retrieved sources", counts.sources),
             ("feedback", counts.feedback), ("conversation turns", counts.conversation_turns),
             ("sync runs", counts.sync_runs), ("dedupe keys", counts.event_keys),
-            ("grade-cache entries", counts.grades + expired)]
+            ("grade-cache entries", counts.grades + expired),
+            ("help questions", counts.help_questions),
+            ("rejected drafts", counts.rejected_drafts)]
     print(f"Purged what is older than {human(args.older_than)} from {app.database.safe_url}:")
     for name, count in rows:
         print(f"  {name.ljust(20)} {count}")

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from rag.ports import GradeKey
 from rag.types import Grade, GradeSource
+from storage.answers import APPROVED, REJECTED, AnswerDrafts, NewDraft
 from storage.db import Database
 from storage.dedupe import DedupeRepository
 from storage.errors import UnknownInteraction
@@ -16,7 +17,16 @@ from storage.feedback import FeedbackRepository
 from storage.grade_cache import GradeCacheRepository
 from storage.history import HistoryRepository
 from storage.interactions import InteractionRepository
-from storage.models import Base, DocumentStats, Feedback, Interaction, InteractionSource
+from storage.models import (
+    AnswerDraft,
+    Base,
+    DocumentStats,
+    Feedback,
+    HelpQuestion,
+    Interaction,
+    InteractionSource,
+)
+from storage.outcomes import HelpOutcomes
 from storage.overrides import HistoryOfDocuments
 from storage.retention import PurgeCounts, Retention, parse_duration
 from storage.sync_state import SyncStateRepository
@@ -108,3 +118,30 @@ def test_purge_with_nothing_old(database: Database) -> None:
     InteractionRepository(database).record(answer("fresh", [cand("a", score=0.5)]))
     assert Retention(database).purge(timedelta(days=90)) == PurgeCounts()
     assert _count(database, Interaction) == 1
+
+
+def test_purge_removes_old_help_questions_and_rejected_drafts(database: Database) -> None:
+    clock = Clock()
+    outcomes, drafts = HelpOutcomes(database, clock), AnswerDrafts(database, clock)
+
+    def draft(ref: str) -> int:
+        stored, _ = drafts.add(NewDraft(
+            "reaction", "slack", "T1", "C1", "it-help", "public", "1.0", ref, "U1", "U2",
+            "Dana", clock(), "https://slack.example/p1", "how?", "like this", "like this",
+            "", ("public",)))
+        return stored.id
+
+    outcomes.asked("slack", "C1", "1.0", "U1", "sift")
+    rejected, approved, pending = draft("2.0"), draft("3.0"), draft("4.0")
+    drafts.review(rejected, REJECTED, "admin", reason="wrong")
+    drafts.review(approved, APPROVED, "admin")
+    clock.advance(days=100)
+    outcomes.asked("slack", "C1", "5.0", "U3", "holdout")
+
+    counts = Retention(database, clock=clock).purge(timedelta(days=90))
+
+    assert (counts.help_questions, counts.rejected_drafts) == (1, 1)
+    with database.read() as session:
+        assert session.scalars(select(HelpQuestion.thread)).all() == ["5.0"]
+        # Approved answers are documents and pending ones await review: both are kept.
+        assert sorted(session.scalars(select(AnswerDraft.id))) == [approved, pending]
