@@ -72,5 +72,10 @@ def test_a_backup_restored_into_fresh_servers_answers_the_same(
         assert main(["db", "restore", str(tmp_path / "backup")]) != 0
         assert "already holds Sift's tables" in capsys.readouterr().err
     finally:
+        # The commands leave their managed Weaviate running for the next one (keepalive);
+        # the test's servers stop with it.
+        for data_dir in ("before", "after"):
+            monkeypatch.setenv("SIFT_DATA_DIR", str(tmp_path / data_dir))
+            main(["weaviate", "stop"])
         source.stop()
         fresh.stop()
