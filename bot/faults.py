@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 
 from rag import messages
+from rag.errors import PlatformRefused
 from storage.errors import DatabaseUnavailable, DiskFull
 
 NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -44,4 +45,5 @@ def failure_sentence(exc: BaseException) -> str:
         return messages.DISK_FULL
     if any(isinstance(e, DatabaseUnavailable) for e in causes(exc)):
         return messages.DATABASE_DOWN
-    return messages.INTERNAL_ERROR
+    refused = next((e for e in causes(exc) if isinstance(e, PlatformRefused)), None)
+    return refused.user_message if refused is not None else messages.INTERNAL_ERROR

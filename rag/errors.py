@@ -51,6 +51,11 @@ class SyncError(SiftError):
     user_message = "The knowledge sync failed."
 
 
+class PlatformRefused(SiftError):
+    """A chat platform would not let Sift read what the person pointed at (a thread through
+    Graph): its `user_message` is what that person is told."""
+
+
 class InputError(SiftError):
     """The person's input cannot be used as it is (too long, empty, unknown id)."""
 

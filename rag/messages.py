@@ -66,6 +66,11 @@ ANSWER_CAPTURED = ("Thanks: I've saved that reply as an answer for the knowledge
                    "review; once approved, I'll answer this question with it.")
 ANSWER_NOT_CAPTURABLE = ("Only a person's reply inside a thread can be saved as an answer; "
                          "pick a reply under the question.")
+ANSWER_SAVING = ("I'm saving that reply as an answer for the knowledge team to review; it will "
+                 "be in their list in a moment.")
+CAPTURE_OFF = "Saving replies as answers is not set up on this Sift."
+TEAMS_THREAD_UNREADABLE = ("I can't read this thread, so nothing was saved: Sift needs Microsoft "
+                           "Graph access to the team (the bot's app, or a Teams source).")
 
 # Slack: the working status, the block labels and the feedback buttons' accessible names.
 WORKING_STATUS = "is reading the knowledge base…"

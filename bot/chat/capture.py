@@ -42,6 +42,9 @@ class Place:
 
     name: str  # "#it-help", "a direct message"
     kind: str  # public, private, direct
+    # Who reads the place, as the platform's own source names them (a Teams channel's team
+    # or members); () where its kind says it all (a public Slack channel is everyone's).
+    readers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class AsWritten:
 def access_for(platform: str, channel: str, place: Place, asker: str) -> tuple[str, ...]:
     """Who may read an answer captured there: a public channel's everyone Sift answers (as a
     Slack source marks its threads), a private channel's members, a DM's asker alone."""
+    if place.readers and place.kind != DIRECT_KIND:
+        return (*place.readers, channel_principal(platform, channel))
     if place.kind == PUBLIC_KIND:
         return (PUBLIC,)
     if place.kind == PRIVATE_KIND:
@@ -157,8 +162,7 @@ class CaptureFlow:
             await self._outcomes.by_person(pick.platform, pick.channel, root.ref, pick.user)
         ask = await self._blocking("reading the thread's question", self._store.thread_ask,
                                    pick.platform, pick.channel, root.ref)
-        if pick.how == REACTION and (ask is None or not ask.unresolved or
-                                     ask.user != pick.user):
+        if pick.how == REACTION and not _the_askers(ask, pick):
             return None  # only the asker, only where Sift had no answer
         if pick.event_key and not await self._claim.claim(pick.event_key):
             return None
@@ -185,6 +189,11 @@ class CaptureFlow:
             access=access_for(pick.platform, pick.channel, place, asker),
             interaction_id=ask.interaction_id if ask is not None else None)
 
+
+
+def _the_askers(ask: ThreadAsk | None, pick: Pick) -> bool:
+    """A reaction picks an answer only from the asker, where Sift left the question open."""
+    return ask is not None and ask.unresolved and ask.user == pick.user
 
 
 class WithCaptured:

@@ -18,6 +18,7 @@ from microsoft_agents.hosting.aiohttp import (
 from microsoft_agents.hosting.core import AgentApplication, MemoryStorage, TurnState
 from microsoft_agents.hosting.core.authorization import AgentAuthConfiguration
 
+from bot.chat.capture import CaptureFlow
 from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background
 from bot.teams.connector import RetryingClientFactory, RetryPolicy
@@ -25,10 +26,12 @@ from bot.teams.gate import Refusal, check_activity, forwarded
 from bot.teams.handlers import TeamsHandlers
 from bot.teams.spec import TeamsSettings
 from bot.teams.surface import TeamsOptions
+from sync.connectors.teams import TeamsConnector
 
 log = logging.getLogger(__name__)
 ROUTE = "/api/messages"
 FEEDBACK_INVOKE = "message/submitAction"
+MESSAGE_ACTION_INVOKE = "composeExtension/fetchTask"  # "Save to Sift" on a message
 
 
 def build_agent(connections: MsalConnectionManager,
@@ -40,6 +43,7 @@ def build_agent(connections: MsalConnectionManager,
         start_typing_timer=False, remove_recipient_mention=False, turn_state_factory=TurnState)
     agent.activity(ActivityTypes.message)(handlers.on_message)
     agent.invoke(FEEDBACK_INVOKE)(handlers.on_feedback)
+    agent.invoke(MESSAGE_ACTION_INVOKE)(handlers.on_save)
     agent.activity(ActivityTypes.message_reaction)(handlers.on_reaction)
     agent.error(handlers.on_error)
     return agent
@@ -51,7 +55,8 @@ class TeamsEndpoint:
 
     def __init__(self, auth: AgentAuthConfiguration, settings: TeamsSettings,
                  flow: ChatFlow, *, stream_interval_s: float | None = None,
-                 max_in_flight: int = 0) -> None:
+                 max_in_flight: int = 0, capture: CaptureFlow | None = None,
+                 threads: Callable[[], TeamsConnector | None] | None = None) -> None:
         self.auth = auth
         connections = MsalConnectionManager(connections_configurations={
             "SERVICE_CONNECTION": auth})
@@ -62,7 +67,7 @@ class TeamsEndpoint:
         options = TeamsOptions(settings.streaming, settings.citation_entities,
                                settings.typing_interval_s, settings.stream_interval_s
                                if stream_interval_s is None else stream_interval_s)
-        self.handlers = TeamsHandlers(flow, self.adapter, options, self.tasks)
+        self.handlers = TeamsHandlers(flow, self.adapter, options, self.tasks, capture, threads)
         self.agent = build_agent(connections, self.handlers)
         self.adapter.on_turn_error = self.handlers.on_error
 

@@ -24,8 +24,8 @@ def manifest_for(template: dict[str, Any], app_id: str, website: str | None = No
     manifest["id"] = app_id
     # Resource-specific consent (auto-answer channels and group chats) names the same app.
     manifest["webApplicationInfo"]["id"] = app_id
-    for bot in manifest["bots"]:
-        bot["botId"] = app_id
+    for bot in (*manifest["bots"], *manifest.get("composeExtensions", ())):
+        bot["botId"] = app_id  # the message action ("Save to Sift") is the same bot's
     if website:
         manifest["developer"].update(websiteUrl=website, privacyUrl=f"{website}/privacy",
                                      termsOfUseUrl=f"{website}/terms")

@@ -7,30 +7,40 @@ The proactive turn replies to the original message, so the reply lands in the sa
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from microsoft_agents.activity import Activity
 from microsoft_agents.hosting.core import ChannelAdapter, TurnContext, TurnState
 from microsoft_agents.hosting.core.authorization import ClaimsIdentity
 
+from bot.chat.capture import REACTION, SHORTCUT, CaptureFlow, Pick
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.tasks import Background, Busy
+from bot.teams.capture import DialogNotes, TeamsThreadReader
 from bot.teams.inbound import (
     IncomingMessage,
+    PickedReply,
+    parse_accept,
     parse_feedback,
     parse_message,
     parse_reaction,
+    parse_save,
     team_of,
 )
-from bot.teams.outbound import invoke_ok, to_activity
+from bot.teams.outbound import dialog_message, invoke_ok, to_activity
 from bot.teams.render import render_notice
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from bot.teams.surface import TeamsOptions, TeamsSurface
 from rag import messages
 from rag.logcontext import correlated, current_correlation_id
+from sync.connectors.teams import TeamsConnector
 
 log = logging.getLogger(__name__)
+SAVE_WAIT_S = 4.0  # Teams shows "Unable to reach the app" when a dialog takes 5 s
 
 
 def continuation_of(activity: Activity) -> Activity:
@@ -50,12 +60,19 @@ async def tell_failure(turn: TurnContext, correlation_id: str) -> None:
 
 
 class TeamsHandlers:
+    """`capture` takes people's replies as answer drafts, reading threads through the
+    connector `threads` builds (None: no Graph access, so no capture)."""
+
     def __init__(self, flow: ChatFlow, adapter: ChannelAdapter, options: TeamsOptions,
-                 tasks: Background) -> None:
+                 tasks: Background, capture: CaptureFlow | None = None,
+                 threads: Callable[[], TeamsConnector | None] | None = None) -> None:
         self._flow = flow
         self._adapter = adapter
         self._options = options
         self._tasks = tasks
+        self._capture = capture
+        self._threads = threads
+        self._graph: TeamsConnector | None = None
 
     def _surface(self, turn: TurnContext, msg: IncomingMessage | None = None) -> TeamsSurface:
         return TeamsSurface(turn, self._options, personal=msg is not None and msg.personal)
@@ -65,25 +82,29 @@ class TeamsHandlers:
         if msg is None:
             log.debug("channel message %s does not mention Sift", turn.activity.id)
             return
-        identity = turn.identity or ClaimsIdentity({})
-        scope = turn.turn_state.get(self._adapter.OAUTH_SCOPE_KEY)
-        audience = scope if isinstance(scope, str) else None
+        async def answer(later: TurnContext) -> None:
+            await self._flow.on_message(msg.to_message(), self._surface(later, msg))
+
         try:
-            self._tasks.spawn(self._answer_later(identity, audience,
-                                                 continuation_of(turn.activity), msg))
+            self._tasks.spawn(self._later(turn, answer, f"the answer to {msg.activity_id}"))
         except Busy:  # Teams does not deliver a message again: say so in this turn
             await turn.send_activity(to_activity(render_notice(messages.BUSY)))
 
-    async def _answer_later(self, identity: ClaimsIdentity, audience: str | None,
-                            continuation: Activity, msg: IncomingMessage) -> None:
-        async def answer(turn: TurnContext) -> None:
-            await self._flow.on_message(msg.to_message(), self._surface(turn, msg))
+    def _later(self, turn: TurnContext, work: Callable[[TurnContext], Awaitable[None]],
+               what: str) -> Coroutine[Any, Any, None]:
+        """`work` in a proactive turn of this conversation, after this one is acknowledged."""
+        identity = turn.identity or ClaimsIdentity({})
+        scope = turn.turn_state.get(self._adapter.OAUTH_SCOPE_KEY)
+        audience = scope if isinstance(scope, str) else None
+        continuation = continuation_of(turn.activity)
 
-        try:
-            await self._adapter.continue_conversation_with_claims(identity, continuation,
-                                                                 answer, audience)
-        except Exception:
-            log.exception("could not deliver the answer to Teams message %s", msg.activity_id)
+        async def run() -> None:
+            try:
+                await self._adapter.continue_conversation_with_claims(identity, continuation,
+                                                                     work, audience)
+            except Exception:
+                log.exception("could not deliver %s to Teams", what)
+        return run()
 
     async def on_feedback(self, turn: TurnContext, state: TurnState) -> None:
         """Teams' feedback form (thumbs up or down, optional comment) on one of our answers."""
@@ -100,16 +121,70 @@ class TeamsHandlers:
             await turn.send_activity(invoke_ok())
 
     async def on_reaction(self, turn: TurnContext, state: TurnState) -> None:
-        """👍 on an answer is an up-vote; taking it back retracts the vote it cast."""
+        """👍 on an answer is an up-vote; taking it back retracts the vote it cast. The
+        asker's 👍 on a person's reply, where Sift could not answer, picks it as the answer."""
         change = parse_reaction(turn.activity)
-        if change is None or change.vote is None:
+        if change is not None and change.vote is not None:
+            key = f"teams:{change.conversation.base}:reaction:{turn.activity.id}" \
+                if turn.activity.id else ""
+            vote = Vote(TEAMS_PLATFORM, change.conversation.base, change.target_id,
+                        change.user, change.vote, VIA_REACTION, added=not change.retract,
+                        event_key=key, team=team_of(turn.activity))
+            await self._flow.on_vote(vote, self._surface(turn))
+        picked = parse_accept(turn.activity)
+        reader = self._reader(picked) if picked is not None else None
+        if picked is None or reader is None or self._capture is None:
             return
-        key = f"teams:{change.conversation.base}:reaction:{turn.activity.id}" \
-            if turn.activity.id else ""
-        vote = Vote(TEAMS_PLATFORM, change.conversation.base, change.target_id, change.user,
-                    change.vote, VIA_REACTION, added=not change.retract, event_key=key,
-                    team=team_of(turn.activity))
-        await self._flow.on_vote(vote, self._surface(turn))
+        capture, pick = self._capture, _pick(picked, REACTION)
+
+        async def take(later: TurnContext) -> None:
+            await capture.on_pick(pick, reader, self._surface(later))
+
+        try:
+            self._tasks.spawn(self._later(turn, take, f"the capture of {picked.message_id}"))
+        except Busy:
+            log.warning("busy: the 👍 on %s was not considered as an answer", picked.message_id)
+
+    async def on_save(self, turn: TurnContext, state: TurnState) -> None:
+        """The "Save to Sift" message action: its dialog says, in one sentence, what happened."""
+        with correlated() as cid:
+            text = messages.with_reference(messages.INTERNAL_ERROR, cid)
+            try:
+                text = await self._save(parse_save(turn.activity))
+            except Exception:
+                log.exception("Save to Sift failed")
+            await turn.send_activity(dialog_message(text))
+
+    async def _save(self, picked: PickedReply | None) -> str:
+        if picked is None or self._capture is None:
+            log.info("ignoring a message action that is not Save to Sift")
+            return messages.ANSWER_NOT_CAPTURABLE if picked is None else messages.CAPTURE_OFF
+        if not picked.root:
+            return messages.ANSWER_NOT_CAPTURABLE
+        reader = self._reader(picked)
+        if reader is None:
+            return messages.TEAMS_THREAD_UNREADABLE
+        notes = DialogNotes()
+        try:
+            task = self._tasks.spawn(self._capture.on_pick(_pick(picked, SHORTCUT), reader,
+                                                           notes))
+        except Busy:
+            return messages.BUSY
+        try:
+            await asyncio.wait_for(asyncio.shield(task), SAVE_WAIT_S)
+        except TimeoutError:  # it goes on; what it says later is logged
+            return notes.close(messages.ANSWER_SAVING)
+        return notes.close(messages.ANSWER_CAPTURED)
+
+    def _reader(self, picked: PickedReply) -> TeamsThreadReader | None:
+        if self._graph is None and self._threads is not None:
+            self._graph = self._threads()
+        if self._graph is None or not picked.team_group or not picked.root:
+            log.info("cannot read Teams thread %s: %s", picked.root or picked.message_id,
+                     "no Graph access (SIFT_TEAMS_APP_ID and its secret, or a Teams source)"
+                     if self._graph is None else "Teams named no team group id")
+            return None
+        return TeamsThreadReader(self._graph, picked.team_group, picked.root)
 
     async def on_error(self, turn: TurnContext, error: Exception) -> None:
         """Backstop for failures outside the flow; the SDK's default would send the exception
@@ -120,4 +195,7 @@ class TeamsHandlers:
             await tell_failure(turn, cid)
 
 
-
+def _pick(picked: PickedReply, how: str) -> Pick:
+    c = picked.conversation
+    return Pick(TEAMS_PLATFORM, c.tenant, c.base, picked.message_id, picked.user, how,
+                event_key=picked.key if how == REACTION else "")

@@ -215,3 +215,56 @@ def parse_reaction(activity: Activity) -> ReactionChange | None:
     # The vote the removed reaction had cast: only that one may be taken back.
     return ReactionChange(conversation_of(activity), user_of(activity), activity.reply_to_id,
                           taken_back[0], retract=True)
+
+
+ACCEPT_REACTIONS = frozenset({"like"})  # the asker's 👍 on a person's reply: "this solved it"
+SAVE_COMMAND = "saveToSift"  # the message action's command id (deploy/teams/manifest.json)
+
+
+@dataclass(frozen=True)
+class PickedReply:
+    """A reply picked as an answer: the asker's 👍 under it, or someone's "Save to Sift"."""
+
+    conversation: TeamsConversation
+    team_group: str  # the team's Entra group id, what Graph names the team by ("" unknown)
+    user: str  # who picked it
+    message_id: str
+    root: str  # the thread's first message ("" outside a channel thread)
+    key: str  # the activity's id: a redelivered reaction is dropped
+
+
+def group_of(activity: Activity) -> str:
+    """The team's Entra group id (channelData.team.aadGroupId), "" when Teams left it out."""
+    data = activity.channel_data if isinstance(activity.channel_data, Mapping) else {}
+    team = data.get("team")
+    return str(team.get("aadGroupId") or "") if isinstance(team, Mapping) else ""
+
+
+def parse_accept(activity: Activity) -> PickedReply | None:
+    """A 👍 added to a reply inside a channel thread (whose reply, and whose 👍 counts, the
+    capture flow decides)."""
+    conversation = conversation_of(activity)
+    target, root = activity.reply_to_id or "", conversation.thread
+    if conversation.kind is not ConversationKind.CHANNEL or not root or not target or \
+            target == root:
+        return None
+    if not any(r.type in ACCEPT_REACTIONS for r in activity.reactions_added or []):
+        return None
+    return PickedReply(conversation, group_of(activity), user_of(activity), target, root,
+                       f"teams:{conversation.base}:accept:{activity.id or target}")
+
+
+def parse_save(activity: Activity) -> PickedReply | None:
+    """The "Save to Sift" message action (composeExtension/fetchTask with its messagePayload);
+    None for any other command."""
+    value = activity.value if isinstance(activity.value, Mapping) else {}
+    payload = value.get("messagePayload")
+    if value.get("commandId") != SAVE_COMMAND or not isinstance(payload, Mapping) or \
+            not payload.get("id"):
+        return None
+    conversation = conversation_of(activity)
+    root = conversation.thread or str(payload.get("replyToId") or "")
+    if conversation.kind is not ConversationKind.CHANNEL:
+        root = ""  # chats have no threads to read
+    return PickedReply(conversation, group_of(activity), user_of(activity), str(payload["id"]),
+                       root, f"teams:{conversation.base}:save:{activity.id or payload['id']}")

@@ -12,6 +12,10 @@ from microsoft_agents.activity import (
     InvokeResponse,
     Mention,
 )
+from microsoft_agents.activity.teams import (
+    MessagingExtensionActionResponse,
+    TaskModuleResponseBase,
+)
 
 from bot.teams.render import TeamsCitation, TeamsReply
 
@@ -50,3 +54,14 @@ def mention_activity(text: str, people: list[str]) -> Activity:
 def invoke_ok() -> Activity:
     """What Teams expects after `message/submitAction`: 200 with an empty JSON object."""
     return Activity(type=ActivityTypes.invoke_response, value=InvokeResponse(status=200, body={}))
+
+
+def dialog_message(text: str) -> Activity:
+    """The answer to a message action's `composeExtension/fetchTask`: a dialog showing one
+    sentence (a task module of type "message")."""
+    # The SDK's TaskModuleMessageResponse is not a TaskModuleResponseBase, which `task` takes:
+    # the base, which allows extra fields, carries the message's `value`.
+    body = MessagingExtensionActionResponse(task=TaskModuleResponseBase(type="message",
+                                                                         value=text))
+    return Activity(type=ActivityTypes.invoke_response, value=InvokeResponse(
+        status=200, body=body.model_dump(mode="json", by_alias=True, exclude_none=True)))

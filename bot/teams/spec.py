@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from bot.surface_spec import Around, Credentials, Endpoint, Place, Section, Surf
 
 if TYPE_CHECKING:
     from bot.settings import Settings
+    from sync.connectors.teams import TeamsConnector
 
 PLATFORM = "teams"
 STREAM_INTERVAL_S = 1.0  # Teams accepts about one streaming request a second
@@ -49,6 +51,8 @@ class TeamsConfig:
     app_password: str | None
     tenant_id: str
     options: TeamsSettings
+    # Graph for reading channel threads (answers captured from them); None: not readable.
+    threads: Callable[[], TeamsConnector | None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -59,8 +63,14 @@ class TeamsConfig:
 def config(settings: Settings) -> TeamsConfig:
     c: TeamsCredentials = SPEC.credentials_of(settings)
     password = c.app_password
+
+    def threads() -> TeamsConnector | None:
+        from bot.teams.source import thread_connector
+
+        return thread_connector(settings)
+
     return TeamsConfig(c.app_id, password.get_secret_value() if password is not None else None,
-                       c.tenant_id, SPEC.section_of(settings))
+                       c.tenant_id, SPEC.section_of(settings), threads)
 
 
 def status(c: TeamsConfig, place: Place) -> str:
@@ -88,7 +98,8 @@ def build(c: TeamsConfig, around: Around) -> Endpoint | None:
     from bot.teams.auth import auth_configuration
 
     return TeamsEndpoint(auth_configuration(c, around.place.host), c.options, around.flow,
-                         max_in_flight=around.max_in_flight)
+                         max_in_flight=around.max_in_flight, capture=around.capture,
+                         threads=c.threads)
 
 
 # Channels and chats: "19:…@thread.tacv2/skype", "a:…", "8:…", "29:…". People: Teams user

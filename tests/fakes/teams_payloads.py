@@ -15,6 +15,7 @@ TEAM = "19:efa9296d959346209fea44151c742e73@thread.tacv2"
 CHANNEL = "19:3629591d4b774aa08cb0887902eee7c1@thread.tacv2"
 PERSONAL = "a:1Xyz8f3kQ7uL2mPq9rT4vW6yB0cE5gH1jK3nS7dF9aZ_personal"
 GROUP = "19:meeting_group_8c1f2a44e7b94d0f9a1c@thread.v2"
+TEAM_GROUP = "5f0b2d3c-8a41-4e9b-b6c7-1d2e3f4a5b6c"  # the team's Entra group id (Graph's id)
 
 _ids = itertools.count(1700000000001)
 
@@ -62,10 +63,40 @@ def channel_mention(service_url: str, question: str, *, activity_id: str | None 
         "type": "message", "text": f"{mention} {question}", "textFormat": "plain",
         "entities": [{"type": "mention", "text": mention,
                       "mentioned": {"id": BOT_ID, "name": BOT_NAME}}, _client_info()],
-        "channelData": {"teamsChannelId": CHANNEL, "teamsTeamId": TEAM,
-                        "channel": {"id": CHANNEL}, "team": {"id": TEAM},
-                        "tenant": {"id": TENANT}},
+        "channelData": channel_data(),
     })
+    return payload
+
+
+def channel_data() -> dict[str, Any]:
+    """A channel activity's channelData: the team as Teams' TeamInfo names it (its id, and
+    the Entra group id Graph reads the team by)."""
+    return {"teamsChannelId": CHANNEL, "teamsTeamId": TEAM, "channel": {"id": CHANNEL},
+            "team": {"id": TEAM, "aadGroupId": TEAM_GROUP}, "tenant": {"id": TENANT}}
+
+
+def save_to_sift(service_url: str, root_id: str, message_id: str, html: str, *,
+                 author: dict[str, Any], sender: dict[str, Any] | None = None,
+                 command: str = "saveToSift") -> dict[str, Any]:
+    """The "Save to Sift" message action on a channel message (composeExtension/fetchTask),
+    with the messagePayload Teams sends for a reply in a thread."""
+    payload = _base(service_url, channel_conversation(root_id), sender or user(),
+                    f"f:{next_id()}")
+    payload.update({"type": "invoke", "name": "composeExtension/fetchTask",
+                    "channelData": {**channel_data(), "source": {"name": "message"}},
+                    "value": {"commandId": command, "commandContext": "message",
+                              "requestId": "7f7d22efe5414818becebcec649a7912",
+                              "context": {"theme": "default"},
+                              "messagePayload": {
+        "linkToMessage": f"https://teams.microsoft.com/l/message/{CHANNEL}/{message_id}",
+        "id": message_id, "replyToId": None if message_id == root_id else root_id,
+        "createdDateTime": "2026-11-22T09:20:00.000Z", "lastModifiedDateTime": None,
+        "deleted": False, "summary": None, "importance": "normal", "locale": "en-us",
+        "body": {"contentType": "html", "content": html},
+        "from": {"device": None, "conversation": None, "application": None,
+                 "user": {"userIdentityType": "aadUser", "id": author["aadObjectId"],
+                          "displayName": author["name"]}},
+        "reactions": [], "mentions": [], "attachments": []}}})
     return payload
 
 
@@ -126,6 +157,8 @@ def reaction(service_url: str, conversation: dict[str, Any], reply_to_id: str, *
              added: tuple[str, ...] = (), removed: tuple[str, ...] = (),
              sender: dict[str, Any] | None = None) -> dict[str, Any]:
     payload = _base(service_url, conversation, sender or user(), f"f:{next_id()}")
+    if conversation.get("conversationType") == "channel":
+        payload["channelData"] = channel_data()
     payload.update({"type": "messageReaction", "replyToId": reply_to_id,
                     "legacy": {"replyToId": f"1:19uJ8TZA1cZcms7-{reply_to_id}"}})
     if added:

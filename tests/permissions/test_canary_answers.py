@@ -21,9 +21,9 @@ from tests.fakes.slack_payloads import (
 )
 from tests.permissions.cli_canary import sift
 from tests.scenarios.conftest import make_served  # noqa: F401 (a fixture)
+from tests.scenarios.sift_cli import cli_settings
 from tests.scenarios.slack_stack import Serve, SlackSift
 from tests.scenarios.stack import corpus  # noqa: F401 (a fixture)
-from tests.scenarios.test_answers_loop import cli_settings
 
 pytestmark = pytest.mark.weaviate
 
@@ -74,7 +74,7 @@ async def test_a_private_channels_answer_stays_in_that_channel(
     [draft] = await s.rows(AnswerDraft, 1)
     assert (draft.channel_kind, draft.access) == \
         ("private", [f"slack:channel:{VAULT}", f"sift:channel:slack:{VAULT}"])
-    with cli_settings(s, monkeypatch):
+    with cli_settings(s.sift, monkeypatch):
         code, out, err = await sift("answers", "approve", str(draft.id), "--json")
         assert code == 0, out + err
         assert json.loads(out)["reasked"]["outcome"] == "answered"  # in the vault, as asked

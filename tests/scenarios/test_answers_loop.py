@@ -5,16 +5,11 @@ same question answered from the approved entry, cited to the thread."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from bot.cli import main
 from bot.settings import ChannelSettings
 from rag import messages
 from storage.models import AnswerDraft, ClosedGap, HelpQuestion, Interaction
@@ -28,6 +23,7 @@ from tests.fakes.slack_payloads import (
     next_event_id,
     reaction,
 )
+from tests.scenarios.sift_cli import cli_settings, sift
 from tests.scenarios.slack_stack import Serve, SlackSift
 
 pytestmark = pytest.mark.weaviate
@@ -43,35 +39,9 @@ LINK = (f"https://acme.slack.com/archives/{CHANNEL}/p1764700300000200"
         f"?thread_ts={Q_TS}&cid={CHANNEL}")
 
 
-@contextlib.contextmanager
-def cli_settings(s: SlackSift, mp: pytest.MonkeyPatch) -> Iterator[None]:
-    """`sift` in this process, on the served Sift's database, Weaviate and fake Claude."""
-    settings = s.sift.app.settings
-    env = {"SIFT_DATABASE_URL": settings.database_url, "SIFT_DATA_DIR": str(settings.data_dir),
-           "SIFT_WEAVIATE_URL": settings.weaviate_url,
-           "SIFT_WEAVIATE__GRPC_URL": settings.weaviate.grpc_url,
-           "SIFT_WEAVIATE__COLLECTION": settings.weaviate.collection,
-           "SIFT_ANTHROPIC_BASE_URL": str(settings.anthropic_base_url),
-           "SIFT_ANTHROPIC_API_KEY": "sk-test-key", "SIFT_LOG_LEVEL": "WARNING"}
-    key = settings.weaviate_api_key
-    if key is not None:
-        env["SIFT_WEAVIATE_API_KEY"] = key.get_secret_value()
-    for name, value in env.items():
-        mp.setenv(name, value)
-    yield
-
-
 def closed_gaps(s: SlackSift) -> list[ClosedGap]:
     with s.sift.app.database.read() as session:
         return list(session.scalars(select(ClosedGap)))
-
-
-async def sift(*args: str) -> tuple[int, Any]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = await asyncio.to_thread(main, list(args))
-    assert code == 0, out.getvalue() + err.getvalue()
-    return code, json.loads(out.getvalue())
 
 
 async def unanswered_then_expert(s: SlackSift) -> Interaction:
@@ -107,7 +77,7 @@ async def test_the_askers_tick_captures_the_reply_and_approval_answers_the_quest
         await s.driver.mention(f"<@{BOT_USER}> {text}", ts=ts, user=EXPERT)
         await s.answer_in(CHANNEL, n)
     near, other = (await s.rows(Interaction, 3, status="no_answer"))[1:]
-    with cli_settings(s, monkeypatch):
+    with cli_settings(s.sift, monkeypatch):
         _, listed = await sift("answers", "list", "--json")
         assert [(d["id"], d["answer"], d["status"]) for d in listed] == \
             [(draft.id, REPLY, "pending")]  # no model rewrite: the fake's reply is not JSON
@@ -198,7 +168,7 @@ async def test_a_help_channels_holdout_gets_silence_and_the_report_counts_both_a
     await s.driver.settle()
     answered = {c.args["thread_ts"] for c in s.slack.calls_to("chat.postMessage")}
     assert answered == {ts for ts in stamps if arms[ts] == "sift"}  # silence on the holdout
-    with cli_settings(s, monkeypatch):
+    with cli_settings(s.sift, monkeypatch):
         _, report = await sift("report", "--since", "3650d", "--json")
     with_sift, without = report["deflection"]["overall"]
     assert (with_sift["arm"], with_sift["questions"]) == ("sift", 12 - len(held))
