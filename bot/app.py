@@ -588,7 +588,7 @@ class App:
         values = channel.model_dump()
         policy = ChannelPolicy(**{**values, "respond": Respond(values["respond"]),
                                   **{k: tuple(values[k]) for k in ("sources", "escalate_to",
-                                                                   "audience")}})
+                                                                   "audience", "experts")}})
         return validate(policy, self.known_names())
 
     def known_names(self) -> Known:
@@ -634,9 +634,11 @@ class App:
                       sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate,
                       tokens=self.tokens, oidc_issuer=self.settings.admin.oidc.issuer)
 
-    def capture_flow(self, service: ChatService) -> CaptureFlow:
+    def capture_flow(self, service: ChatService, policies: Policies,
+                     review: AnswerReview) -> CaptureFlow:
         """People's replies taken as answer drafts: rewritten by the fast model when one is
-        configured, else kept as written."""
+        configured, else kept as written; a channel's experts' replies approved at once."""
+        from bot.answers.auto import ExpertApproval
         from bot.answers.writer import ModelWriter
         from bot.chat.capture import AsWritten, CaptureFlow, DraftWriter
 
@@ -645,7 +647,8 @@ class App:
             writer = ModelWriter(self.llm_circuit, self.pipeline_config.models.fast_model,
                                  self.settings.llm.timeout_s)
         return CaptureFlow(self.answer_drafts, writer, service, self.storage_retrying,
-                           Outcomes(HelpOutcomes(self.database)))
+                           Outcomes(HelpOutcomes(self.database)),
+                           ExpertApproval(policies, review))
 
     def answer_review(self, runner: SyncRunner, pipeline: Pipeline) -> AnswerReview:
         """Approve, edit, reject; `pipeline` answers the re-ask check (record it nowhere)."""

@@ -281,14 +281,17 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         pushes = PushSyncs(syncs.runner)  # the same runner, so the same locks, as the schedule
         PushRoutes(app.push_endpoints(), pushes, app.dedupe.claim, app.metrics).mount(web_app)
         stack.push_async_callback(pushes.stop)  # after the site stops: nothing new arrives
+        # Approved answers are indexed through the same runner (the console's approvals, and
+        # the experts' replies a channel policy approves as they are captured).
+        review = app.answer_review(syncs.runner, app.pipeline(
+            index, cache=app.grade_cache, priors=app.document_priors, syncs=app.sync_state))
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
-        if console is not None:  # approved answers are indexed through the same runner
-            console[REVIEW] = app.answer_review(syncs.runner, app.pipeline(
-                index, cache=app.grade_cache, priors=app.document_priors, syncs=app.sync_state))
+        if console is not None:
+            console[REVIEW] = review
         # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
         around = replace(app.around(flow, admin_console.chat_gate(console) if console else None),
-                         capture=app.capture_flow(service))  # replies kept as answer drafts
+                         capture=app.capture_flow(service, flow.policies, review))
         for spec in surfaces.SPECS:
             fed = replace(around, pushed=_feeds(app.settings, pushes, spec.platform))
             endpoint = spec.build(spec.config(app.settings), fed)

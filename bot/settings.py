@@ -321,6 +321,7 @@ class ChannelSettings(_Section):
     enabled: bool = True
     audience: list[str] = Field(default_factory=list)
     holdout: float = 0.0  # help channels: the share Sift stays silent on (docs/answers-loop.md)
+    experts: list[str] = Field(default_factory=list)  # their replies captured here: approved
 
     @field_validator("platform")
     @classmethod

@@ -66,6 +66,9 @@ ANSWER_CAPTURED = ("Thanks: I've saved that reply as an answer for the knowledge
                    "review; once approved, I'll answer this question with it.")
 ANSWER_NOT_CAPTURABLE = ("Only a person's reply inside a thread can be saved as an answer; "
                          "pick a reply under the question.")
+ANSWER_CAPTURED_APPROVED = ("Thanks: I've saved that reply as an answer, and since it comes "
+                            "from one of this channel's experts, I'll answer with it from now "
+                            "on.")
 ANSWER_SAVING = ("I'm saving that reply as an answer for the knowledge team to review; it will "
                  "be in their list in a moment.")
 CAPTURE_OFF = "Saving replies as answers is not set up on this Sift."

@@ -26,7 +26,7 @@ from storage.channel_policies import ChannelPolicyRepository, StoredPolicy
 from storage.overrides import KINDS, OverrideRepository
 
 log = logging.getLogger(__name__)
-LISTS = ("sources", "escalate_to", "audience")
+LISTS = ("sources", "escalate_to", "audience", "experts")
 SWITCHES = ("only_when_confident", "private_answers", "follow_ups", "enabled")
 
 
@@ -59,6 +59,8 @@ def described(stored: StoredPolicy) -> list[str]:
         said.append("only when confident")
     if policy.escalate_to:
         said.append(f"escalates to {', '.join(policy.escalate_to)}")
+    if policy.experts:
+        said.append(f"approves answers from {', '.join(policy.experts)}")
     if policy.private_answers:
         said.append("private answers")
     if not policy.follow_ups:

@@ -58,6 +58,7 @@ class Pick:
     user: str  # who picked it
     how: str  # REACTION or SHORTCUT
     event_key: str = ""  # a redelivered reaction is dropped
+    team: str = ""  # the Teams team the channel is in (its policy may be the team's)
 
 
 class ThreadReader(Protocol):
@@ -126,10 +127,18 @@ class ClaimPort(Protocol):
     async def claim(self, event_key: str) -> bool: ...
 
 
+class AutoApproval(Protocol):
+    async def approves(self, pick: Pick, draft: StoredDraft) -> bool:
+        """Approved it now, without review (its author is one of the channel's experts)."""
+        ...
+
+
 class CaptureFlow:
     def __init__(self, store: DraftStore, writer: DraftWriter, claim: ClaimPort,
-                 retrying: Retrying = NO_RETRY, outcomes: Outcomes | None = None) -> None:
+                 retrying: Retrying = NO_RETRY, outcomes: Outcomes | None = None,
+                 auto: AutoApproval | None = None) -> None:
         self._outcomes = outcomes or Outcomes(None)
+        self._auto = auto
         self._store = store
         self._writer = writer
         self._claim = claim
@@ -146,7 +155,9 @@ class CaptureFlow:
                                                    self._store.add, draft)
             log.info("answer draft %d %s from %s in %s", stored.id,
                      "captured" if created else "already held", pick.how, pick.channel)
-            if created or pick.how == SHORTCUT:
+            if created and self._auto is not None and await self._auto.approves(pick, stored):
+                await surface.notice(messages.ANSWER_CAPTURED_APPROVED)
+            elif created or pick.how == SHORTCUT:
                 await surface.notice(messages.ANSWER_CAPTURED)
 
     async def _draft(self, pick: Pick, reader: ThreadReader,

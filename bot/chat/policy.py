@@ -48,6 +48,8 @@ class ChannelPolicy:
     # Help channels: the share of questions Sift stays silent on (recorded), so deflection
     # is measured against questions people answered without it.
     holdout: float = 0.0
+    # People (user ids) whose replies captured here are approved as answers without review.
+    experts: tuple[str, ...] = ()
 
     @property
     def source_names(self) -> tuple[str, ...]:
@@ -134,12 +136,13 @@ def check_channel(platform: str, channel: str, platforms: Mapping[str, PolicyIds
                       "'@direct' for direct messages).")
 
 
-def _check_person(person: str, platforms: Mapping[str, PolicyIds]) -> None:
+def _check_person(person: str, platforms: Mapping[str, PolicyIds],
+                  field_name: str = "escalate_to") -> None:
     """Anyone some surface can call: an answer in one place may call people on another."""
     callable_by = [ids for ids in platforms.values() if ids.people is not None]
     if not any(ids.people.match(person) for ids in callable_by if ids.people is not None):
         shapes = ", nor ".join(ids.people_shape for ids in callable_by)
-        raise _refuse(f"'{person}' in `escalate_to` is not {shapes}.", "escalate_to")
+        raise _refuse(f"'{person}' in `{field_name}` is not {shapes}.", field_name)
 
 
 def _check_names(field_name: str, values: Iterable[str], known: Sequence[str] | None,
@@ -160,6 +163,8 @@ def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
     _check_names("audience", policy.audience, known.groups, "group")
     for person in policy.escalate_to:
         _check_person(person, known.platforms)
+    for person in policy.experts:
+        _check_person(person, known.platforms, "experts")
     if policy.only_when_confident and policy.respond is not Respond.QUESTIONS:
         raise _refuse("`only_when_confident` applies to auto-answer channels: set "
                       "`respond = \"questions\"` too, or leave it off.", "only_when_confident")
@@ -176,13 +181,15 @@ def validate(policy: ChannelPolicy, known: Known) -> ChannelPolicy:
 
 
 MAX_HOLDOUT = 0.5  # beyond half, the channel is mostly without Sift
-_TUPLES = ("sources", "escalate_to", "audience")
+_TUPLES = ("sources", "escalate_to", "audience", "experts")
+_KEPT_WHEN_SET = ("experts",)  # newer lists: a policy without them is stored as before
 _FLAGS = ("only_when_confident", "private_answers", "follow_ups", "enabled")
 
 
 def policy_settings(policy: ChannelPolicy) -> dict[str, Any]:
     """Every field but the key and label, as stored (JSON)."""
-    values: dict[str, Any] = {name: list(getattr(policy, name)) for name in _TUPLES}
+    values: dict[str, Any] = {name: list(getattr(policy, name)) for name in _TUPLES
+                              if name not in _KEPT_WHEN_SET or getattr(policy, name)}
     values.update({name: getattr(policy, name) for name in _FLAGS})
     values["respond"] = policy.respond.value
     if policy.holdout:

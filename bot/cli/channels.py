@@ -96,6 +96,9 @@ def _fields(parser: argparse.ArgumentParser) -> None:
     add("--enabled", type=_switch, metavar="on|off", help="off: Sift stays out of the channel")
     add("--audience", type=_csv, metavar="GROUPS",
         help="access groups every member of the channel may see (see Permissions)")
+    add("--experts", type=_csv, metavar="IDS",
+        help="user ids whose replies, once captured here, are approved as answers without "
+        "review (docs/answers-loop.md)")
     add("--holdout", type=float, metavar="SHARE",
         help="help channels: the share of questions (e.g. 0.05) Sift stays silent on, to "
         "measure resolution with and without it (sift report)")

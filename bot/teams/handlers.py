@@ -198,4 +198,4 @@ class TeamsHandlers:
 def _pick(picked: PickedReply, how: str) -> Pick:
     c = picked.conversation
     return Pick(TEAMS_PLATFORM, c.tenant, c.base, picked.message_id, picked.user, how,
-                event_key=picked.key if how == REACTION else "")
+                event_key=picked.key if how == REACTION else "", team=picked.team)

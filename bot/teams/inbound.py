@@ -231,6 +231,7 @@ class PickedReply:
     message_id: str
     root: str  # the thread's first message ("" outside a channel thread)
     key: str  # the activity's id: a redelivered reaction is dropped
+    team: str = ""  # the team as Teams names it (a policy may be the team's)
 
 
 def group_of(activity: Activity) -> str:
@@ -251,7 +252,8 @@ def parse_accept(activity: Activity) -> PickedReply | None:
     if not any(r.type in ACCEPT_REACTIONS for r in activity.reactions_added or []):
         return None
     return PickedReply(conversation, group_of(activity), user_of(activity), target, root,
-                       f"teams:{conversation.base}:accept:{activity.id or target}")
+                       f"teams:{conversation.base}:accept:{activity.id or target}",
+                       team_of(activity))
 
 
 def parse_save(activity: Activity) -> PickedReply | None:
@@ -267,4 +269,5 @@ def parse_save(activity: Activity) -> PickedReply | None:
     if conversation.kind is not ConversationKind.CHANNEL:
         root = ""  # chats have no threads to read
     return PickedReply(conversation, group_of(activity), user_of(activity), str(payload["id"]),
-                       root, f"teams:{conversation.base}:save:{activity.id or payload['id']}")
+                       root, f"teams:{conversation.base}:save:{activity.id or payload['id']}",
+                       team_of(activity))

@@ -66,6 +66,8 @@ def test_the_default_and_direct_policies_can_be_set(capsys: Capture) -> None:
      "`only_when_confident` applies to auto-answer channels"),
     (["set", "slack", "C0123ABCD", "--escalate-to", "alice"],
      "'alice' in `escalate_to` is not a Slack user id"),
+    (["set", "slack", "C0123ABCD", "--experts", "U0DANA1,dana"],
+     "'dana' in `experts` is not a Slack user id"),
 ])
 def test_bad_input_is_refused_naming_the_field(capsys: Capture, args: list[str],
                                                 sentence: str) -> None:

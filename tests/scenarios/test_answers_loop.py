@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from bot.settings import ChannelSettings
 from rag import messages
-from storage.models import AnswerDraft, ClosedGap, HelpQuestion, Interaction
+from storage.models import AnswerDraft, AuditEntry, ClosedGap, HelpQuestion, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.slack_payloads import (
     BOT_USER,
@@ -28,7 +28,7 @@ from tests.scenarios.slack_stack import Serve, SlackSift
 
 pytestmark = pytest.mark.weaviate
 
-EXPERT = "U0DANA"
+EXPERT = "U0DANA01"
 QUESTION = "How can I get a parking badge for the Lisbon office?"
 REPLY = ("Parking badges for the Lisbon office come from the facilities desk on floor 2: "
          "bring your staff card and the car's plate number.")
@@ -96,6 +96,39 @@ async def test_the_askers_tick_captures_the_reply_and_approval_answers_the_quest
     assert f"<{LINK.replace('&', '&amp;')}|[1]>" in shown  # mrkdwn escapes the &
     assert "Answered by dana in #it-help, 2 Dec 2025" in shown
     await s.rows(Interaction, 1, status="answered")
+
+
+async def test_an_experts_reply_is_approved_as_it_is_captured_and_answers_at_once(
+        make_served: Serve) -> None:
+    s = await make_served(channels=[ChannelSettings(platform="slack", channel="*",
+                                                    experts=[EXPERT])])
+    asked = await unanswered_then_expert(s)
+    await s.driver.event(reaction("white_check_mark", R_TS, item_user=EXPERT,
+                                  event_id=next_event_id()))
+    [draft] = await s.rows(AnswerDraft, 1, status="approved")
+    assert (draft.reviewed_by, draft.author, draft.interaction_id) == \
+        (f"expert:{EXPERT}", EXPERT, asked.id)
+    thanks = await s.slack.wait_for("chat.postEphemeral")
+    assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED_APPROVED
+    [entry] = await s.rows(AuditEntry, 1, action="answer_approved")
+    assert entry.actor == f"expert:{EXPERT}"
+    await s.driver.mention(f"<@{BOT_USER}> {QUESTION}", ts="1764800000.000100")
+    again = await s.answer_in(CHANNEL, 2)
+    assert "Answered by dana in #it-help" in json.dumps(again.args["blocks"])
+
+
+async def test_a_reply_from_someone_not_named_an_expert_waits_for_review(
+        make_served: Serve) -> None:
+    s = await make_served(channels=[ChannelSettings(platform="slack", channel="*",
+                                                    experts=["U0SOMEONE"])])
+    await unanswered_then_expert(s)
+    await s.driver.event(reaction("white_check_mark", R_TS, item_user=EXPERT,
+                                  event_id=next_event_id()))
+    [draft] = await s.rows(AnswerDraft, 1)
+    await s.driver.settle()
+    assert draft.status == "pending"
+    thanks = await s.slack.wait_for("chat.postEphemeral")
+    assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED
 
 
 async def test_a_tick_from_someone_else_or_where_sift_answered_captures_nothing(
