@@ -63,6 +63,7 @@ from rag.ports import (
     Embedder,
     GradeCache,
     InteractionRecorder,
+    ReviewDates,
     SearchIndex,
     SyncProgress,
 )
@@ -112,6 +113,7 @@ if TYPE_CHECKING:
     from evaluation.evaluation import Harness
     from rag.llm import AnthropicLLM
     from rag.llm_openai import OpenAILLM
+    from storage.reviews import DocumentReviews
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
@@ -523,7 +525,8 @@ class App:
     def pipeline(self, index: SearchIndex, *, recorder: InteractionRecorder | None = None,
                  cache: GradeCache | None = None,
                  priors: DocumentPriors | None = None,
-                 syncs: SyncProgress | None = None) -> Pipeline:
+                 syncs: SyncProgress | None = None,
+                 reviews: ReviewDates | None = None) -> Pipeline:
         config, llm = self.pipeline_config, self.llm_circuit
         models = config.models
         accurate: Grader | None = None
@@ -545,6 +548,7 @@ class App:
             fallback_extractive=ExtractiveGenerator(note=messages.LLM_DOWN_NOTE),
             priors=priors,
             syncs=syncs,
+            reviews=reviews,
             circuit=llm,
             documents=index if isinstance(index, DocumentStore) else None,
         )
@@ -572,6 +576,19 @@ class App:
         return OutputPolicy(hosts)
 
     # --- Chat platforms (Slack, Teams) -------------------------------------------------------
+
+    @cached_property
+    def document_reviews(self) -> DocumentReviews:
+        """Review dates: each source's `review_days`, and `[answers] review_days` for the
+        approved answers (docs/answers-loop.md)."""
+        from bot.answers.documents import SOURCE as ANSWERS
+        from storage.reviews import DocumentReviews
+
+        days = {s.name: s.review_days for s in self.settings.resolved_sources
+                if s.review_days is not None}
+        if self.settings.answers.review_days is not None:
+            days[ANSWERS] = self.settings.answers.review_days
+        return DocumentReviews(self.database, days)
 
     @cached_property
     def channel_policies(self) -> ChannelPolicyRepository:

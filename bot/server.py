@@ -267,7 +267,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
                                 access_log=app.settings.access_log)
         _mount_metrics(app, web_app, checks)
         pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
-                                priors=app.document_priors, syncs=app.sync_state)
+                                priors=app.document_priors, syncs=app.sync_state,
+                                reviews=app.document_reviews)
         service = app.chat_service(pipeline)
         seeded = [] if worker else await asyncio.to_thread(app.seed_channel_policies)
         if seeded:
@@ -284,7 +285,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # Approved answers are indexed through the same runner (the console's approvals, and
         # the experts' replies a channel policy approves as they are captured).
         review = app.answer_review(syncs.runner, app.pipeline(
-            index, cache=app.grade_cache, priors=app.document_priors, syncs=app.sync_state))
+            index, cache=app.grade_cache, priors=app.document_priors, syncs=app.sync_state,
+            reviews=app.document_reviews))
         console = admin_console.mount(web_app, app.database, app.settings, app.embedder,
                                       syncs)  # /admin
         if console is not None:

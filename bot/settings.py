@@ -244,6 +244,11 @@ class SourceSettings(_Section):
     # Access groups of a document that declares none (an empty or misspelt `access` is not
     # "none": such a document is restricted to nobody until fixed).
     default_access: list[str] = Field(default_factory=lambda: ["public"], min_length=1)
+    # Verification (docs/answers-loop.md): who keeps the source's documents true (a Slack
+    # user id, told when one is due or voted down), and how long a document stays verified
+    # after it last changed or its owner confirmed it; unset: never due.
+    owner: str = ""
+    review_days: int | None = Field(None, ge=1)
     options: SerializeAsAny[ConnectorSettings] = Field(default_factory=ConnectorSettings)
 
     @model_validator(mode="before")
@@ -298,6 +303,13 @@ class SyncSettings(_Section):
     checkpoint_overlap_s: float = Field(300.0, ge=0)
     misfire_grace_s: float = Field(300.0, gt=0)
     sync_on_start: bool = True  # `sift serve` syncs every source in the background at start
+
+
+class AnswerSettings(_Section):
+    """`[answers]`: approved answers (the answers loop) stay verified this long after their
+    approval or their owner's last confirmation; their owner is the person who answered."""
+
+    review_days: int | None = Field(180, ge=1)
 
 
 class OutputSettings(_Section):
@@ -508,6 +520,7 @@ class Settings(BaseSettings):
     sync: SyncSettings = Field(default_factory=SyncSettings)
     sources: list[SourceSettings] = Field(default_factory=list)
     output: OutputSettings = Field(default_factory=OutputSettings)
+    answers: AnswerSettings = Field(default_factory=AnswerSettings)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

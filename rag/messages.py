@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 NO_ANSWER = "I couldn't find an answer to that in the knowledge base."
 NOT_INDEXED_YET = (
     "I couldn't find an answer to that yet, but I'm still reading the knowledge base for the "
@@ -88,3 +90,11 @@ TEAMS_WORKING = "Searching the knowledge base and checking what I find…"
 
 def with_reference(message: str, correlation_id: str) -> str:
     return ERROR_REFERENCE.format(message=message, correlation_id=correlation_id)
+
+
+def unverified_note(n: int, last: datetime | None) -> str:
+    """Under an answer citing source [n] past its review date (still used, said so)."""
+    if last is None:
+        return f"_Source [{n}] has never been verified by its owner and is past its review date._"
+    return (f"_Source [{n}] was last verified on {last.day} {last:%b %Y} and is past its "
+            "review date._")

@@ -20,7 +20,7 @@ from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correl
 from rag.lookup import DocumentStore, Lookup
 from rag.output_policy import OutputPolicy
 from rag.patience import NO_RETRY, Retrying
-from rag.ports import InteractionRecorder, SyncProgress, TextSink
+from rag.ports import InteractionRecorder, ReviewDates, SyncProgress, TextSink
 from rag.prior import DocumentPriors, adjusted, hidden_documents
 from rag.retrieve import Retriever
 from rag.select import select, selected_in_order
@@ -79,6 +79,7 @@ class Stages:
         default_factory=lambda: ExtractiveGenerator(note=messages.WITHHELD_NOTE))
     priors: DocumentPriors | None = None  # admin overrides and the learned document prior
     syncs: SyncProgress | None = None  # to tell "not read yet" from "not in the knowledge base"
+    reviews: ReviewDates | None = None  # a cited document past its review date is said so
     documents: DocumentStore | None = None  # whole documents, for tools (rag/lookup.py)
 
 
@@ -127,7 +128,8 @@ class Pipeline:
         token = bind_correlation_id(question.correlation_id)
         try:
             answer = await self._answer(question, preview)
-            return await self._record(await self._while_first_syncs_run(answer))
+            answer = await self._past_review(await self._while_first_syncs_run(answer))
+            return await self._record(answer)
         finally:
             reset_correlation_id(token)
 
@@ -339,6 +341,24 @@ class Pipeline:
             return answer
         return replace(answer, status=AnswerStatus.NOT_INDEXED, text=messages.NOT_INDEXED_YET,
                        suggestions=())
+
+    async def _past_review(self, answer: Answer) -> Answer:
+        """An answer citing a document past its review date still stands, and says which
+        source is unverified since when (docs/answers-loop.md)."""
+        reviews = self._s.reviews
+        if reviews is None or not answer.citations:
+            return answer
+        try:
+            overdue = await asyncio.to_thread(reviews.overdue,
+                                              [c.doc_id for c in answer.citations])
+        except Exception:
+            log.exception("could not read the cited documents' review dates")
+            return answer
+        notes = [messages.unverified_note(c.n, overdue[c.doc_id]) for c in answer.citations
+                 if c.doc_id in overdue]
+        if not notes:
+            return answer
+        return replace(answer, text=answer.text.rstrip() + "\n\n" + "\n".join(notes))
 
     async def _record(self, answer: Answer) -> Answer:
         if self._recorder is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from rag.types import Answer, Grade, SearchFilters, SearchHit, Usage, Vector
@@ -107,6 +108,13 @@ class GradeCache(Protocol):
 class SyncProgress(Protocol):
     def first_syncs_running(self) -> list[str]:
         """Sources whose first sync is under way (none finished yet)."""
+        ...
+
+
+class ReviewDates(Protocol):
+    def overdue(self, doc_ids: Sequence[str]) -> Mapping[str, datetime | None]:
+        """Of these documents, those past their review date, with when each was last
+        verified (None: never)."""
         ...
 
 

@@ -29,7 +29,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 DEFAULT_URL = "sqlite:///.sift/sift.db"
 # The newest migration. A database stamped with it needs no Alembic at all, which keeps
 # `sift ask` quick; a test holds this to storage/migrations (bump it with each new one).
-HEAD = "0019"
+HEAD = "0022"
 MIGRATION_LOCK = 0x51F7  # the advisory lock id PostgreSQL migrations serialise on
 # A pooled PostgreSQL connection unused for this long is pinged before it is handed out.
 IDLE_PING_S = 2.0

@@ -458,3 +458,17 @@ class AccessTokenRow(Base):
     expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class DocumentReview(Base):
+    """An owner's word on one document or approved answer: still true as of `verified_at`
+    (None: never confirmed; its own last change counts), and when its owner was last told it
+    is due, so a reminder goes once per review period."""
+
+    __tablename__ = "document_reviews"
+
+    doc_id: Mapped[str] = mapped_column(String, primary_key=True)
+    source: Mapped[str] = mapped_column(String)
+    verified_at: Mapped[datetime | None]
+    verified_by: Mapped[str] = mapped_column(String, default="", server_default="")
+    reminded_at: Mapped[datetime | None]

@@ -38,6 +38,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
         evaluate,
         llm,
         report,
+        reviews,
         serve,
         slack,
         sync,
@@ -49,7 +50,8 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
     return [serve.register, weaviate.register, sync.register, ask.register, channels.register,
             db.register, report.register, evaluate.register, slack.register, teams.register,
             docs.register,
-            llm.register, audit.register, answers.register, tokens.register]
+            llm.register, audit.register, answers.register, reviews.register,
+            tokens.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"

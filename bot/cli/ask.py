@@ -111,7 +111,8 @@ async def _with_pipeline(args: argparse.Namespace, announce: bool,
                 raise RetrievalError("the index is empty", user_message=SYNC_RUNNING.format(
                     sources=", ".join(running)) if running else EMPTY_INDEX)
             pipeline = app.pipeline(index, recorder=app.interactions, cache=app.grade_cache,
-                                    priors=app.document_priors, syncs=app.sync_state)
+                                    priors=app.document_priors, syncs=app.sync_state,
+                                    reviews=app.document_reviews)
             # The model load is start-up, not the first question's retrieval time.
             await app.embedder.embed_query("warm-up")
             return await work(app, pipeline)
