@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,13 +28,7 @@ class SlackSift:
 
     async def rows(self, model: Any, count: int, **where: Any) -> list[Any]:
         """Wait until `count` rows of `model` match `where` (answers are asynchronous)."""
-        deadline = time.monotonic() + 30
-        while True:
-            rows = [r for r in await asyncio.to_thread(self.sift.rows, model)
-                    if all(getattr(r, k) == v for k, v in where.items())]
-            if len(rows) >= count or time.monotonic() > deadline:
-                return rows
-            await asyncio.sleep(0.05)
+        return await self.sift.matching(model, count, **where)
 
     async def thumbs(self) -> set[tuple[int, int]]:
         """The distinct (up, down) thumbs of the documents that have any."""

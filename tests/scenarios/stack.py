@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,17 @@ class ServedSift:
     def rows(self, model: Any) -> list[Any]:
         with self.app.database.read() as session:
             return list(session.scalars(select(model).order_by(model.id)))
+
+    async def matching(self, model: Any, count: int, **where: Any) -> list[Any]:
+        """Wait (30 s at most) until `count` rows of `model` match `where`; whatever matches
+        then (answers are asynchronous)."""
+        deadline = time.monotonic() + 30
+        while True:
+            rows = [r for r in await asyncio.to_thread(self.rows, model)
+                    if all(getattr(r, k) == v for k, v in where.items())]
+            if len(rows) >= count or time.monotonic() > deadline:
+                return rows
+            await asyncio.sleep(0.05)
 
     async def rows_when(self, model: Any, count: int, timeout_s: float = 20) -> list[Any]:
         """Wait until the database holds `count` rows of `model` (answers are asynchronous)."""

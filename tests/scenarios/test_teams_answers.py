@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +54,7 @@ class TeamsLoop:
         return await self.sift.post(ROUTE, json=payload)
 
     async def rows(self, model: Any, count: int, **where: Any) -> list[Any]:
-        deadline = time.monotonic() + 30
-        while True:
-            rows = [r for r in await asyncio.to_thread(self.sift.rows, model)
-                    if all(getattr(r, k) == v for k, v in where.items())]
-            if len(rows) >= count or time.monotonic() > deadline:
-                return rows
-            await asyncio.sleep(0.05)
+        return await self.sift.matching(model, count, **where)
 
     def say(self, who: dict[str, Any] | None, html: str, reply_to: str | None = None) -> str:
         """A message in #it-help as Graph will list it; its id is what Teams sends too."""
