@@ -104,8 +104,10 @@ from weaviate_server.install import find_binary
 from weaviate_server.process import ManagedWeaviate, Ports
 
 if TYPE_CHECKING:
+    from bot.answers.owners import Owners
     from bot.answers.review import AnswerReview
     from bot.chat.capture import CaptureFlow
+    from bot.chat.notify import Switchboard
     from bot.metrics.registry import Metrics
     from bot.permissions.resolver import GroupResolver
     from bot.runtime import ManagedRun
@@ -611,14 +613,23 @@ class App:
     def known_names(self) -> Known:
         return surfaces.policy_names(self.settings)
 
-    def chat_flow(self, service: ChatService) -> ChatFlow:
-        """The one ask flow and vote flow every chat surface runs."""
+    def chat_flow(self, service: ChatService, owners: Owners | None = None) -> ChatFlow:
+        """The one ask flow and vote flow every chat surface runs; `owners` hear of 👎s."""
         defaults = PolicyDefaults(follow_ups=surfaces.follow_ups(self.settings))
         retrying = self.storage_retrying
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), WithCaptured(self.access_resolver),
                         PendingComments(ExpiringStore(self.database), retrying=retrying),
-                        Outcomes(HelpOutcomes(self.database)))
+                        Outcomes(HelpOutcomes(self.database)), owners)
+
+    def owners(self, switchboard: Switchboard) -> Owners:
+        """Documents' owners: each source's `owner`, and an approved answer's author."""
+        from bot.answers.owners import Owners
+
+        return Owners(self.document_reviews,
+                      {s.name: s.owner for s in self.settings.resolved_sources},
+                      self.answer_drafts, self.overrides, self.audit,
+                      switchboard)
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""

@@ -9,19 +9,23 @@ import gc
 import logging
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from bot import surfaces
 from bot.admin import routes as admin_console
 from bot.admin.answers import REVIEW
+from bot.answers import digest
+from bot.answers.owners import Owners
+from bot.answers.schedule import on_schedule
 from bot.app import App
+from bot.chat.notify import Switchboard
 from bot.hooks import PushRoutes
 from bot.llm_setup import verify_models
 from bot.metrics.registry import Metrics, reset_directory
@@ -160,6 +164,26 @@ async def _keep_audit(app: App) -> None:
         await asyncio.sleep(AUDIT_PURGE_EVERY_S)
 
 
+def _answers_timetable(app: App, owners: Owners, switchboard: Switchboard
+                       ) -> list[Coroutine[Any, Any, None]]:
+    """Owners' reminders (at start and on [answers] remind_cron) when a switchboard can
+    reach them, and the weekly digest when [answers] digest_to names a channel."""
+    answers = app.settings.answers
+    if not switchboard.platforms:
+        return []
+    jobs = [on_schedule(answers.remind_cron, owners.remind, "review reminders", app.database,
+                        at_start=True)]
+    if answers.digest_to:
+        async def send_digest() -> None:
+            found = await digest.gather(app.database, app.embedder, app.document_reviews,
+                                        app.answer_drafts)
+            await digest.post(found, answers.digest_to, switchboard)
+
+        jobs.append(on_schedule(answers.digest_cron, send_digest, "weekly digest",
+                                app.database))
+    return jobs
+
+
 def _observe(app: App, stack: AsyncExitStack, *, shared: bool, primary: bool) -> None:
     """Metrics (in files every worker shares, when there are workers) and, when an OTLP
     endpoint is configured, traces; both before anything they observe is built."""
@@ -273,7 +297,11 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         seeded = [] if worker else await asyncio.to_thread(app.seed_channel_policies)
         if seeded:
             log.info("channel policies added from the settings: %s", ", ".join(seeded))
-        flow = app.chat_flow(service)  # the one ask and vote flow of every chat surface
+        # Messages Sift starts (owners' reminders, the digest) reach people through the
+        # surfaces that can start a conversation, registered below as they are built.
+        switchboard = Switchboard()
+        owners = app.owners(switchboard)
+        flow = app.chat_flow(service, owners)  # the one ask and vote flow of every surface
         for problem in await app.access_resolver.startup_problems():  # named, not fatal
             log.warning("permissions: %s", problem)
         # Started below, after the site; the start-up pass runs in the primary only.
@@ -293,7 +321,7 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
             console[REVIEW] = review
         # --- The chat surfaces (bot/surfaces.py): Slack, Teams, the web chat ----------------
         around = replace(app.around(flow, admin_console.chat_gate(console) if console else None),
-                         capture=app.capture_flow(service, flow.policies, review))
+                         capture=app.capture_flow(service, flow.policies, review), owners=owners)
         for spec in surfaces.SPECS:
             fed = replace(around, pushed=_feeds(app.settings, pushes, spec.platform))
             endpoint = spec.build(spec.config(app.settings), fed)
@@ -301,6 +329,8 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
                 endpoint.mount(web_app)
                 await endpoint.start()
                 stack.push_async_callback(_finish, endpoint)  # after the site stops
+                if (notifier := getattr(endpoint, "notifier", None)) is not None:
+                    switchboard.add(spec.platform, notifier)
         runner = await _listen(web_app, app, shared=worker or app.settings.workers > 1)
         stack.push_async_callback(runner.cleanup)
         workers = _start_workers(app, stack, more, config)  # once the schema is migrated
@@ -309,9 +339,9 @@ async def serve(app: App, *, started: asyncio.Event | None = None,
         # The model loads after the site is up: /readyz says 503 "loading" until it has.
         warm_up = asyncio.create_task(_warm_up(app, readiness, freeze_heap=freeze_heap))
         stack.push_async_callback(_cancel, warm_up)
-        if not worker:  # one process keeps the audit log's retention
-            keeper = asyncio.create_task(_keep_audit(app))
-            stack.push_async_callback(_cancel, keeper)
+        if not worker:  # one process keeps the audit log's retention and the answers' timetable
+            for task in (_keep_audit(app), *_answers_timetable(app, owners, switchboard)):
+                stack.push_async_callback(_cancel, asyncio.create_task(task))
         # --- Sync: scheduled passes per source; a first full pass starts in the background --
         syncs.start()
         stack.push_async_callback(syncs.stop)  # first on exit: cancel and record running syncs

@@ -18,6 +18,7 @@ from pydantic import (
     SecretStr,
     SerializeAsAny,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -310,6 +311,26 @@ class AnswerSettings(_Section):
     approval or their owner's last confirmation; their owner is the person who answered."""
 
     review_days: int | None = Field(180, ge=1)
+    # Owners hear of documents due for review at start-up and on this schedule (5-field cron,
+    # the server's local time); each document once until it is verified again.
+    remind_cron: str = "0 9 * * *"
+    # The weekly digest for the knowledge team: a Slack channel id (C…), or unset for none.
+    # It quotes questions asked anywhere, as the console's Gaps page does: pick a channel
+    # only that team reads.
+    digest_to: str = Field("", pattern=r"^([CG][A-Z0-9]{6,})?$")
+    digest_cron: str = "0 9 * * 1"
+
+    @field_validator("remind_cron", "digest_cron")
+    @classmethod
+    def _cron(cls, value: str, info: ValidationInfo) -> str:
+        from apscheduler.triggers.cron import CronTrigger
+
+        try:
+            CronTrigger.from_crontab(value)
+        except ValueError as exc:
+            raise ValueError(f"[answers] {info.field_name} = {value!r} is not a 5-field cron "
+                             f"expression such as '0 9 * * 1' ({exc})") from None
+        return value
 
 
 class OutputSettings(_Section):

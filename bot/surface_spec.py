@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.chat.policy import PolicyIds
 
 if TYPE_CHECKING:
+    from bot.answers.owners import Owners
     from bot.api.auth import TokenCheck
     from bot.chat.capture import CaptureFlow
     from bot.chat.flow import ChatFlow
@@ -63,12 +64,14 @@ class Around:
     # HTTP API, MCP); None where no database holds them.
     tokens: TokenCheck | None = None
     oidc_issuer: str = ""  # the console's OpenID provider, the authorization server MCP names
+    owners: Owners | None = None  # their keep / retire buttons under review reminders
 
 
 class Endpoint(Protocol):
     """One running surface. `mount` adds its routes before the site starts; `start` connects
     what needs connecting (Socket Mode); `drain` finishes the work in flight after the site
-    stopped taking requests; `close` lets go of connections."""
+    stopped taking requests; `close` lets go of connections. A surface that can start a
+    conversation (a reminder, the digest) also has a `notifier` (bot/chat/notify.py)."""
 
     def mount(self, web_app: web.Application) -> None: ...
 

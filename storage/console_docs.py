@@ -198,3 +198,15 @@ def nearest_documents(db: Database, interaction_ids: list[int],
     with db.read() as session:
         return [NearDocument(d, t or "", u or "", float(b)) for d, t, u, b in
                 session.execute(query)]
+
+
+def most_voted_down(db: Database, since: datetime, limit: int = 5) -> list[tuple[str, int]]:
+    """The window's answers with the most 👎: (question, 👎 count), most first."""
+    downs = func.count(Feedback.id)
+    query = (select(Interaction.question, downs)
+             .join(Feedback, Feedback.interaction_id == Interaction.id)
+             .where(Interaction.created_at >= since, Feedback.vote == -1)
+             .group_by(Interaction.id, Interaction.question)
+             .order_by(downs.desc(), Interaction.id.desc()).limit(limit))
+    with db.read() as session:
+        return [(q, int(n)) for q, n in session.execute(query)]

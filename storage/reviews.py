@@ -51,14 +51,24 @@ class DocumentReviews:
         soonest due first; `state` keeps one of verified, due, expired."""
         if not self._intervals or (doc_ids is not None and not doc_ids):
             return []
+        return self._states(doc_ids, state, tracked_only=True)
+
+    def states_of(self, doc_ids: Sequence[str]) -> list[ReviewState]:
+        """These documents of any source; one whose source is not reviewed is verified, with
+        no review date."""
+        return self._states(doc_ids, None, tracked_only=False) if doc_ids else []
+
+    def _states(self, doc_ids: Sequence[str] | None, state: str | None, *,
+                tracked_only: bool) -> list[ReviewState]:
         query = (select(SourceDocument.source, SourceDocument.doc_id, SourceDocument.updated_at,
                         DocumentReview.verified_at, DocumentReview.verified_by,
                         DocumentReview.reminded_at, DocumentStats.title, DocumentStats.url)
                  .outerjoin(DocumentReview, and_(DocumentReview.doc_id == SourceDocument.doc_id,
                                                  DocumentReview.source == SourceDocument.source))
                  .outerjoin(DocumentStats, DocumentStats.doc_id == SourceDocument.doc_id)
-                 .where(SourceDocument.source.in_(self._intervals),
-                        SourceDocument.status == "ok"))
+                 .where(SourceDocument.status == "ok"))
+        if tracked_only:
+            query = query.where(SourceDocument.source.in_(self._intervals))
         if doc_ids is not None:
             query = query.where(SourceDocument.doc_id.in_(list(doc_ids)))
         now = self._clock()
@@ -70,9 +80,13 @@ class DocumentReviews:
     def _state(self, row: Any, now: datetime) -> ReviewState:  # one row of `states`
         verified: datetime | None = row.verified_at
         last = max((d for d in (row.updated_at, verified) if d is not None), default=None)
-        review_by = last + timedelta(days=self._intervals[row.source]) if last else None
-        state = EXPIRED if review_by is None or review_by <= now else \
-            DUE if review_by - now <= DUE_WITHIN else VERIFIED
+        days = self._intervals.get(row.source)
+        review_by = last + timedelta(days=days) if last and days else None
+        if days is None:  # a source nobody reviews is never due
+            state = VERIFIED
+        else:
+            state = EXPIRED if review_by is None or review_by <= now else \
+                DUE if review_by - now <= DUE_WITHIN else VERIFIED
         by = (row.verified_by or "") if verified is not None and verified == last else ""
         return ReviewState(row.doc_id, row.source, row.title or row.doc_id, row.url or "",
                            last, review_by, state, by, row.reminded_at)

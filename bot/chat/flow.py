@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from bot.chat.access import PUBLIC, AccessResolver, Audience, Visibility, visible_to
 from bot.chat.addressing import reads_like_question
@@ -49,14 +50,22 @@ class Policies:
                                team=msg.team)
 
 
+class VotedDown(Protocol):
+    """Who hears of a 👎: the owners of the documents the answer cited (bot/answers/owners)."""
+
+    async def voted_down(self, doc_ids: Sequence[str]) -> int: ...
+
+
 class ChatFlow:
     def __init__(self, service: ChatService, policies: Policies, access: AccessResolver,
-                 comments: PendingComments, outcomes: Outcomes | None = None) -> None:
+                 comments: PendingComments, outcomes: Outcomes | None = None,
+                 owners: VotedDown | None = None) -> None:
         self.service = service
         self.policies = policies
         self._access = access
         self._comments = comments
         self.outcomes = outcomes or Outcomes(None)  # help questions' outcomes (deflection)
+        self._owners = owners
 
     # --- questions ----------------------------------------------------------------------
 
@@ -192,10 +201,23 @@ class ChatFlow:
         await self.outcomes.voted(interaction, vote.user, vote.vote)
         if vote.vote < 0:
             await self._escalate(vote.platform, vote.channel, surface, team=vote.team)
+            await self._tell_owners(interaction)
         asked_in = await surface.voted(vote, interaction)
         if asked_in is not None:
             await self._comments.expect(CommentKey(vote.channel, asked_in, vote.user),
                                         interaction)
+
+    async def _tell_owners(self, interaction_id: int) -> None:
+        """The vote is stored whatever happens here: an owner not told is only logged."""
+        if self._owners is None:
+            return
+        try:
+            answer = await self.service.recall(interaction_id)
+            if answer is not None and answer.citations:
+                await self._owners.voted_down([c.doc_id for c in answer.citations])
+        except Exception:
+            log.exception("could not tell the owners of answer %d's documents of a 👎",
+                          interaction_id)
 
     async def on_help(self, platform: Platform, channel: str, surface: Surface, *,
                       team: str = "", thread: str = "") -> None:

@@ -34,6 +34,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
         audit,
         channels,
         db,
+        digest,
         docs,
         evaluate,
         llm,
@@ -51,7 +52,7 @@ def _commands() -> list[Callable[[argparse._SubParsersAction], None]]:
             db.register, report.register, evaluate.register, slack.register, teams.register,
             docs.register,
             llm.register, audit.register, answers.register, reviews.register,
-            tokens.register]
+            digest.register, tokens.register]
 
 
 CONFIG_HELP = "path to sift.toml (default: $SIFT_CONFIG, else ./sift.toml if present)"

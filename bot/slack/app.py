@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 import aiohttp
 from aiohttp import web
@@ -12,10 +13,12 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.interval_calculator import RetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.answers.owners import KEEP_ACTION, RETIRE_ACTION
 from bot.chat.tasks import Background, Busy
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
 from bot.slack.inbound import SAVE_SHORTCUT
+from bot.slack.notices import LINK_ACTION, ReviewButtons, SlackNotifier
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
 from bot.slack.spec import SlackConfig
@@ -73,8 +76,10 @@ class SlackAdapter:
     """The running Slack side of `sift serve`: HTTP route or Socket Mode, plus drain."""
 
     def __init__(self, bolt: AsyncApp, handlers: SlackHandlers, background: Background,
-                 app_token: str = "", signing_secret: str = "") -> None:
+                 app_token: str = "", signing_secret: str = "",
+                 notifier: SlackNotifier | None = None) -> None:
         self.bolt = bolt
+        self.notifier = notifier  # messages Sift starts: owners' reminders, the digest
         self._signing_secret = signing_secret
         self.handlers = handlers
         self.background = background
@@ -169,11 +174,18 @@ def build_slack_adapter(c: SlackConfig, around: Around, *,
                            append_every_s=s.append_every_s if append_every_s is None
                            else append_every_s)
     background = Background("Slack", limit=around.max_in_flight)
-    handlers = SlackHandlers(around.flow, SlackOutbound(client), options, background,
+    outbound = SlackOutbound(client)
+    handlers = SlackHandlers(around.flow, outbound, options, background,
                              sources=list(around.sources), prompts=s.suggested_prompts,
                              capture=around.capture)
     pushed = around.pushed
     if pushed is not None:  # a Slack source: a reply, edit or deletion re-reads its thread
         handlers.on_thread_changed = lambda changed: pushed(changed.doc_id)
-    return SlackAdapter(bolt_app(handlers, client, secret), handlers, background, app_token,
-                        secret)
+    bolt = bolt_app(handlers, client, secret)
+    notifier = SlackNotifier(outbound)
+    if around.owners is not None:
+        buttons = ReviewButtons(around.owners, notifier, background)
+        bolt.action(KEEP_ACTION)(buttons.on_keep)
+        bolt.action(RETIRE_ACTION)(buttons.on_retire)
+        bolt.action(re.compile(f"^{LINK_ACTION}_"))(buttons.on_link)
+    return SlackAdapter(bolt, handlers, background, app_token, secret, notifier)

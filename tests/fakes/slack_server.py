@@ -230,6 +230,10 @@ class FakeSlack(SlackChannels, LocalServer):
         return self._by_ts.get((channel, ts))
 
     def _chat_postMessage(self, args: Json) -> Json:
+        """A user id as `channel` posts in the app's DM with that person, and the response
+        names the DM's own id (docs.slack.dev chat.postMessage); here D + the user id's rest."""
+        if str(args.get("channel", ""))[:1] in ("U", "W"):
+            args = {**args, "channel": "D" + args["channel"][1:]}
         message = self._bot_message(args, args.get("text", ""))
         return {"channel": args["channel"], "ts": message["ts"], "message": message}
 
