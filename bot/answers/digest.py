@@ -72,7 +72,8 @@ def _deflection(arms: Sequence[ArmFigures]) -> str:
     asked = [a for a in arms if a.questions]
     if not asked:
         return "**Help channels**: no question this week"
-    parts = [f"{a.arm}: {a.resolution_rate:.0%} of {a.questions} resolved "
+    names = {"sift": "with Sift", "holdout": "without Sift (the holdout)"}
+    parts = [f"{names.get(a.arm, a.arm)}: {a.resolution_rate:.0%} of {a.questions} resolved "
              f"(95% CI {a.ci_low:.0%}–{a.ci_high:.0%})" for a in asked]
     return "**Help channels**: " + "; ".join(parts)
 
