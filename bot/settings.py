@@ -323,10 +323,10 @@ class AnswerSettings(_Section):
     @field_validator("remind_cron", "digest_cron")
     @classmethod
     def _cron(cls, value: str, info: ValidationInfo) -> str:
-        from apscheduler.triggers.cron import CronTrigger
+        from sync.schedule import crontab
 
         try:
-            CronTrigger.from_crontab(value)
+            crontab(value)
         except ValueError as exc:
             raise ValueError(f"[answers] {info.field_name} = {value!r} is not a 5-field cron "
                              f"expression such as '0 9 * * 1' ({exc})") from None

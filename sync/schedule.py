@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
@@ -33,9 +34,45 @@ class SourceSchedule:
     full_cron: str = "0 3 * * *"
 
 
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # crontab's 0..6 (and 7 = sun)
+
+
+def _day_names(field: str) -> str:
+    """A crontab day-of-week field in day names: APScheduler 3 reads the numbers with 0 as
+    Monday, where every crontab means Sunday, so "1-5" would run Tuesday to Saturday."""
+    if field == "*":
+        return field
+    names: list[str] = []
+    for item in field.split(","):
+        body, _, step = item.partition("/")
+        if body == "*":
+            low, high = 0, 6
+        elif re.fullmatch(r"\d+-\d+", body):
+            low, high = (int(n) for n in body.split("-"))
+        elif body.isdigit():
+            low = high = int(body)
+            high = 6 if step else high  # "1/2": from Monday, every other day
+        else:  # names already: APScheduler reads those as crontab does
+            names.append(item)
+            continue
+        if not (0 <= low <= 7 and 0 <= high <= 7):
+            return field  # out of range: APScheduler's own error names it
+        names.extend(_DAYS[d % 7] for d in range(low, high + 1, int(step or 1)))
+    return ",".join(dict.fromkeys(names))
+
+
+def crontab(expression: str, timezone: tzinfo | None = None) -> CronTrigger:
+    """A 5-field cron expression read as crontab reads it (day 0 and 7 are Sunday); raises
+    ValueError naming what is wrong."""
+    fields = expression.split()
+    if len(fields) == 5:
+        fields[4] = _day_names(fields[4])
+    return CronTrigger.from_crontab(" ".join(fields), timezone=timezone)
+
+
 def _cron(expression: str, name: str) -> CronTrigger:
     try:
-        return CronTrigger.from_crontab(expression)
+        return crontab(expression)
     except ValueError as exc:
         raise ConfigError(f"bad cron {expression!r} for source {name}: {exc}",
                           user_message=f"The schedule '{expression}' of source '{name}' is not "

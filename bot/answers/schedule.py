@@ -9,17 +9,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from apscheduler.triggers.cron import CronTrigger
-
 from storage.db import Database
 from storage.leases import Lease, LeaseTaken
+from sync.schedule import crontab
 
 log = logging.getLogger(__name__)
 
 
 def next_time(cron: str, now: datetime) -> datetime:
     """The first time the 5-field `cron` names after `now` (an aware datetime)."""
-    trigger = CronTrigger.from_crontab(cron, timezone=now.tzinfo)
+    trigger = crontab(cron, timezone=now.tzinfo)
     found = trigger.get_next_fire_time(None, now)
     if found <= now:  # the same minute: the next one
         found = trigger.get_next_fire_time(found, found)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from rag.errors import ConfigError
 from sync.connectors.folder import FolderConnector
 from sync.lock import SourceLock
 from sync.runner import SyncRunner, SyncSource
-from sync.schedule import SourceSchedule, SyncScheduler, scheduled_sync
+from sync.schedule import SourceSchedule, SyncScheduler, crontab, scheduled_sync
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_sync_state import MemorySyncState
 from tests.sync.conftest import HashEmbedder, write
@@ -210,3 +211,24 @@ async def test_a_source_no_longer_configured_is_not_synced_again(
         assert "source 'kb' is no longer in sift.toml" in caplog.text
     finally:
         await scheduler.stop()
+
+
+@pytest.mark.parametrize(("expression", "weekdays"), [
+    ("0 9 * * 1", {"Monday"}),
+    ("0 9 * * 0", {"Sunday"}),
+    ("0 9 * * 7", {"Sunday"}),
+    ("0 9 * * 1-5", {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday"}),
+    ("0 9 * * 0,6", {"Saturday", "Sunday"}),
+    ("0 9 * * */3", {"Sunday", "Wednesday", "Saturday"}),
+    ("0 9 * * mon", {"Monday"}),
+    ("0 9 * * *", {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+                   "Sunday"}),
+])
+def test_cron_days_of_the_week_are_read_as_crontab_reads_them(expression: str,
+                                                               weekdays: set[str]) -> None:
+    trigger = crontab(expression, timezone=UTC)
+    when, seen = datetime(2026, 11, 29, 12, 0, tzinfo=UTC), set()  # a Sunday noon
+    for _ in range(7):
+        when = trigger.get_next_fire_time(None, when + timedelta(minutes=1))
+        seen.add(f"{when:%A}")
+    assert seen == weekdays
