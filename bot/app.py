@@ -583,14 +583,11 @@ class App:
     def document_reviews(self) -> DocumentReviews:
         """Review dates: each source's `review_days`, and `[answers] review_days` for the
         approved answers (docs/answers-loop.md)."""
-        from bot.answers.documents import SOURCE as ANSWERS
+        from bot.answers.owners import review_intervals
         from storage.reviews import DocumentReviews
 
-        days = {s.name: s.review_days for s in self.settings.resolved_sources
-                if s.review_days is not None}
-        if self.settings.answers.review_days is not None:
-            days[ANSWERS] = self.settings.answers.review_days
-        return DocumentReviews(self.database, days)
+        return DocumentReviews(self.database, review_intervals(
+            self.settings.resolved_sources, self.settings.answers))
 
     @cached_property
     def channel_policies(self) -> ChannelPolicyRepository:

@@ -30,6 +30,7 @@ class ReviewState:
     state: str  # verified, due, expired
     verified_by: str = ""
     reminded_at: datetime | None = None
+    restricted: bool = False  # the public may not read it (the console masks it for viewers)
 
 
 class DocumentReviews:
@@ -61,6 +62,7 @@ class DocumentReviews:
     def _states(self, doc_ids: Sequence[str] | None, state: str | None, *,
                 tracked_only: bool) -> list[ReviewState]:
         query = (select(SourceDocument.source, SourceDocument.doc_id, SourceDocument.updated_at,
+                        SourceDocument.restricted,
                         DocumentReview.verified_at, DocumentReview.verified_by,
                         DocumentReview.reminded_at, DocumentStats.title, DocumentStats.url)
                  .outerjoin(DocumentReview, and_(DocumentReview.doc_id == SourceDocument.doc_id,
@@ -89,7 +91,7 @@ class DocumentReviews:
                 DUE if review_by - now <= DUE_WITHIN else VERIFIED
         by = (row.verified_by or "") if verified is not None and verified == last else ""
         return ReviewState(row.doc_id, row.source, row.title or row.doc_id, row.url or "",
-                           last, review_by, state, by, row.reminded_at)
+                           last, review_by, state, by, row.reminded_at, bool(row.restricted))
 
     def overdue(self, doc_ids: Sequence[str]) -> dict[str, datetime | None]:
         """Of these documents, the ones past their review date, with when each was last

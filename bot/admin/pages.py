@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 from aiohttp import web
 
-from bot.admin.console import KEY, render, sees_restricted
+from bot.admin.console import KEY, PREFIX, Console, audit, render, require_admin, sees_restricted
+from bot.answers.owners import review_intervals
 from bot.prices import cost
 from storage.console_docs import DOC_VIEWS, DocHealth, documents, restricted_ids
 from storage.console_overview import STATUSES
@@ -20,8 +22,11 @@ from storage.console_questions import (
     question_detail,
 )
 from storage.overrides import OverrideRepository
+from storage.reviews import STATES as REVIEW_STATES
+from storage.reviews import DocumentReviews
 
 PAGE = 50
+REVIEW_ROWS = 200  # soonest due first: what needs an owner now is at the top
 RESTRICTED = "(restricted)"
 
 
@@ -109,9 +114,47 @@ def _prompt(usage: dict[str, int]) -> int:
                                                  "cache_write_tokens"))
 
 
+def document_reviews(console: Console) -> DocumentReviews:
+    settings = console.settings
+    return DocumentReviews(console.db, review_intervals(settings.resolved_sources,
+                                                        settings.answers))
+
+
+async def _reviews_view(request: web.Request) -> web.StreamResponse:
+    """Document health: which documents are verified, due for their owner's review, expired."""
+    console = request.app[KEY]
+    reviews = document_reviews(console)
+    states = await asyncio.to_thread(reviews.states)
+    counts = {state: sum(r.state == state for r in states) for state in REVIEW_STATES}
+    if not sees_restricted(request):
+        states = [replace(r, doc_id=RESTRICTED, title=RESTRICTED, url="") if r.restricted
+                  else r for r in states]
+    return render(request, "documents.html", view="review", views=(*DOC_VIEWS, "review"),
+                  reviews=states[:REVIEW_ROWS], counts=counts, tracked=reviews.tracked,
+                  more=len(states) > REVIEW_ROWS, q="", done=request.query.get("kept", "")[:200]
+                  and f"{request.query['kept'][:200]}: verified.")
+
+
+async def verify_document(request: web.Request) -> web.StreamResponse:
+    """An admin's word that a document is still true (as its owner's keep button)."""
+    require_admin(request)
+    form = await request.post()
+    source, doc_id = str(form.get("source", "")), str(form.get("doc_id", ""))
+    reviews = document_reviews(request.app[KEY])
+    known = await asyncio.to_thread(reviews.states, [doc_id]) if doc_id else []
+    if not any(r.source == source for r in known):
+        raise web.HTTPBadRequest(text=f"Source '{source}' has no reviewed document "
+                                 f"'{doc_id}'.")
+    await asyncio.to_thread(reviews.keep, source, doc_id, "console")
+    await audit(request, "document_verified", f"{source}:{doc_id}")
+    raise web.HTTPSeeOther(f"{PREFIX}/documents?{urlencode({'view': 'review', 'kept': doc_id})}")
+
+
 async def documents_page(request: web.Request) -> web.StreamResponse:
     console = request.app[KEY]
     view = request.query.get("view", "low")
+    if view == "review":
+        return await _reviews_view(request)
     if view not in DOC_VIEWS:
         view = "low"
     offset = _int(request.query.get("offset")) or 0

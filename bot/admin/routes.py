@@ -33,7 +33,7 @@ from bot.admin.ops import (
     sync_now,
 )
 from bot.admin.overview import overview_page
-from bot.admin.pages import documents_page, question_page, questions_page
+from bot.admin.pages import documents_page, question_page, questions_page, verify_document
 from bot.settings import Settings
 from bot.webchat.app import Gate, Reader
 from rag.ports import Embedder
@@ -84,6 +84,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_post("/channels", channels.save)
     sub.router.add_post("/channels/remove", channels.remove)
     sub.router.add_post("/documents/override", channels.override)
+    sub.router.add_post("/documents/verify", verify_document)
     answers.add_routes(sub)
     sub.router.add_static("/static", HERE / "static")
     return sub

@@ -12,6 +12,7 @@ from datetime import datetime
 from bot.answers.documents import SOURCE as ANSWERS
 from bot.answers.documents import draft_id
 from bot.chat.notify import Choice, Notice, Switchboard, split_address
+from bot.settings import AnswerSettings, SourceSettings
 from storage.answers import AnswerDrafts
 from storage.audit import AuditLog
 from storage.overrides import OverrideRepository
@@ -59,6 +60,16 @@ def voted_down(r: ReviewState) -> Notice:
     return Notice(f"Someone marked an answer citing **{r.title}** ({r.source}) as not helpful. "
                   "If the document is out of date, update it at its source; if it is still "
                   "true, say so.", _choices(r))
+
+
+def review_intervals(sources: Sequence[SourceSettings], answers: AnswerSettings
+                     ) -> dict[str, int]:
+    """Review days per source: each [[sources]] `review_days`, and [answers] review_days for
+    the approved answers; a source without one is never due."""
+    days = {s.name: s.review_days for s in sources if s.review_days is not None}
+    if answers.review_days is not None:
+        days[ANSWERS] = answers.review_days
+    return days
 
 
 class Owners:
