@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from aiohttp import web
 
 from bot.admin.charts import Series, hbars, lines, stacked_bars
 from bot.admin.console import KEY, render
+from bot.chat.deflection import QUIET, deflection
 from bot.prices import price_of
 from storage.channel_policies import ChannelPolicyRepository
 from storage.columns import utc_now
 from storage.console_overview import STATUSES, Day, groups, overview
+from storage.outcomes import HelpOutcomes
 
 WINDOWS = {"7d": 7, "30d": 30, "90d": 90}
 
@@ -53,6 +55,9 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
     today = utc_now().date()
     since = today - timedelta(days=WINDOWS.get(window, 30))
     found = await asyncio.to_thread(overview, console.db, since, today)
+    start = datetime.combine(since, time(), tzinfo=UTC)
+    helped = deflection(await asyncio.to_thread(HelpOutcomes(console.db).since, start),
+                        utc_now())
     policies = await asyncio.to_thread(ChannelPolicyRepository(console.db).all)
     arm_chart = hbars("Thumbs-up rate by arm (%)", [(m.mode, (m.thumbs_up_rate or 0) * 100)
                                                     for m in found.modes]) if found.ab else None
@@ -62,4 +67,5 @@ async def overview_page(request: web.Request) -> web.StreamResponse:
                   ab=found.ab, arm_chart=arm_chart, platforms=groups(found.days, False, 10),
                   channels=groups(found.days, True, 15),
                   labels={p.channel: p.label for p in policies if p.label},
-                  charts=_charts(found.days, console.admin.prices), days=found.days)
+                  charts=_charts(found.days, console.admin.prices), days=found.days,
+                  helped=helped, quiet_hours=f"{QUIET.total_seconds() / 3600:g}")

@@ -202,3 +202,19 @@ class Outcomes:
         if self._store is not None:
             await self._run("a resolution", self._store.resolved, platform, channel, thread,
                             BY_PERSON, user)
+
+
+@dataclass(frozen=True)
+class Deflection:
+    overall: list[ArmFigures]
+    weeks: list[tuple[str, str, list[ArmFigures]]]  # (ISO week, channel, figures per arm)
+
+
+def deflection(rows: Sequence[Asked], now: datetime) -> Deflection:
+    """Per arm overall, and per week and channel (rows carry `channel`)."""
+    groups: dict[tuple[str, str], list[Asked]] = {}
+    for q in rows:
+        year, week, _ = q.asked_at.isocalendar()
+        groups.setdefault((f"{year}-W{week:02d}", getattr(q, "channel", "")), []).append(q)
+    return Deflection(by_arm(rows, now), [(w, c, by_arm(g, now))
+                                          for (w, c), g in sorted(groups.items())])

@@ -48,7 +48,8 @@ def _report(args: argparse.Namespace) -> int:
     options = ReportOptions(window=args.since, limit=max(args.limit, 1),
                             relevant_threshold=app.settings.storage.relevant_threshold,
                             include_restricted=args.include_restricted)
-    from bot.cli.report_deflection import as_json, deflection
+    from bot.chat.deflection import deflection
+    from bot.cli.report_deflection import as_json
     from bot.cli.report_deflection import render as render_deflection
     from storage.outcomes import HelpOutcomes
 

@@ -3,30 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from bot.chat.deflection import QUIET, ArmFigures, Asked, by_arm
-
-
-@dataclasses.dataclass(frozen=True)
-class Deflection:
-    overall: list[ArmFigures]
-    weeks: list[tuple[str, str, list[ArmFigures]]]  # (ISO week, channel, figures per arm)
-
-
-def deflection(rows: Sequence[Asked], now: datetime) -> Deflection:
-    """Per arm overall, and per week and channel (rows carry `channel`)."""
-    groups: dict[tuple[str, str], list[Asked]] = {}
-    for q in rows:
-        year, week, _ = q.asked_at.isocalendar()
-        groups.setdefault((f"{year}-W{week:02d}", getattr(q, "channel", "")), []).append(q)
-    return Deflection(by_arm(rows, now), [(w, c, by_arm(g, now))
-                                          for (w, c), g in sorted(groups.items())])
+from bot.chat.deflection import QUIET, Deflection
 
 
 def as_json(d: Deflection) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.chat.deflection import Outcomes, by_arm, held_out, wilson
+from bot.chat.deflection import Outcomes, by_arm, deflection, held_out, wilson
 from bot.chat.message import ChatMessage, Kind
 from bot.chat.policy import ChannelPolicy, Respond
-from bot.cli.report_deflection import as_json, deflection
+from bot.cli.report_deflection import as_json
 from storage.db import Database
 from storage.outcomes import BY_PERSON, BY_SIFT, HOLDOUT, SIFT, HelpOutcomes
 

@@ -1,5 +1,6 @@
-"""The console's document health (Documents → review dates): verified, due and expired
-counts and rows, restricted titles masked for viewers, an admin's keep (CSRF, role, audit)."""
+"""The answers loop's console pages: document health (Documents → review dates: verified,
+due and expired, restricted titles masked for viewers, an admin's keep with CSRF, role and
+audit) and the help channels' deflection on the overview, with and without Sift."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import select, update
 
 from bot.admin.routes import mount
+from bot.chat.deflection import BY_PERSON, BY_SIFT, HOLDOUT, SIFT
 from bot.settings import Settings
 from rag.embed import LocalEmbedder
 from storage.columns import utc_now
 from storage.db import Database
 from storage.models import AuditEntry, SourceDocument
+from storage.outcomes import HelpOutcomes
 from storage.sync_state import SyncStateRepository
 from tests.admin.conftest import ADMIN_PW, VIEWER_PW, csrf_of
 
@@ -112,3 +115,25 @@ async def test_an_admins_keep_verifies_it_and_is_audited(client: TestClient,
     with db.read() as session:
         entries = [(a.action, a.target) for a in session.scalars(select(AuditEntry))]
     assert ("document_verified", "runbooks:old.md") in entries
+
+
+async def test_the_overview_shows_both_arms_of_the_help_channels(client: TestClient,
+                                                                 db: Database) -> None:
+    outcomes, now = HelpOutcomes(db), utc_now()
+    # With Sift: 3 of 4 resolved (2 by Sift, 1 by a person); the holdout: 1 of 3, by a person.
+    for n, (arm, by) in enumerate([(SIFT, BY_SIFT), (SIFT, BY_SIFT), (SIFT, BY_PERSON),
+                                   (SIFT, ""), (HOLDOUT, BY_PERSON), (HOLDOUT, ""),
+                                   (HOLDOUT, "")]):
+        outcomes.asked("slack", "C0HELPDESK", f"9.{n}", "U0ASKER1", arm,
+                       at=now - timedelta(days=1))
+        if by:
+            outcomes.resolved("slack", "C0HELPDESK", f"9.{n}", by, "U0ASKER1")
+    await sign_in(client, VIEWER_PW)
+    html = await (await client.get("/admin/?window=7d")).text()
+    section = html[html.index('id="deflection"'):]
+    rows = re.findall(r"<tr><td>(with Sift|without \(holdout\))</td>((?:<td[^>]*>[^<]*</td>)+)",
+                      section)
+    cells = {arm: re.findall(r">([^<]*)</td>", tds) for arm, tds in rows}
+    assert cells["with Sift"][:5] == ["4", "2", "1", "1", "75% (30–95%)"]
+    assert cells["without (holdout)"][:5] == ["3", "0", "1", "2", "33% (6–79%)"]
+    assert "C0HELPDESK" in section  # the week-and-channel table
