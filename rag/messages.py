@@ -74,6 +74,11 @@ ANSWER_CAPTURED_APPROVED = ("Thanks: I've saved that reply as an answer, and sin
 ANSWER_SAVING = ("I'm saving that reply as an answer for the knowledge team to review; it will "
                  "be in their list in a moment.")
 CAPTURE_OFF = "Saving replies as answers is not set up on this Sift."
+SAVE_OFFER = ("Did {replier}'s reply solve it? Save it as the answer, and once the knowledge "
+              "team approves it I'll answer this question with it next time.")
+SAVE_OFFER_LABEL = "Save as the answer"
+SAVE_NOT_YOURS = ("Only the person who asked can save a reply as the answer here, and only "
+                  "while the question is open; anyone can use \"Save to Sift\" on a reply.")
 TEAMS_THREAD_UNREADABLE = ("I can't read this thread, so nothing was saved: Sift needs Microsoft "
                            "Graph access to the team (the bot's app, or a Teams source).")
 

@@ -19,7 +19,10 @@ from rag.types import Platform
 from storage.answers import NewDraft, StoredDraft, ThreadAsk
 
 log = logging.getLogger(__name__)
-REACTION, SHORTCUT = "reaction", "shortcut"
+# How a reply was picked: the asker's ✅, anyone's "Save to Sift", or the asker's click on
+# the "Save as the answer" button Sift offered them after a person replied.
+REACTION, SHORTCUT, BUTTON = "reaction", "shortcut", "button"
+ASKERS_PICKS = (REACTION, BUTTON)  # only the asker, only where Sift left the question open
 PUBLIC_KIND, PRIVATE_KIND, DIRECT_KIND = "public", "private", "direct"
 CAPTURED_PREFIX = "sift:"  # principals of captured answers: a conversation, or one person
 CONTEXT_POSTS = 6  # the thread's posts between question and reply a draft keeps, at most
@@ -56,7 +59,7 @@ class Pick:
     channel: str
     message_ref: str
     user: str  # who picked it
-    how: str  # REACTION or SHORTCUT
+    how: str  # REACTION, SHORTCUT or BUTTON
     event_key: str = ""  # a redelivered reaction is dropped
     team: str = ""  # the Teams team the channel is in (its policy may be the team's)
 
@@ -123,6 +126,12 @@ def user_principal(platform: str, user: str) -> str:
     return f"{CAPTURED_PREFIX}user:{platform}:{user}"
 
 
+class SaveOffer(Protocol):
+    """Where the platform can offer the asker alone a button under a person's reply."""
+
+    async def offer_save(self, asker: str, replier: str, reply_ref: str) -> None: ...
+
+
 class ClaimPort(Protocol):
     async def claim(self, event_key: str) -> bool: ...
 
@@ -147,7 +156,7 @@ class CaptureFlow:
     async def on_pick(self, pick: Pick, reader: ThreadReader, surface: Surface) -> None:
         """A ✅ on a reply where Sift could not answer, from the asker; or a shortcut."""
         async with guarded(surface, f"{pick.how} on {pick.message_ref}",
-                           tell=pick.how == SHORTCUT):
+                           tell=pick.how != REACTION):
             draft = await self._draft(pick, reader, surface)
             if draft is None:
                 return
@@ -157,23 +166,40 @@ class CaptureFlow:
                      "captured" if created else "already held", pick.how, pick.channel)
             if created and self._auto is not None and await self._auto.approves(pick, stored):
                 await surface.notice(messages.ANSWER_CAPTURED_APPROVED)
-            elif created or pick.how == SHORTCUT:
+            elif created or pick.how != REACTION:
                 await surface.notice(messages.ANSWER_CAPTURED)
+
+    async def on_reply(self, platform: Platform, channel: str, thread: str, reply_ref: str,
+                       replier: str, offer: SaveOffer) -> None:
+        """A person replied in a thread Sift left open ("not covered", a 👎, a call for help):
+        the asker is offered, once per thread, to save the reply as the answer."""
+        try:
+            ask = await self._blocking("reading the thread's question", self._store.thread_ask,
+                                       platform, channel, thread)
+            if ask is None or not ask.unresolved or not ask.user or ask.user == replier:
+                return
+            if not await self._claim.claim(f"{platform}:offer-save:{channel}:{thread}"):
+                return
+            await offer.offer_save(ask.user, replier, reply_ref)
+        except Exception:  # an offer not made is a button fewer; the ✅ still works
+            log.exception("could not offer to save the reply %s in %s", reply_ref, channel)
 
     async def _draft(self, pick: Pick, reader: ThreadReader,
                      surface: Surface) -> NewDraft | None:
         posts = await reader.posts(pick.channel, pick.message_ref)
         reply = next((p for p in posts if p.ref == pick.message_ref), None)
         if reply is None or reply.by_bot or posts[0].ref == reply.ref:
-            if pick.how == SHORTCUT:
+            if pick.how != REACTION:
                 await surface.notice(messages.ANSWER_NOT_CAPTURABLE)
             return None  # a reaction on Sift's own answer is a vote, handled elsewhere
         root = posts[0]
-        if pick.how == REACTION:  # the asker's ✅ on a person's reply resolves a help question
+        if pick.how in ASKERS_PICKS:  # the asker's ✅ on a person's reply resolves a help question
             await self._outcomes.by_person(pick.platform, pick.channel, root.ref, pick.user)
         ask = await self._blocking("reading the thread's question", self._store.thread_ask,
                                    pick.platform, pick.channel, root.ref)
-        if pick.how == REACTION and not _the_askers(ask, pick):
+        if pick.how in ASKERS_PICKS and not _the_askers(ask, pick):
+            if pick.how == BUTTON:  # a click is someone's deliberate act: say why not
+                await surface.notice(messages.SAVE_NOT_YOURS)
             return None  # only the asker, only where Sift had no answer
         if pick.event_key and not await self._claim.claim(pick.event_key):
             return None

@@ -20,7 +20,7 @@ from bot.slack.http import add_slack_routes
 from bot.slack.inbound import SAVE_SHORTCUT
 from bot.slack.notices import LINK_ACTION, ReviewButtons, SlackNotifier
 from bot.slack.outbound import SlackOutbound
-from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
+from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SAVE_ANSWER_ACTION, SHARE_ACTION
 from bot.slack.spec import SlackConfig
 from bot.slack.surface import SlackOptions
 from bot.surface_spec import Around
@@ -49,6 +49,7 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.action(FEEDBACK_ACTION)(handlers.on_feedback)
     bolt.action(SHARE_ACTION)(handlers.on_share)
     bolt.action(HELP_ACTION)(handlers.on_help)
+    bolt.action(SAVE_ANSWER_ACTION)(handlers.on_save_answer)
     bolt.command(COMMAND)(handlers.on_command)
     bolt.shortcut(SAVE_SHORTCUT)(handlers.on_save)
     bolt.event("app_home_opened")(handlers.on_home_opened)

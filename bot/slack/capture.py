@@ -10,6 +10,8 @@ from slack_sdk.errors import SlackApiError
 from bot.chat.capture import DIRECT_KIND, PRIVATE_KIND, PUBLIC_KIND, Place, Post
 from bot.slack.inbound import Me, plain, strip_mentions
 from bot.slack.outbound import SlackOutbound
+from bot.slack.render import SAVE_ANSWER_ACTION, SlackMessage, section
+from rag import messages
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +67,22 @@ class SlackThreadReader:
 
     async def person(self, user: str) -> str:
         return await self._out.user_name(user)
+
+
+class SlackSaveOffer:
+    """The "Save as the answer" button, shown to the asker alone in the thread (ephemeral)."""
+
+    def __init__(self, out: SlackOutbound, channel: str, thread_ts: str) -> None:
+        self._out = out
+        self._channel = channel
+        self._thread_ts = thread_ts
+
+    async def offer_save(self, asker: str, replier: str, reply_ref: str) -> None:
+        text = messages.SAVE_OFFER.format(replier=f"<@{replier}>")
+        button = {"type": "button", "action_id": SAVE_ANSWER_ACTION, "value": reply_ref,
+                  "style": "primary",
+                  "text": {"type": "plain_text", "text": messages.SAVE_OFFER_LABEL}}
+        blocks = (section(text), {"type": "actions", "block_id": "sift_save_offer",
+                                  "elements": [button]})
+        await self._out.ephemeral(self._channel, asker, self._thread_ts,
+                                  SlackMessage(text, blocks))

@@ -8,11 +8,11 @@ from typing import Any
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.chat.capture import REACTION, SHORTCUT, CaptureFlow, Pick
+from bot.chat.capture import BUTTON, REACTION, SHORTCUT, CaptureFlow, Pick
 from bot.chat.flow import ChatFlow
-from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
+from bot.chat.message import VIA_BUTTON, VIA_REACTION, Kind, Vote
 from bot.chat.tasks import Background, Busy
-from bot.slack.capture import SlackThreadReader
+from bot.slack.capture import SlackSaveOffer, SlackThreadReader
 from bot.slack.channel_events import ThreadChanged, changed_thread
 from bot.slack.home import home_view, suggested_prompts
 from bot.slack.inbound import (
@@ -94,7 +94,13 @@ class SlackHandlers:
         self._ask(parse_mention(body, _me(context)), _me(context))
 
     async def on_message(self, body: Payload, context: AsyncBoltContext) -> None:
-        self._ask(parse_message(body, _me(context)), _me(context))
+        incoming = parse_message(body, _me(context))
+        self._ask(incoming, _me(context))
+        if incoming is not None and incoming.kind is Kind.THREAD_REPLY and self._capture:
+            offer = SlackSaveOffer(self._out, incoming.channel, incoming.thread_ts)
+            self._background.spawn(self._capture.on_reply(
+                SLACK_PLATFORM, incoming.channel, incoming.thread_ts, incoming.ts,
+                incoming.user, offer))
         if self.on_thread_changed is not None:  # a Slack source keeps its threads current
             changed = changed_thread(body, _me(context))
             if changed is not None:
@@ -125,6 +131,18 @@ class SlackHandlers:
         surface = self._surface(_me(context), channel=picked.channel, user=picked.user,
                                 thread_ts="")
         await self._clicked(ack, self._pick(picked, SHORTCUT, _me(context)), surface)
+
+    async def on_save_answer(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
+        """The asker's "Save as the answer" under a person's reply (offered after it)."""
+        button = parse_button(body)
+        if button is None or not button.value or self._capture is None:
+            await ack()
+            return
+        team = str((body.get("team") or {}).get("id", ""))
+        picked = Picked("", team, button.user, button.channel, button.value)
+        surface = self._surface(_me(context), channel=button.channel, user=button.user,
+                                thread_ts=button.thread_ts)
+        await self._clicked(ack, self._pick(picked, BUTTON, _me(context)), surface)
 
     def _pick(self, picked: Picked, how: str, me: Me) -> Work:
         assert self._capture is not None

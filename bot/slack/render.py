@@ -23,6 +23,7 @@ FEEDBACK_ACTION = "answer_feedback"
 FEEDBACK_BLOCK = "sift_feedback"
 SHARE_ACTION = "share_answer"  # value: the interaction id of a private answer
 HELP_ACTION = "ask_for_help"  # "Still need help?"
+SAVE_ANSWER_ACTION = "save_as_answer"  # value: the ts of the person's reply offered to save
 ACTIONS_BLOCK = "sift_actions"
 VOTE_UP, VOTE_DOWN = "up", "down"
 

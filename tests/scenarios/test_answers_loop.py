@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.settings import ChannelSettings
+from bot.slack.render import SAVE_ANSWER_ACTION
 from rag import messages
 from storage.models import AnswerDraft, AuditEntry, ClosedGap, HelpQuestion, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -18,6 +19,7 @@ from tests.fakes.slack_payloads import (
     BOT_USER,
     CHANNEL,
     USER,
+    button_action,
     message,
     message_shortcut,
     next_event_id,
@@ -69,7 +71,7 @@ async def test_the_askers_tick_captures_the_reply_and_approval_answers_the_quest
     assert (draft.channel_name, draft.channel_kind, draft.access) == \
         ("#it-help", "public", ["public"])
     assert (draft.link, draft.interaction_id, draft.question) == (LINK, asked.id, QUESTION)
-    thanks = await s.slack.wait_for("chat.postEphemeral")
+    thanks = await s.slack.wait_for("chat.postEphemeral", 2)  # the save offer, then thanks
     assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED
     # Two more gaps: the same question in other words, and another one.
     for n, (text, ts) in enumerate(((NEAR, "1764710000.000100"),
@@ -108,7 +110,7 @@ async def test_an_experts_reply_is_approved_as_it_is_captured_and_answers_at_onc
     [draft] = await s.rows(AnswerDraft, 1, status="approved")
     assert (draft.reviewed_by, draft.author, draft.interaction_id) == \
         (f"expert:{EXPERT}", EXPERT, asked.id)
-    thanks = await s.slack.wait_for("chat.postEphemeral")
+    thanks = await s.slack.wait_for("chat.postEphemeral", 2)  # the save offer, then thanks
     assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED_APPROVED
     [entry] = await s.rows(AuditEntry, 1, action="answer_approved")
     assert entry.actor == f"expert:{EXPERT}"
@@ -127,7 +129,7 @@ async def test_a_reply_from_someone_not_named_an_expert_waits_for_review(
     [draft] = await s.rows(AnswerDraft, 1)
     await s.driver.settle()
     assert draft.status == "pending"
-    thanks = await s.slack.wait_for("chat.postEphemeral")
+    thanks = await s.slack.wait_for("chat.postEphemeral", 2)  # the save offer, then thanks
     assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED
 
 
@@ -207,3 +209,33 @@ async def test_a_help_channels_holdout_gets_silence_and_the_report_counts_both_a
     assert (with_sift["arm"], with_sift["questions"]) == ("sift", 12 - len(held))
     assert (without["arm"], without["questions"], without["by_person"]) == \
         ("holdout", len(held), 1)
+
+
+async def test_the_asker_is_offered_to_save_a_persons_reply_and_only_their_click_counts(
+        make_served: Serve) -> None:
+    s = await make_served()
+    await unanswered_then_expert(s)
+    [offer] = await s.slack.wait_for("chat.postEphemeral")
+    assert (offer.args["user"], offer.args["thread_ts"]) == (USER, Q_TS)
+    assert f"<@{EXPERT}>" in offer.args["text"]
+    [button] = [e for b in offer.args["blocks"] if b["type"] == "actions"
+                for e in b["elements"]]
+    assert (button["action_id"], button["value"]) == (SAVE_ANSWER_ACTION, R_TS)
+    # A second reply in the same thread is not offered again.
+    await s.driver.reply("Also try the front desk.", ts="1764700400.000300", thread_ts=Q_TS,
+                         user=EXPERT)
+    await asyncio.sleep(0.5)  # time enough for an offer the reply would have made
+    assert len(s.slack.calls_to("chat.postEphemeral")) == 1
+    # Someone else's click on the asker's button (a forged one) saves nothing.
+    await s.driver.click(button_action(SAVE_ANSWER_ACTION, R_TS, message_ts=R_TS,
+                                       thread_ts=Q_TS, user=EXPERT, ephemeral=True))
+    refused = await s.slack.wait_for("chat.postEphemeral", 2)
+    assert refused[-1].args["text"] == messages.SAVE_NOT_YOURS
+    assert await asyncio.to_thread(s.sift.rows, AnswerDraft) == []
+    await s.driver.click(button_action(SAVE_ANSWER_ACTION, R_TS, message_ts=R_TS,
+                                       thread_ts=Q_TS, user=USER, ephemeral=True))
+    [draft] = await s.rows(AnswerDraft, 1)
+    assert (draft.captured_by, draft.author, draft.reply, draft.status) == \
+        ("button", EXPERT, REPLY, "pending")
+    thanks = await s.slack.wait_for("chat.postEphemeral", 3)
+    assert thanks[-1].args["text"] == messages.ANSWER_CAPTURED
