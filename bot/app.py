@@ -53,6 +53,7 @@ from rag.grade import Grader, LLMGrader
 from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
+from rag.index_schema import VectorIndexSettings
 from rag.logcontext import CorrelationFilter
 from rag.lookup import DocumentStore
 from rag.output_policy import OutputPolicy, hosts_of
@@ -251,6 +252,9 @@ class App:
             replication_factor=w.replication_factor,
             read_consistency=w.read_consistency,
             write_consistency=w.write_consistency,
+            vectors=VectorIndexSettings(ef=w.ef, ef_construction=w.ef_construction,
+                                        max_connections=w.max_connections,
+                                        compression=w.compression),
         )
 
     @cached_property

@@ -75,6 +75,15 @@ class WeaviateSettings(_Section):
     replication_factor: int = Field(1, ge=1, le=15)
     read_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
     write_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
+    # The vector index (HNSW): `ef` is the search's candidate list (-1: Weaviate sizes it
+    # per query) and follows this setting on a live collection; `ef_construction` and
+    # `max_connections` shape the graph when the collection is created. `compression`
+    # stores vectors rotationally quantized (8 bits: about a quarter of the memory; 1 bit:
+    # about a thirty-second); it can be switched on for a live collection, never off.
+    ef: int = Field(-1, ge=-1, le=10000)
+    ef_construction: int = Field(128, ge=4, le=4096)
+    max_connections: int = Field(32, ge=4, le=256)
+    compression: Literal["none", "rq8", "rq1"] = "none"
 
 
 # Embedding backends that were dropped, and what to set instead.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -15,7 +15,7 @@ import grpc
 import httpx
 import weaviate
 from weaviate.classes.aggregate import GroupByAggregate
-from weaviate.classes.config import ConsistencyLevel
+from weaviate.classes.config import ConsistencyLevel, Reconfigure
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Diversity as WeaviateDiversity
@@ -64,6 +64,7 @@ class IndexConfig:
     readiness_grace_s: float = 0.25
     title_boost: float = 2.0
     replication_factor: int = 1  # used when the collection is created
+    vectors: schema.VectorIndexSettings = field(default_factory=schema.VectorIndexSettings)
     read_consistency: str = "QUORUM"  # ONE, QUORUM or ALL of the replicas
     write_consistency: str = "QUORUM"
 
@@ -192,7 +193,8 @@ class WeaviateIndex:
         name = self.config.collection
         if not await self.collection_exists():
             options = schema.collection_options(schema.describe(self.embedder, self.dimension),
-                                                self.config.replication_factor)
+                                                self.config.replication_factor,
+                                                self.config.vectors)
             await self._run("create the collection",
                             self._client.collections.create(name, **options),
                             self.config.insert_timeout_s)
@@ -220,6 +222,40 @@ class WeaviateIndex:
             log.warning("collection %s keeps %d copies of each chunk, not the %d configured "
                         "(SIFT_WEAVIATE__REPLICATION_FACTOR applies to a new collection)",
                         name, factor, self.config.replication_factor)
+        await self._follow_vector_settings(config)
+
+    async def _follow_vector_settings(self, config: Any) -> None:
+        """What can change on a live collection follows the settings (ef; compression from
+        none to on); what cannot is said once, naming the setting."""
+        want, name = self.config.vectors, self.config.collection
+        index = schema.vector_index_of(config)
+        if index is None:
+            return
+        update: dict[str, Any] = {}
+        if index.ef != want.ef:
+            update["ef"] = want.ef
+        have = schema.compression_of(index)
+        if have != want.compression:
+            if have == "none":
+                update["quantizer"] = schema.reconfigured_quantizer(want.compression)
+            else:
+                log.warning("collection %s is compressed (%s) and Weaviate cannot undo that; "
+                            "SIFT_WEAVIATE__COMPRESSION=%s applies to a new collection "
+                            "(sift sync --rebuild)", name, have, want.compression)
+        for setting in ("ef_construction", "max_connections"):
+            if getattr(index, setting) != getattr(want, setting):
+                log.warning("collection %s was built with %s=%s, not %s: "
+                            "SIFT_WEAVIATE__%s applies to a new collection "
+                            "(sift sync --rebuild)", name, setting, getattr(index, setting),
+                            getattr(want, setting), setting.upper())
+        if update:
+            await self._run("update the vector index", self._collection.config.update(
+                vector_config=Reconfigure.Vectors.update(
+                    vector_index_config=Reconfigure.VectorIndex.hnsw(**update))),
+                self.config.insert_timeout_s)
+            log.info("collection %s: vector index now %s", name,
+                     ", ".join(f"{k}={want.compression if k == 'quantizer' else v}"
+                               for k, v in update.items()))
 
     async def drop(self) -> None:
         """Delete the whole collection (used to rebuild after an embedder change)."""

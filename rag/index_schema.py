@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from weaviate.classes.config import (
     Configure,
     DataType,
     Property,
+    Reconfigure,
     ReplicationDeletionStrategy,
     Tokenization,
     VectorDistances,
@@ -78,7 +80,41 @@ RETURNED = ["chunk_id", "doc_id", "source", "title", "url", "section", "text", "
             "doc_type", "access", "content_hash", "chunk_index"]
 
 
-def collection_options(description: str, replication_factor: int = 1) -> dict[str, Any]:
+COMPRESSIONS = ("none", "rq8", "rq1")  # Weaviate's rotational quantization, 8 or 1 bits
+
+
+@dataclass(frozen=True)
+class VectorIndexSettings:
+    """The HNSW graph and its compression. `ef` (-1: Weaviate's dynamic ef) can change on a
+    live collection, and compression can be switched on later (never off); `ef_construction`
+    and `max_connections` are fixed when the collection is created."""
+
+    ef: int = -1
+    ef_construction: int = 128
+    max_connections: int = 32
+    compression: str = "none"
+
+    def hnsw(self) -> Any:
+        return Configure.VectorIndex.hnsw(
+            distance_metric=VectorDistances.COSINE, ef=self.ef,
+            ef_construction=self.ef_construction, max_connections=self.max_connections,
+            quantizer=quantizer(self.compression))
+
+
+def quantizer(compression: str) -> Any:
+    """What a new collection's index is compressed with; None leaves it as Weaviate's
+    default (uncompressed unless its DEFAULT_QUANTIZATION says otherwise), so "none" is
+    said explicitly."""
+    if compression == "rq8":
+        return Configure.VectorIndex.Quantizer.rq(bits=8)
+    if compression == "rq1":
+        return Configure.VectorIndex.Quantizer.rq(bits=1)
+    return Configure.VectorIndex.Quantizer.none()
+
+
+def collection_options(description: str, replication_factor: int = 1,
+                       vectors: VectorIndexSettings | None = None) -> dict[str, Any]:
+    vectors = vectors or VectorIndexSettings()
     return {
         "description": description,
         # Time-based resolution: a chunk deleted while a node was down (an old version the
@@ -88,10 +124,7 @@ def collection_options(description: str, replication_factor: int = 1) -> dict[st
             deletion_strategy=ReplicationDeletionStrategy.TIME_BASED_RESOLUTION),
         "properties": PROPERTIES,
         "vector_config": Configure.Vectors.self_provided(
-            vector_index_config=Configure.VectorIndex.hnsw(
-                distance_metric=VectorDistances.COSINE
-            )
-        ),
+            vector_index_config=vectors.hnsw()),
         "inverted_index_config": Configure.inverted_index(bm25_b=0.75, bm25_k1=1.2),
     }
 
@@ -163,3 +196,27 @@ def from_properties(props: dict[str, Any]) -> Chunk:
         chunk_index=int(props.get("chunk_index") or 0),
         tokens=int(props.get("tokens") or 0),
     )
+
+
+def vector_index_of(config: Any) -> Any:
+    """The HNSW settings of a collection's one vector (named "default", or the legacy
+    unnamed one); None when it has neither."""
+    named = getattr(config, "vector_config", None) or {}
+    if named:
+        return next(iter(named.values())).vector_index_config
+    return getattr(config, "vector_index_config", None)
+
+
+def compression_of(index: Any) -> str:
+    """"rq8", "rq1", another quantizer's class name ("_PQConfig"), or "none"."""
+    found = getattr(index, "quantizer", None)
+    if found is None:
+        return "none"
+    if type(found).__name__ == "_RQConfig":
+        return f"rq{found.bits}"
+    return type(found).__name__
+
+
+def reconfigured_quantizer(compression: str) -> Any:
+    """Compression switched on for a collection that had none."""
+    return Reconfigure.VectorIndex.Quantizer.rq(bits=1 if compression == "rq1" else 8)
