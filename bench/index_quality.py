@@ -24,7 +24,10 @@ comparison; imported builds write alike whatever the backend, so their gap is th
 
 A backend may name a chunk overlap too, `openvino-int8@overlap=0` (SIFT_SYNC__OVERLAP_TOKENS;
 unset, the sync's default): `--backends openvino-int8,openvino-int8@overlap=0` compares
-chunkings on one model, whose vectors of the chunks both share are embedded once.
+chunkings on one model, whose vectors of the chunks both share are embedded once. And the
+vector index's compression (SIFT_WEAVIATE__COMPRESSION): `--backends
+openvino-int8,openvino-int8@compression=rq8` compares the compressed index with the
+uncompressed one on the same vectors.
 `--against F` compares with an earlier run's `--json F` instead (its builds become the
 reference, shown as was:BACKEND): a change to the code, such as what the model reads of a
 chunk, measured before and after.
@@ -52,6 +55,7 @@ from evaluation.dataset import EvalSet, load
 from evaluation.evaluation import Options, evaluate
 from evaluation.runner import MODES
 from rag.embed import Embedder, LocalEmbedder
+from rag.index_schema import COMPRESSIONS
 from rag.types import Vector
 from weaviate_server.install import find_binary
 from weaviate_server.process import ManagedWeaviate, free_ports
@@ -126,24 +130,30 @@ class Build:
     per_question: dict[str, dict[str, float]] = field(default_factory=dict)  # mode -> id -> nDCG
 
 
-def variant(label: str) -> tuple[str, int | None]:
-    """`backend` or `backend@overlap=N`: the embedding backend, and the chunk overlap if named."""
-    backend, _, option = label.partition("@")
-    if not option:
-        return backend, None
-    name, _, value = option.partition("=")
-    if name != "overlap" or not value.isdigit():
-        raise SystemExit(f"{label!r}: a backend takes only @overlap=N (N a whole number)")
-    return backend, int(value)
+def variant(label: str) -> tuple[str, dict[str, str]]:
+    """`backend`, then any of `@overlap=N` (the chunk overlap) and `@compression=rq8` (the
+    vector index's compression): the embedding backend and the options named."""
+    backend, *options = label.split("@")
+    named: dict[str, str] = {}
+    for option in options:
+        name, _, value = option.partition("=")
+        if not ((name == "overlap" and value.isdigit()) or
+                (name == "compression" and value in COMPRESSIONS)):
+            raise SystemExit(f"{label!r}: a backend takes @overlap=N (a whole number) and "
+                             f"@compression= one of {', '.join(COMPRESSIONS)}")
+        named[name] = value
+    return backend, named
 
 
 def settings(workdir: Path, server: ManagedWeaviate, label: str) -> Settings:
-    backend, overlap = variant(label)
+    backend, named = variant(label)
+    overlap = int(named["overlap"]) if "overlap" in named else None
     return Settings(
         data_dir=workdir / "data", database_url=f"sqlite:///{workdir / 'sift.db'}",
         weaviate_url=server.url, weaviate_api_key=SecretStr(server.api_key),
         weaviate=WeaviateSettings(grpc_url=f"127.0.0.1:{server.ports.grpc}",
-                                  insert_timeout_s=300),
+                                  insert_timeout_s=300,
+                                  compression=named.get("compression", "none")),
         embedding=EmbeddingSettings(backend=backend),
         sync=SyncSettings(sync_on_start=False, overlap_tokens=overlap),
         anthropic_api_key=None)

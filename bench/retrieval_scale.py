@@ -1,18 +1,24 @@
-"""Retrieve-stage latency at 100,000 chunks: query embedding, one hybrid query, diversity.
+"""Retrieve-stage latency, memory and import time at scale, with and without compression.
 
 Run:  .venv/bin/python -m bench.retrieval_scale [--chunks 100000] [--questions 200]
-                                                [--workdir /tmp/sift-bench-retrieval]
+                 [--compression none,rq8] [--ef -1] [--max-connections 32]
+                 [--workdir /tmp/sift-bench-retrieval]
 
 Builds a synthetic corpus in a throwaway Weaviate: sentences generated from the vocabulary of
 the AWS pages in ../shared/eval/aws-docs (falling back to a built-in word list), embedded by
 the real model; each chunk joins a few sentences, and its vector is the normalised sum of
 theirs plus a little noise, so that the vectors cluster like real ones without embedding
-100,000 chunks (an hour on a 2-core machine). Then it times Sift's Retriever (production
-settings: hybrid, alpha 0.5, 20 candidates, MMR diversity) on generated questions, one at a
-time: each question once with the model (query vector cache empty), then again (cache hit),
-the search alone, the query embedding alone, and Weaviate's readiness check alone; all of it
-right after the import, and again once Weaviate has gone idle (its flushes and compactions
-after a bulk import done). Prints p50/p95/p99 per case; the goal is p95 < 40 ms with the model.
+every chunk (an hour per 100,000 on a 2-core machine). Chunks are generated batch by batch as
+they are imported, so a million of them fit in this process. Then it times Sift's Retriever
+(production settings: hybrid, alpha 0.5, 20 candidates, MMR diversity) on generated
+questions, one at a time: each question once with the model (query vector cache empty), then
+again (cache hit), the search alone, the query embedding alone, and Weaviate's readiness
+check alone; all of it right after the import, and again once Weaviate has gone idle (its
+flushes and compactions after a bulk import done). Each `--compression` (the vector index's
+SIFT_WEAVIATE__COMPRESSION) gets a Weaviate process of its own, started fresh, with the same
+corpus: its import time, its resident memory once idle (and its peak) and the latencies side
+by side. Goals (issue 67): p95 <= 60 ms with the model at 1,000,000 chunks, memory <= 4 GB
+with compression.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ import asyncio
 import json
 import random
 import re
+import shutil
 import statistics
 import time
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,7 @@ from bot.settings import WeaviateSettings
 from rag.config import RetrievalConfig
 from rag.embed import LocalEmbedder
 from rag.index import IndexConfig, WeaviateIndex
+from rag.index_schema import COMPRESSIONS, VectorIndexSettings
 from rag.ports import Diversity
 from rag.query_cache import QueryVectorCache
 from rag.retrieve import Retriever
@@ -72,23 +80,30 @@ def sentences(words: list[str], count: int, rng: random.Random) -> list[str]:
             for _ in range(count)]
 
 
-def corpus(embedder: LocalEmbedder, words: list[str], chunks: int, rng: random.Random
-           ) -> tuple[list[Chunk], np.ndarray, list[str]]:
+def sentence_basis(embedder: LocalEmbedder, words: list[str], rng: random.Random
+                   ) -> tuple[list[str], np.ndarray]:
     pool = sentences(words, 3000, rng)
-    basis = np.asarray(embedder.encode_now(pool), dtype=np.float32)
-    made: list[Chunk] = []
+    return pool, np.asarray(embedder.encode_now(pool), dtype=np.float32)
+
+
+def batches(pool: list[str], basis: np.ndarray, chunks: int, rng: random.Random,
+            size: int = 5000) -> Iterator[tuple[list[Chunk], np.ndarray]]:
+    """The corpus, `size` chunks at a time: the same chunks for the same `rng` seed."""
     noise = np.random.default_rng(rng.randrange(2**32))
-    vectors = np.empty((chunks, basis.shape[1]), dtype=np.float32)
-    for i in range(chunks):
-        picked = rng.sample(range(len(pool)), rng.randint(3, 8))
-        vector = basis[picked].sum(axis=0) + noise.normal(0, 0.02, basis.shape[1])
-        vectors[i] = vector / np.linalg.norm(vector)
-        doc = i // 10
-        made.append(Chunk(chunk_id=f"syn-{doc}-{i % 10}", doc_id=f"doc-{doc}", source="synthetic",
-                          title=pool[picked[0]][:60], section=pool[picked[1]][:40],
-                          text=" ".join(pool[p] for p in picked), chunk_index=i % 10,
-                          tokens=120))
-    return made, vectors, pool
+    for start in range(0, chunks, size):
+        made: list[Chunk] = []
+        vectors = np.empty((min(size, chunks - start), basis.shape[1]), dtype=np.float32)
+        for row, i in enumerate(range(start, start + len(vectors))):
+            picked = rng.sample(range(len(pool)), rng.randint(3, 8))
+            vector = basis[picked].sum(axis=0) + noise.normal(0, 0.02, basis.shape[1])
+            vectors[row] = vector / np.linalg.norm(vector)
+            doc = i // 10
+            made.append(Chunk(chunk_id=f"syn-{doc}-{i % 10}", doc_id=f"doc-{doc}",
+                              source="synthetic", title=pool[picked[0]][:60],
+                              section=pool[picked[1]][:40],
+                              text=" ".join(pool[p] for p in picked), chunk_index=i % 10,
+                              tokens=120))
+        yield made, vectors
 
 
 def questions(pool: list[str], count: int, rng: random.Random) -> list[str]:
@@ -111,21 +126,29 @@ async def timed(call: Awaitable[Any]) -> float:
     return time.perf_counter() - started
 
 
-async def bench(args: argparse.Namespace, server: ManagedWeaviate) -> dict:
-    rng = random.Random(args.seed)
+async def bench(args: argparse.Namespace, server: ManagedWeaviate, compression: str) -> dict:
+    rng = random.Random(args.seed)  # the same corpus and questions for every compression
     embedder = LocalEmbedder()
-    started = time.perf_counter()
-    words = vocabulary(args.corpus, 4000)
-    chunks, vectors, pool = await asyncio.to_thread(corpus, embedder, words, args.chunks, rng)
+    pool, basis = await asyncio.to_thread(sentence_basis, embedder,
+                                          vocabulary(args.corpus, 4000), rng)
+    vectors = VectorIndexSettings(ef=args.ef, max_connections=args.max_connections,
+                                  compression=compression)
     index = WeaviateIndex(IndexConfig(http_url=server.url, grpc_url=f"127.0.0.1:"
                                       f"{server.ports.grpc}", api_key=server.api_key,
-                                      collection="BenchRetrieval", insert_timeout_s=600),
+                                      collection="BenchRetrieval", insert_timeout_s=600,
+                                      vectors=vectors),
                           embedder.name, embedder.dimension)
     await index.connect()
+    started, import_s, done = time.perf_counter(), 0.0, 0
     try:
-        for start in range(0, len(chunks), 5000):
-            await index.upsert(chunks[start:start + 5000], vectors[start:start + 5000].tolist())
-            print(f"  indexed {min(start + 5000, len(chunks))} chunks", flush=True)
+        made = batches(pool, basis, args.chunks, rng)
+        while (batch := await asyncio.to_thread(next, made, None)) is not None:
+            chunks, batch_vectors = batch
+            import_s += await timed(index.upsert(chunks, batch_vectors.tolist()))
+            done += len(chunks)
+            if done % 50_000 == 0 or done == args.chunks:
+                print(f"  {compression}: indexed {done} chunks ({import_s:.0f} s importing)",
+                      flush=True)
         build_s = time.perf_counter() - started
         asked = questions(pool, args.questions, rng)
         warm = questions(pool, 10, rng)
@@ -135,13 +158,27 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate) -> dict:
         # bulk import (segment flushes and compactions) is over: what a server that imported
         # its chunks a while ago answers with. New phrasings, so no cached vectors help.
         settled_cases = await measure(index, embedder, [q + " please" for q in asked], warm)
+        memory = weaviate_memory(server)
         count = await index.count()
     finally:
         await index.drop()
         await index.close()
-    return {"chunks": count, "questions": len(asked), "build_s": round(build_s, 1),
+    return {"compression": compression, "chunks": count, "questions": len(asked),
+            "build_s": round(build_s, 1), "import_s": round(import_s, 1),
             "settle_s": round(settle_s, 1), "after_import": after_import,
-            "settled": settled_cases}
+            "settled": settled_cases, **memory}
+
+
+def weaviate_memory(server: ManagedWeaviate) -> dict[str, float]:
+    """The server's resident memory now and at its peak, in MB (Linux's /proc)."""
+    pid = server.status().pid
+    fields = {}
+    if pid is not None:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = round(int(value.split()[0]) / 1024, 1)
+    return {"rss_mb": fields.get("VmRSS", 0.0), "peak_rss_mb": fields.get("VmHWM", 0.0)}
 
 
 async def measure(index: WeaviateIndex, embedder: LocalEmbedder, asked: list[str],
@@ -184,33 +221,51 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--compression", default="none",
+                        help=f"comma-separated, each measured in a fresh Weaviate: "
+                        f"{', '.join(COMPRESSIONS)}")
+    parser.add_argument("--ef", type=int, default=VectorIndexSettings.ef,
+                        help="the HNSW search list (-1: Weaviate's dynamic ef)")
+    parser.add_argument("--max-connections", type=int,
+                        default=VectorIndexSettings.max_connections)
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="words come from here")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-retrieval"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--settle-timeout-s", type=float, default=600,
                         help="longest wait for Weaviate to go idle after the import")
     args = parser.parse_args()
+    wanted = args.compression.split(",")
+    if unknown := [c for c in wanted if c not in COMPRESSIONS]:
+        parser.error(f"--compression {','.join(unknown)}: choose from {', '.join(COMPRESSIONS)}")
     binary = find_binary(WeaviateSettings().version, None)
     if binary is None:
         raise SystemExit("no Weaviate binary: run `sift weaviate install` first")
-    server = ManagedWeaviate(binary, args.workdir / "weaviate", free_ports())
-    server.start(timeout_s=120)
-    try:
-        result = asyncio.run(bench(args, server))
-    finally:
-        server.stop()
-    print(f"{result['chunks']} chunks (built in {result['build_s']} s), "
-          f"{result['questions']} questions, one at a time")
-    for phase, title in (("after_import", "right after the import"),
-                         ("settled", f"settled ({result['settle_s']} s later, Weaviate idle)")):
-        print(title)
-        for case in ("retrieve_with_model", "retrieve_cached_vector", "search_only",
-                     "query_embedding_only", "readiness_check_only"):
-            row = result[phase][case]
-            print(f"  {case:24s} p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:6.1f} ms  "
-                  f"p99 {row['p99_ms']:6.1f} ms")
+    results = []
+    for compression in wanted:
+        folder = args.workdir / f"weaviate-{compression}"
+        shutil.rmtree(folder, ignore_errors=True)
+        server = ManagedWeaviate(binary, folder, free_ports())
+        server.start(timeout_s=120)
+        try:
+            results.append(asyncio.run(bench(args, server, compression)))
+        finally:
+            server.stop()
+    for result in results:
+        print(f"\ncompression {result['compression']}: {result['chunks']} chunks (built in "
+              f"{result['build_s']} s, {result['import_s']} s of it importing), "
+              f"{result['questions']} questions, one at a time; Weaviate "
+              f"{result['rss_mb']:.0f} MB resident once idle, {result['peak_rss_mb']:.0f} MB "
+              "at its peak")
+        for phase, title in (("after_import", "right after the import"),
+                             ("settled", f"settled ({result['settle_s']} s later, idle)")):
+            print(title)
+            for case in ("retrieve_with_model", "retrieve_cached_vector", "search_only",
+                         "query_embedding_only", "readiness_check_only"):
+                row = result[phase][case]
+                print(f"  {case:24s} p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:6.1f} ms  "
+                      f"p99 {row['p99_ms']:6.1f} ms")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        args.json.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
