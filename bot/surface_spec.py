@@ -13,6 +13,7 @@ from bot.chat.policy import PolicyIds
 
 if TYPE_CHECKING:
     from bot.api.auth import TokenCheck
+    from bot.api.oauth import OAuthTokens
     from bot.chat.capture import CaptureFlow
     from bot.chat.flow import ChatFlow
     from bot.settings import Settings
@@ -63,6 +64,7 @@ class Around:
     # HTTP API, MCP); None where no database holds them.
     tokens: TokenCheck | None = None
     oidc_issuer: str = ""  # the console's OpenID provider, the authorization server MCP names
+    oauth: OAuthTokens | None = None  # its access tokens, where it is configured
 
 
 class Endpoint(Protocol):
