@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from bot.admin import answers, channels, oidc, sso
+from bot.admin import answers, channels, oidc, sso, tokens
 from bot.admin.audit import audit_page
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
@@ -85,6 +85,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_post("/channels/remove", channels.remove)
     sub.router.add_post("/documents/override", channels.override)
     answers.add_routes(sub)
+    tokens.add_routes(sub)
     sub.router.add_static("/static", HERE / "static")
     return sub
 
