@@ -107,6 +107,7 @@ from weaviate_server.process import ManagedWeaviate, Ports
 if TYPE_CHECKING:
     from bot.answers.owners import Owners
     from bot.answers.review import AnswerReview
+    from bot.api.oauth import OAuthTokens
     from bot.chat.capture import CaptureFlow
     from bot.chat.notify import Switchboard
     from bot.metrics.registry import Metrics
@@ -661,7 +662,18 @@ class App:
                       max_in_flight=chat.max_in_flight, history_turns=chat.history_turns,
                       max_message_chars=chat.max_message_chars,
                       sources=tuple(s.name for s in self.settings.resolved_sources), gate=gate,
-                      tokens=self.tokens, oidc_issuer=self.settings.admin.oidc.issuer)
+                      tokens=self.tokens, oidc_issuer=self.settings.admin.oidc.issuer,
+                      oauth=self.oauth_tokens)
+
+    @cached_property
+    def oauth_tokens(self) -> OAuthTokens | None:
+        """The OpenID provider's access tokens for MCP and the API (one key set, shared)."""
+        oidc = self.settings.admin.oidc
+        if not oidc.enabled:
+            return None
+        from bot.api.oauth import IssuerKeys, OAuthTokens
+
+        return OAuthTokens(IssuerKeys(oidc.issuer, oidc.timeout_s), oidc.email_claim)
 
     def capture_flow(self, service: ChatService, policies: Policies,
                      review: AnswerReview) -> CaptureFlow:

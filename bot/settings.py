@@ -428,6 +428,8 @@ class OidcSettings(_Section):
     viewer_domains: list[str] = Field(default_factory=list)
     viewer_groups: list[str] = Field(default_factory=list)
     groups_claim: str = "groups"  # the ID token claim listing the person's groups
+    # The claim of its access tokens (MCP and the API, as OAuth 2.1) naming the person.
+    email_claim: str = "email"
     timeout_s: float = Field(10.0, gt=0)
 
     @property

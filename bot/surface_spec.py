@@ -14,6 +14,7 @@ from bot.chat.policy import PolicyIds
 if TYPE_CHECKING:
     from bot.answers.owners import Owners
     from bot.api.auth import TokenCheck
+    from bot.api.oauth import OAuthTokens
     from bot.chat.capture import CaptureFlow
     from bot.chat.flow import ChatFlow
     from bot.settings import Settings
@@ -65,6 +66,7 @@ class Around:
     tokens: TokenCheck | None = None
     oidc_issuer: str = ""  # the console's OpenID provider, the authorization server MCP names
     owners: Owners | None = None  # their keep / retire buttons under review reminders
+    oauth: OAuthTokens | None = None  # its access tokens, where it is configured
 
 
 class Endpoint(Protocol):

@@ -6,7 +6,7 @@ import logging
 
 from aiohttp import web
 
-from bot.admin import answers, channels, oidc, sso
+from bot.admin import answers, channels, oidc, sso, tokens
 from bot.admin.audit import audit_page
 from bot.admin.auth import Credentials, LoginLimiter, Sessions
 from bot.admin.console import (
@@ -86,6 +86,7 @@ def console_app(db: Database, settings: Settings, embedder: Embedder,
     sub.router.add_post("/documents/override", channels.override)
     sub.router.add_post("/documents/verify", verify_document)
     answers.add_routes(sub)
+    tokens.add_routes(sub)
     sub.router.add_static("/static", HERE / "static")
     return sub
 

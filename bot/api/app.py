@@ -13,9 +13,8 @@ from pydantic import BaseModel, ValidationError
 
 from bot.api.auth import (
     WELL_KNOWN,
-    TokenCheck,
+    Bearers,
     Unauthenticated,
-    caller_of,
     challenge,
     metadata_handler,
     metadata_url,
@@ -51,11 +50,12 @@ class Api:
     """`mount` adds /api/v1/* and its resource metadata, where a 401 points (how to get a
     token; the console's OpenID provider when one is configured)."""
 
-    def __init__(self, flow: ChatFlow, tokens: TokenCheck, *, base_url: str, issuer: str = "",
+    def __init__(self, flow: ChatFlow, bearers: Bearers, *, base_url: str, issuer: str = "",
                  max_in_flight: int = 0) -> None:
         self._calls = Calls(flow, Background("HTTP API", limit=max_in_flight))
-        self._tokens = tokens
+        self._bearers = bearers
         self._base_url = base_url
+        self._resource = base_url.rstrip("/") + PREFIX  # an OAuth token's audience
         self._metadata_url = metadata_url(base_url, PREFIX)
         self._metadata = metadata_handler(base_url, PREFIX, issuer)
 
@@ -81,8 +81,8 @@ class Api:
         async def run(request: web.Request) -> web.StreamResponse:
             with correlated() as cid:
                 try:
-                    caller = await caller_of(request.headers.get("Authorization", ""),
-                                             self._tokens, PLATFORM)
+                    caller = await self._bearers.caller_of(
+                        request.headers.get("Authorization", ""), PLATFORM, self._resource)
                     return await handler(request, caller)
                 except Unauthenticated as exc:
                     return problem(401, exc.sentence, headers={"WWW-Authenticate": challenge(

@@ -16,7 +16,8 @@ PATH = "/api/v1"
 
 class ApiSettings(Section):
     """`/api/v1` of `sift serve` (`[api]`, SIFT_API__*): every call needs a personal access
-    token (`sift tokens create`), and sees what its person sees in a DM."""
+    token (`sift tokens create`) or an OAuth access token from the console's OpenID
+    provider, and sees what its person sees in a DM."""
 
     enabled: bool = True
 
@@ -35,10 +36,11 @@ def status(c: ApiSettings, place: Place) -> str:
 
 def build(c: ApiSettings, around: Around) -> Endpoint | None:
     from bot.api.app import Api
+    from bot.api.auth import Bearers
 
     if not c.enabled or around.tokens is None:
         return None
-    return Api(around.flow, around.tokens, base_url=around.place.base_url,
+    return Api(around.flow, Bearers(around.tokens, around.oauth), base_url=around.place.base_url,
                issuer=around.oidc_issuer, max_in_flight=around.max_in_flight)
 
 

@@ -1,50 +1,28 @@
 """/mcp on the `sift serve` app: the MCP SDK's streamable HTTP transport, bridged from aiohttp
-to ASGI by aiohttp-asgi, behind the SDK's own bearer-token middleware."""
+to ASGI by aiohttp-asgi, behind the bearer gate (gate.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from datetime import UTC
 
 from aiohttp import web
 from aiohttp_asgi import ASGIResource
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-from mcp.server.auth.provider import AccessToken
-from pydantic import AnyHttpUrl
-from starlette.middleware.authentication import AuthenticationMiddleware
 
-from bot.api.auth import WELL_KNOWN, TokenCheck, metadata_handler, metadata_url
+from bot.api.auth import WELL_KNOWN, Bearers, metadata_handler, metadata_url
 from bot.api.calls import Calls
 from bot.chat.flow import ChatFlow
 from bot.chat.tasks import Background
+from bot.mcp.gate import BearerGate
 from bot.mcp.tools import build_server
 
 PATH = "/mcp"
-CLIENT_PREFIX = "sift-pat-"  # the SDK's client_id of a token: its id after this
-
-
-class PersonalTokens:
-    """The SDK's TokenVerifier over personal access tokens: the email is the subject."""
-
-    def __init__(self, tokens: TokenCheck) -> None:
-        self._tokens = tokens
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        found = await asyncio.to_thread(self._tokens.verify, token)
-        if found is None:
-            return None
-        expires = int(found.expires_at.astimezone(UTC).timestamp()) if found.expires_at else None
-        return AccessToken(token=token, client_id=f"{CLIENT_PREFIX}{found.id}", scopes=[],
-                           expires_at=expires, subject=found.email)
 
 
 class Mcp:
     """Stateless streamable HTTP: each POST stands alone, so any `sift serve` process or
     replica answers any request (nothing of a session lives in one process's memory)."""
 
-    def __init__(self, flow: ChatFlow, tokens: TokenCheck, *, base_url: str, host: str,
+    def __init__(self, flow: ChatFlow, bearers: Bearers, *, base_url: str, host: str,
                  issuer: str = "", max_in_flight: int = 0) -> None:
         self._calls = Calls(flow, Background("MCP", limit=max_in_flight))
         server = build_server(self._calls)
@@ -52,10 +30,9 @@ class Mcp:
         # SDK's streamed replies never finished through aiohttp-asgi (the client waited on).
         server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         self._manager = server.session_manager
-        where = metadata_url(base_url, PATH)
-        guarded = RequireAuthMiddleware(self._manager.handle_request, [], AnyHttpUrl(where))
-        self._asgi = AuthenticationMiddleware(AuthContextMiddleware(guarded),
-                                              backend=BearerAuthBackend(PersonalTokens(tokens)))
+        # The resource a token must be issued for (RFC 8707): /mcp as people reach it.
+        self._asgi = BearerGate(self._manager.handle_request, bearers,
+                                base_url.rstrip("/") + PATH, metadata_url(base_url, PATH))
         self._metadata = metadata_handler(base_url, PATH, issuer)
         self._running = contextlib.AsyncExitStack()
 

@@ -16,7 +16,8 @@ PATH = "/mcp"
 
 class McpSettings(Section):
     """The MCP endpoint `/mcp` of `sift serve` (`[mcp]`, SIFT_MCP__*): streamable HTTP, every
-    call with a personal access token as its bearer token."""
+    call with a personal access token, or an OAuth access token for /mcp from the console's
+    OpenID provider, as its bearer token."""
 
     enabled: bool = True
 
@@ -34,11 +35,12 @@ def status(c: McpSettings, place: Place) -> str:
 
 
 def build(c: McpSettings, around: Around) -> Endpoint | None:
+    from bot.api.auth import Bearers
     from bot.mcp.app import Mcp  # the mcp package loads only when the surface is on
 
     if not c.enabled or around.tokens is None:
         return None
-    return Mcp(around.flow, around.tokens, base_url=around.place.base_url,
+    return Mcp(around.flow, Bearers(around.tokens, around.oauth), base_url=around.place.base_url,
                host=around.place.host, issuer=around.oidc_issuer,
                max_in_flight=around.max_in_flight)
 

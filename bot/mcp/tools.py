@@ -12,9 +12,9 @@ from pydantic import BaseModel, Field
 
 from bot.api.calls import Caller, CallRefused, Calls
 from bot.api.models import AskResult, DocumentOut, PassageOut, SearchResult
+from bot.mcp.gate import caller_in
 from rag.types import Mode
 
-PLATFORM = "mcp"
 INSTRUCTIONS = (
     "Sift answers from the organisation's own knowledge base (policies, handbooks, wikis, "
     "tickets), only with documents the signed-in person may read. Prefer `ask` for a "
@@ -43,10 +43,10 @@ Ref = Annotated[str, Field(min_length=1, max_length=2000,
 
 
 def _caller() -> Caller:
-    token = get_access_token()  # set by the SDK's bearer middleware: /mcp refuses without
-    if token is None or not token.subject:
-        raise CallRefused(401, "This call carries no personal access token.")
-    return Caller(PLATFORM, token.subject, int(token.client_id.rsplit("-", 1)[-1]))
+    caller = caller_in(get_access_token())  # set by the bearer gate: /mcp refuses without
+    if caller is None:
+        raise CallRefused(401, "This call carries no bearer token.")
+    return caller
 
 
 def _result(model: BaseModel, text: str) -> CallToolResult:

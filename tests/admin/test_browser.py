@@ -163,3 +163,29 @@ async def test_a_run_with_failures_reads_partial_not_ok(browser: WebDriver, site
     assert "warning" in (await run(status.get_attribute, "class") or "")
     wiki = await wait_for(browser, "#source-wiki")
     assert "Not synced yet" in await run(lambda: wiki[0].text)  # no runs there: true
+
+
+async def test_make_and_revoke_a_token(browser: WebDriver, site: str, console: Console) -> None:
+    from storage.tokens import TokenRepository
+
+    (email,) = await sign_in(browser, site, "/admin/tokens", "#token-email")
+    await run(email.send_keys, "hana@acme.example")
+    (label,) = await wait_for(browser, "#token-label")
+    await run(label.send_keys, "Cursor")
+    (create,) = await wait_for(browser, "#token-create")
+    await run(create.click)
+    (secret,) = await wait_for(browser, "#token-secret")
+    shown = await run(lambda: secret.text)
+    assert shown.startswith("sift_pat_") and await run(secret.is_displayed)
+    repository = TokenRepository(console.db)
+    token = await asyncio.to_thread(repository.verify, shown)
+    assert token is not None and token.email == "hana@acme.example"
+    await shot(browser, "tokens")
+    (revoke,) = await wait_for(browser, f"#revoke-{token.id}")
+    await run(revoke.click)
+    (notice,) = await wait_for(browser, "#token-revoked")
+    assert f"Token {token.id} is revoked" in await run(lambda: notice.text)
+    assert not await run(browser.find_elements, By.ID, "token-secret")  # shown only once
+    (state,) = await wait_for(browser, f"#token-{token.id} .state")
+    assert await run(lambda: state.text) == "revoked"
+    assert await asyncio.to_thread(repository.verify, shown) is None

@@ -4,6 +4,10 @@ Payloads follow OpenID Connect Discovery 1.0 §3/§4 and Core 1.0 §3.1.3.3 (tok
 PKCE (RFC 7636, S256) and single-use codes are enforced as real providers do. ID tokens are
 signed with a test RSA key; `claims`, `signer`, `signer_kid` and `algorithm` let a test play a
 forged or stale token, `rotate()` a provider that replaces its signing key.
+
+As an OAuth 2.1 authorization server it also issues JWT access tokens (RFC 9068's claims,
+`typ: at+jwt`), their `aud` the resource the authorization request named (RFC 8707);
+`access_token(resource)` makes one for a test directly.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class Grant:
     redirect_uri: str
     challenge: str
     nonce: str
+    resource: str = ""
     used: bool = False
 
 
@@ -104,7 +109,8 @@ class FakeOidc(LocalServer):
             raise web.HTTPBadRequest(text="invalid_request")
         code = secrets.token_urlsafe(16)
         self.grants[code] = Grant(self.client_id, query["redirect_uri"],
-                                  query["code_challenge"], query.get("nonce", ""))
+                                  query["code_challenge"], query.get("nonce", ""),
+                                  query.get("resource", ""))
         back = urlencode({"code": code, "state": query.get("state", "")})
         raise web.HTTPFound(f"{query['redirect_uri']}?{back}")
 
@@ -136,7 +142,9 @@ class FakeOidc(LocalServer):
         grant.used = True  # a code is good once
         if self.token_page is not None:
             return web.Response(text=self.token_page, content_type="text/html")
-        return web.json_response({"access_token": secrets.token_urlsafe(16),
+        resource = form.get("resource") or grant.resource
+        access = self.access_token(resource) if resource else secrets.token_urlsafe(16)
+        return web.json_response({"access_token": access,
                                   "token_type": "Bearer", "expires_in": 3600,
                                   "id_token": self.id_token(grant.nonce)})
 
@@ -149,3 +157,18 @@ class FakeOidc(LocalServer):
         key: Any = {"RS256": self.signer, "none": None, "HS256": self.client_secret}
         return jwt.encode(claims, key[self.algorithm], algorithm=self.algorithm,
                           headers={"kid": self.signer_kid})
+
+    def access_token(self, resource: str, **overrides: Any) -> str:
+        """A JWT access token for `resource` as `account`, signed as the ID tokens are
+        (`signer`, `signer_kid`, `algorithm`); `overrides` replace or add claims, a None
+        value drops one."""
+        now = int(time.time())
+        a = self.account
+        claims = {"iss": self.url, "sub": a.sub, "aud": resource, "client_id": "claude-client",
+                  "scope": "openid email", "iat": now, "exp": now + 300,
+                  "jti": secrets.token_hex(8), "email": a.email,
+                  "email_verified": a.email_verified, "groups": a.groups, **overrides}
+        claims = {k: v for k, v in claims.items() if v is not None}
+        key: Any = {"RS256": self.signer, "none": None, "HS256": self.client_secret}
+        return jwt.encode(claims, key[self.algorithm], algorithm=self.algorithm,
+                          headers={"kid": self.signer_kid, "typ": "at+jwt"})

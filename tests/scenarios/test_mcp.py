@@ -5,6 +5,7 @@ the authorization the MCP spec names (401, WWW-Authenticate, protected resource 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -129,3 +130,72 @@ async def test_no_token_is_a_401_naming_the_resource_metadata(sift: ServedSift,
     good = await api(sift, "POST", "/mcp", json_body=INITIALIZE, headers={
         **ACCEPT, "Authorization": f"Bearer {sift.app.tokens.create(ADA, expires_in=None).secret}"})
     assert good.status == 200 and json.dumps(good.body).count('"tools"') == 1
+
+
+async def test_an_oauth_token_for_mcp_reaches_the_tools_as_its_person(
+        sift: ServedSift, oidc: FakeOidc) -> None:
+    oidc.account.email = "Ada@Example.com"
+    async with mcp_session(sift, oidc.access_token(f"{sift.base_url}/mcp")) as s:
+        assert {t.name for t in (await s.list_tools()).tools} == {"search", "ask",
+                                                                  "get_document"}
+        found = await s.call_tool("search", {"query": "WireGuard VPN profile", "limit": 2})
+        asked = await s.call_tool("ask", {"question": QUESTION, "mode": "fast"})
+        read = await s.call_tool("get_document", {"id": "vpn"})
+    assert not found.is_error and "doc_id: vpn" in text_of(found)
+    assert not asked.is_error and not read.is_error
+    [interaction] = sift.rows(Interaction)  # recorded like a personal access token's call
+    assert (interaction.platform, interaction.user_id) == ("mcp", ADA)
+    # The same person through the API, with a token for the API.
+    reply = await api(sift, "POST", "/api/v1/search",
+                      oidc.access_token(f"{sift.base_url}/api/v1"),
+                      json_body={"query": "WireGuard VPN profile"})
+    assert reply.status == 200 and reply.body["passages"][0]["doc_id"] == "vpn"
+
+
+async def test_oauth_tokens_not_for_this_resource_are_refused_saying_why(
+        sift: ServedSift, oidc: FakeOidc, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bot.api.auth")
+    mcp, api_v1 = f"{sift.base_url}/mcp", f"{sift.base_url}/api/v1"
+    refused = {"the API's token at /mcp": ("/mcp", oidc.access_token(api_v1)),
+               "the MCP token at the API": ("/api/v1/search", oidc.access_token(mcp)),
+               "expired": ("/mcp", oidc.access_token(mcp, exp=1_700_000_000)),
+               "the console's audience": ("/mcp", oidc.access_token("sift-console"))}
+    for case, (path, token) in refused.items():
+        caplog.clear()
+        reply = await api(sift, "POST", path, token, json_body=(
+            INITIALIZE if path == "/mcp" else {"query": "vpn"}), headers=ACCEPT)
+        assert reply.status == 401, case
+        www = reply.headers["WWW-Authenticate"]
+        assert 'error="invalid_token"' in www, case
+        resource = mcp if path == "/mcp" else api_v1
+        assert f'resource_metadata="{sift.base_url}/.well-known/oauth-protected-resource' \
+               f'{resource.removeprefix(sift.base_url)}"' in www, case
+        sentence = (reply.body["error_description"] if path == "/mcp"
+                    else reply.body["detail"])
+        assert sentence.startswith("The access token was not accepted"), case
+        reference = sentence.rsplit("reference ", 1)[1].rstrip(").")
+        [line] = [r.getMessage() for r in caplog.records if "refused an OAuth" in r.message]
+        assert reference in line and "claims refused" in line, case
+        assert token not in caplog.text, case  # never the token itself
+    assert sift.rows(Interaction) == []
+
+
+async def test_one_identity_one_quota_whichever_token_it_holds(
+        tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
+        embedder: LocalEmbedder, fake_anthropic: FakeAnthropic, oidc: FakeOidc) -> None:
+    settings = settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[],
+                            chat={"quota_per_minute": 2},
+                            admin={"oidc": {"issuer": oidc.url, "client_id": "sift-console"}})
+    app = App(settings)
+    app.__dict__["embedder"] = embedder
+    sift = ServedSift(app)
+    await sift.start()
+    try:
+        pat = app.tokens.create(ADA, expires_in=None).secret
+        oauth = oidc.access_token(f"{sift.base_url}/api/v1")
+        said = [(await api(sift, "POST", "/api/v1/ask", token,
+                           json_body={"question": QUESTION, "mode": "fast"})).status
+                for token in (pat, oauth, oauth)]
+    finally:
+        await sift.stop()
+    assert said == [200, 200, 429]
