@@ -15,6 +15,7 @@ from bot import llm_setup, surfaces
 from bot.chat.capture import CAPTURED_PREFIX, WithCaptured
 from bot.chat.comments import PendingComments
 from bot.chat.deflection import Outcomes
+from bot.chat.files import FileReader
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
     ChannelPolicy,
@@ -618,7 +619,8 @@ class App:
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), WithCaptured(self.access_resolver),
                         PendingComments(ExpiringStore(self.database), retrying=retrying),
-                        Outcomes(HelpOutcomes(self.database)))
+                        Outcomes(HelpOutcomes(self.database)),
+                        files=FileReader(self.settings.files))
 
     def chat_service(self, pipeline: Pipeline) -> ChatService:
         """The admission, linking and feedback logic both chat adapters share."""
@@ -638,7 +640,7 @@ class App:
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
         return ChatService(answers, stores, limits, self.storage_retrying,
-                           lookup=pipeline.lookup)
+                           lookup=pipeline.lookup, vision=pipeline.reads_images)
 
     def around(self, flow: ChatFlow, gate: Gate | None = None) -> Around:
         """What every chat surface is given to build itself (bot/surface_spec.py)."""

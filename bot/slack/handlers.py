@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
 from typing import Any
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.chat.capture import REACTION, SHORTCUT, CaptureFlow, Pick
+from bot.chat.files import Attached
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.tasks import Background, Busy
@@ -65,7 +67,9 @@ class SlackHandlers:
 
     def _question(self, incoming: Incoming, me: Me) -> tuple[Work, SlackSurface]:
         surface = SlackSurface.for_message(self._out, self._options, me, incoming)
-        message = incoming.to_message(me, threaded=self._options.streaming)
+        files = tuple(Attached(f.name, f.mimetype, f.size, partial(self._out.download, f.url))
+                      for f in incoming.files)
+        message = incoming.to_message(me, threaded=self._options.streaming, files=files)
         return self._flow.on_message(message, surface), surface
 
     async def _clicked(self, ack: Ack, work: Work, surface: SlackSurface) -> None:
