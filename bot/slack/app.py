@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.chat.tasks import Background, Busy
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
-from bot.slack.inbound import SAVE_SHORTCUT
+from bot.slack.inbound import ASK_SHORTCUT, SAVE_SHORTCUT
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SHARE_ACTION
 from bot.slack.spec import SlackConfig
@@ -48,6 +48,7 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.action(HELP_ACTION)(handlers.on_help)
     bolt.command(COMMAND)(handlers.on_command)
     bolt.shortcut(SAVE_SHORTCUT)(handlers.on_save)
+    bolt.shortcut(ASK_SHORTCUT)(handlers.on_ask_shortcut)
     bolt.event("app_home_opened")(handlers.on_home_opened)
     bolt.event("assistant_thread_started")(handlers.on_assistant_thread_started)
     bolt.error(_listener_failed)

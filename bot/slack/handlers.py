@@ -23,6 +23,7 @@ from bot.slack.inbound import (
     Payload,
     Picked,
     parse_accept,
+    parse_ask_shortcut,
     parse_button,
     parse_command,
     parse_feedback,
@@ -103,6 +104,15 @@ class SlackHandlers:
             changed = changed_thread(body, _me(context))
             if changed is not None:
                 self.on_thread_changed(changed)
+
+    async def on_ask_shortcut(self, ack: Ack, body: Payload,
+                              context: AsyncBoltContext) -> None:
+        """"Ask Sift about this" on a message: answered to the person alone, in its thread."""
+        incoming = parse_ask_shortcut(body, _me(context))
+        if incoming is None:
+            await ack()
+            return
+        await self._clicked(ack, *self._question(incoming, _me(context)))
 
     async def on_command(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """/sift <question>: acknowledged at once; the answer follows, only for the asker."""

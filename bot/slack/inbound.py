@@ -57,6 +57,7 @@ class Incoming:
     ts: str
     thread_ts: str = ""  # the thread it sits in; "" at top level
     files: tuple[SlackFile, ...] = ()  # the sender's own files on this message
+    whole_thread: bool = False  # "Ask Sift about this": the thread around it, not only before
 
     def answer_thread(self, *, threaded: bool) -> str:
         """Where the answer goes: channels always answer in a thread, DMs only when asked to."""
@@ -237,20 +238,45 @@ def parse_command(body: Payload) -> Incoming | None:
                     channel, user, " ".join(_s(body, "text").split()), "", "")
 
 
+def parse_ask_shortcut(body: Payload, me: Me) -> Incoming | None:
+    """"Ask Sift about this" on a message (type message_action): a private question, as a
+    /sift one is, whose text is that message's and whose history is its thread."""
+    if _s(body, "type") != "message_action" or _s(body, "callback_id") != ASK_SHORTCUT:
+        return None
+    user, channel = body.get("user") or {}, body.get("channel") or {}
+    message = body.get("message") or {}
+    ts = _s(message, "ts") or _s(body, "message_ts")
+    if not _s(user, "id") or not _s(channel, "id") or not ts:
+        return None
+    text = plain(strip_mentions(_s(message, "text"), me))
+    return Incoming(Kind.COMMAND, f"ask-{_s(body, 'trigger_id')}",
+                    _s(body.get("team") or {}, "id"), _s(channel, "id"), _s(user, "id"),
+                    text, ts, _s(message, "thread_ts") or ts, whole_thread=True)
+
+
 def looks_addressed(text: str, me: Me) -> bool:
     """Cheap, before any API call: a reply is for the bot when it mentions nobody else and
     reads like a question or a request."""
     return not mentions_others(text, me) and reads_like_question(plain(strip_mentions(text, me)))
 
 
-def thread_view(thread: Iterable[ThreadMessage], before_ts: str, me: Me, keep: int) -> Thread:
+def thread_view(thread: Iterable[ThreadMessage], before_ts: str, me: Me, keep: int, *,
+                around: bool = False) -> Thread:
+    """`around`: every other message of the thread, later replies too (the message asked
+    about may be the thread's first)."""
     listed = list(thread)
+    if around:
+        others = [m for m in listed if m.ts != before_ts]
+        return Thread(answered_by_me(listed, me), thread_turns(others, _LAST_TS, me, keep))
     return Thread(answered_by_me(listed, me), thread_turns(listed, before_ts, me, keep))
 
 
 def thread_messages(raw: Iterable[Payload]) -> list[ThreadMessage]:
     return [ThreadMessage(_s(m, "ts"), _s(m, "user"), _s(m, "bot_id"),
                           _s(m, "text")) for m in raw]
+
+
+_LAST_TS = "9999999999.999999"
 
 
 def _ts_key(ts: str) -> tuple[int, int]:

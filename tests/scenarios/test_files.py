@@ -9,6 +9,8 @@ import pytest
 
 from bot.app import App
 from bot.settings import FilesSettings
+from bot.slack.inbound import ASK_SHORTCUT
+from bot.slack.render import SHARE_ACTION
 from rag import messages
 from storage.models import Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -19,7 +21,14 @@ from tests.fakes.screenshots import (
     screenshot,
     vpn_troubleshooting,
 )
-from tests.fakes.slack_payloads import BOT_TOKEN, BOT_USER, CHANNEL, USER
+from tests.fakes.slack_payloads import (
+    BOT_TOKEN,
+    BOT_USER,
+    CHANNEL,
+    USER,
+    button_action,
+    message_shortcut,
+)
 from tests.fakes.slack_server import Call
 from tests.scenarios.slack_stack import Serve
 
@@ -100,3 +109,29 @@ async def test_a_file_someone_else_shared_is_not_read(make_served: Serve) -> Non
                            ts=Q_TS, files=[theirs])
     posted = shown(await s.answer_in(CHANNEL))
     assert "screenshot" not in posted and s.slack.downloads == []
+
+
+async def test_ask_sift_about_a_message_answers_privately_in_its_thread_and_may_share(
+        make_served: Serve, fake_anthropic: FakeAnthropic) -> None:
+    s = await make_served()
+    root, reply = "1700000500.000100", "1700000501.000100"
+    s.slack.add_message(CHANNEL, "U0AUTHOR1", "Our staging database password expired again",
+                        root)
+    s.slack.add_message(CHANNEL, "U0AUTHOR2", "How do I rotate the staging database "
+                        "credentials?", reply, thread_ts=root)
+    await s.driver.click(message_shortcut(reply, text="How do I rotate the staging database "
+                                          "credentials?", author="U0AUTHOR2", thread_ts=root,
+                                          callback_id=ASK_SHORTCUT))
+    [private] = await s.slack.wait_for("chat.postEphemeral")
+    assert (private.args["user"], private.args["thread_ts"]) == (USER, root)
+    assert "https://wiki.example/staging-creds" in shown(private)
+    [understood] = fake_anthropic.calls("understand")
+    assert "password expired again" in json.dumps(understood.body)  # the thread around it
+    [row] = await s.rows(Interaction, 1)
+    assert s.slack.calls_to("chat.postMessage") == []
+    await s.driver.click(button_action(SHARE_ACTION, str(row.id), ephemeral=True,
+                                       message_ts="1.1", thread_ts=root))
+    [shared] = await s.slack.wait_for("chat.postMessage")
+    assert shared.args["channel"] == CHANNEL and shared.args["thread_ts"] == root
+    await s.driver.settle()
+    assert s.slack.calls_to("reactions.add") == []  # nothing public marked the message
