@@ -115,6 +115,7 @@ class Question:
     mode: Mode | None = None  # None: the configured default (or the A/B split)
     correlation_id: str = ""
     images: tuple[QuestionImage, ...] = ()  # for a model that reads images (bot/chat/files.py)
+    attached: str = ""  # what was read from the question's files (`text` holds it too)
 
 
 class Intent(enum.StrEnum):

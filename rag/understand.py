@@ -38,6 +38,10 @@ IMAGES_NOTE = ("The images above came with the message: write the standalone que
 
 def passthrough(question: Question) -> Understanding:
     """The question as asked; a follow-up carries the previous question's subject (no model)."""
+    if question.attached and not question.history:
+        # "What does this mean?" beside a screenshot asks about the screenshot: what was read
+        # is what the candidates are graded and quoted on; the person's words join the search.
+        return Understanding(question.attached, (question.text, question.attached))
     carried = carry_subject(question.text, question.history)
     return Understanding(carried.standalone, (carried.standalone,), subject=carried.subject)
 

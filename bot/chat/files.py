@@ -64,6 +64,8 @@ class Attached:
         if declared in ("", "application/octet-stream", "binary/octet-stream"):
             suffix = self.name[self.name.rfind("."):].lower() if "." in self.name else ""
             declared = _BY_SUFFIX.get(suffix, declared)
+        if declared == "image/*":  # Teams' inline images; the header tells (checked_image)
+            return "image/png"
         return "text/plain" if declared == "text/x-log" else declared
 
 
@@ -75,6 +77,7 @@ class Read:
     text: str = ""
     images: tuple[QuestionImage, ...] = ()
     notes: tuple[str, ...] = ()
+    plain: str = ""  # the text read, without the files' names (what is asked about)
 
     def question(self, asked: str) -> str:
         """The question as the pipeline gets it (and storage keeps it): the person's words,
@@ -112,6 +115,7 @@ class FileReader:
         if not self._s.enabled:
             return Read(notes=(messages.FILES_OFF,))
         texts: list[str] = []
+        plain: list[str] = []
         images: list[QuestionImage] = []
         notes: list[str] = []
         if len(files) > self._s.max_files:
@@ -128,11 +132,12 @@ class FileReader:
                 images.append(got)
             elif got.strip():
                 texts.append(f"Attached {file.name}:\n{got.strip()}")
+                plain.append(got.strip())
                 if file.kind.startswith("image/"):
                     notes.append(messages.FROM_SCREENSHOT.format(text=_shown(got)))
             else:
                 notes.append(messages.FILE_NO_TEXT.format(name=file.name))
-        return Read("\n\n".join(texts), tuple(images), tuple(notes))
+        return Read("\n\n".join(texts), tuple(images), tuple(notes), "\n\n".join(plain))
 
     async def _one(self, file: Attached, *, vision: bool) -> QuestionImage | str:
         kind = file.kind

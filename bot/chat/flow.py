@@ -124,7 +124,8 @@ class ChatFlow:
         groups = await self._access.groups_for(msg.asker, Audience(
             shown, policy.audience, msg.channel if shown is Visibility.CHANNEL else ""))
         question = Question(text, _context(msg, policy, groups), history, msg.mode,
-                            correlation_id=current_correlation_id(), images=read.images)
+                            correlation_id=current_correlation_id(), images=read.images,
+                            attached=read.plain)
         delivery = Delivery(private=alone, help=bool(policy.escalate_to))
         async with surface.working(delivery) as preview:
             answer = read.told(await self.service.ask(question, preview))

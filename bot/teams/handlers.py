@@ -21,6 +21,7 @@ from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
 from bot.chat.tasks import Background, Busy
 from bot.teams.capture import DialogNotes, TeamsThreadReader
+from bot.teams.files import attached
 from bot.teams.inbound import (
     IncomingMessage,
     PickedReply,
@@ -83,7 +84,8 @@ class TeamsHandlers:
             log.debug("channel message %s does not mention Sift", turn.activity.id)
             return
         async def answer(later: TurnContext) -> None:
-            await self._flow.on_message(msg.to_message(), self._surface(later, msg))
+            await self._flow.on_message(msg.to_message(attached(later, msg.files)),
+                                        self._surface(later, msg))
 
         try:
             self._tasks.spawn(self._later(turn, answer, f"the answer to {msg.activity_id}"))

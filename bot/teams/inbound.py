@@ -13,6 +13,7 @@ from typing import Any
 
 from microsoft_agents.activity import Activity
 
+from bot.chat.files import Attached
 from bot.chat.message import ChatMessage, Kind
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from rag.types import AskContext
@@ -53,6 +54,35 @@ class TeamsConversation:
         return f"teams:{self.id}"
 
 
+FILE_INFO = "application/vnd.microsoft.teams.file.download.info"
+
+
+@dataclass(frozen=True)
+class TeamsFile:
+    """An attachment of the message: an inline image (read through the Bot Connector with the
+    bot's token) or a file shared in it (its pre-authorised downloadUrl, no token)."""
+
+    name: str
+    media_type: str
+    url: str
+    with_token: bool
+
+
+def files_of(activity: Activity) -> tuple[TeamsFile, ...]:
+    """The activity's own attachments that are files; its HTML copy and cards are not."""
+    found = []
+    for n, a in enumerate(activity.attachments or ()):
+        kind = (a.content_type or "").lower()
+        if kind.startswith("image/") and a.content_url:
+            found.append(TeamsFile(a.name or f"image-{n + 1}", kind, a.content_url, True))
+        elif kind == FILE_INFO and isinstance(a.content, Mapping):
+            url, file_type = a.content.get("downloadUrl"), a.content.get("fileType")
+            if isinstance(url, str) and url:
+                name = a.name or f"file.{file_type or 'bin'}"
+                found.append(TeamsFile(name, "", url, False))
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class IncomingMessage:
     activity_id: str
@@ -63,6 +93,7 @@ class IncomingMessage:
     team: str = ""  # the team a channel belongs to
     mentioned: bool = True  # @Sift (personal chats count as addressed)
     mentions_others: bool = False  # it @mentions people: a message among people
+    files: tuple[TeamsFile, ...] = ()
 
     @property
     def dedupe_key(self) -> str:
@@ -83,13 +114,13 @@ class IncomingMessage:
         thread = self.conversation.thread
         return Kind.THREAD_REPLY if thread and thread != self.activity_id else Kind.CHANNEL
 
-    def to_message(self) -> ChatMessage:
+    def to_message(self, files: tuple[Attached, ...] = ()) -> ChatMessage:
         c = self.conversation
         return ChatMessage(
             TEAMS_PLATFORM, self.kind, self.dedupe_key,
             c.tenant, c.base, c.thread, self.user, self.text, ts=self.activity_id,
             reply_thread=c.thread, conversation=c.history_key, team=self.team,
-            mentions_others=self.mentions_others)
+            mentions_others=self.mentions_others, files=files)
 
     def ask_context(self) -> AskContext:
         c = self.conversation
@@ -172,7 +203,8 @@ def parse_message(activity: Activity) -> IncomingMessage | None:
                            user_of(activity), question_text(activity.text or "", texts),
                            team_of(activity), mentioned=bool(mentions),
                            mentions_others=any(m.mentioned and m.mentioned.id != bot_id
-                                               for m in activity.get_mentions()))
+                                               for m in activity.get_mentions()),
+                           files=files_of(activity))
 
 
 def _comment(raw: Any) -> str | None:

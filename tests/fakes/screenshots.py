@@ -14,8 +14,9 @@ from rag.types import Chunk
 ROOT = Path(__file__).resolve().parents[2]
 VPN_PAGE = ROOT / "examples" / "knowledge" / "it" / "vpn-setup.md"
 VPN_URL = "https://wiki.northwind-relay.example/it/vpn"
-# An error the sample VPN page's Troubleshooting section covers, as the client prints it.
-ERROR_LINES = ("relay-connect: Handshake did not complete", "peer eu-core, timeout after 5s")
+# An error the sample VPN page's Troubleshooting section covers, as the client's dialog
+# shows it: its title, then the message.
+ERROR_LINES = ("Relay Connect", "Handshake did not complete")
 
 
 def screenshot(lines: tuple[str, ...] = ERROR_LINES) -> bytes:

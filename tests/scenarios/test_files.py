@@ -60,10 +60,11 @@ async def test_fast_mode_reads_the_screenshot_and_cites_the_page_covering_it(
     png = s.slack.add_file("error.png", screenshot(), "image/png", user=USER)
     await s.driver.mention(f"<@{BOT_USER}> {ASKED}", ts=Q_TS, files=[png])
     posted = shown(await s.answer_in(CHANNEL))
-    assert "From your screenshot: `relay-connect: Handshake did not complete" in posted
+    assert "From your screenshot: `Relay Connect Handshake did not complete`" in posted
     assert VPN_URL in posted
     assert s.slack.downloads == [(png["id"], f"Bearer {BOT_TOKEN}")]
     [row] = await s.rows(Interaction, 1)
+    assert row.status == "answered"  # cited, not only suggested
     # What was read is kept with the interaction; the file itself is not.
     assert row.question.startswith(ASKED) and "Handshake did not complete" in row.question
 
@@ -73,15 +74,15 @@ async def test_claude_sees_the_screenshot_in_understanding_and_in_the_answer(
     # The fake reads no image: it says what Claude would find in this one.
     fake_anthropic.understanding = {
         "intent": "knowledge", "reply": "",
-        "standalone_question": "What does relay-connect's Handshake did not complete mean?",
-        "search_phrases": ["relay-connect Handshake did not complete"]}
+        "standalone_question": "What does Relay Connect's Handshake did not complete mean?",
+        "search_phrases": ["Relay Connect Handshake did not complete"]}
     s = await make_served()
     await _add_vpn_page(s.sift.app)
     image = screenshot()
     png = s.slack.add_file("error.png", image, "image/png", user=USER)
     await s.driver.mention(f"<@{BOT_USER}> {ASKED}", ts=Q_TS, files=[png])
     posted = shown(await s.answer_in(CHANNEL))
-    assert VPN_URL in posted and "From your screenshot" not in posted
+    assert f"<{VPN_URL}|[1]>" in posted and "From your screenshot" not in posted
     assert ("understand", "image/png", image) in fake_anthropic.images
     assert ("answer", "image/png", image) in fake_anthropic.images
 

@@ -89,7 +89,7 @@ async def test_a_screenshot_on_the_page_is_read_and_its_error_answered(
     await run(field.send_keys, Keys.ENTER)
     shown = await _answered(browser)
     await shot(browser, "webchat", f"screenshot-{how}")
-    assert "From your screenshot: <code>relay-connect: Handshake did not complete" in shown
+    assert "From your screenshot: <code>Relay Connect Handshake did not complete</code>" in shown
     assert VPN_URL in shown
     assert await run(browser.find_elements, "css selector", "#attached .file") == []
 
