@@ -99,6 +99,7 @@ FILE_NO_TEXT = "I found no text in {name}, so this answers your text alone."
 FILES_OFF = "Reading attached files is turned off here, so this answers your text alone."
 FILES_TOO_MANY = "I read the first {limit} attached files only."
 ATTACHED_ONLY = "What does the attached file show?"
+ASKED_IN_PERSONAL_CHAT = "Sift is answering you about this message in your chat with Sift."
 
 
 def with_reference(message: str, correlation_id: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bs4 import BeautifulSoup
 from microsoft_agents.activity import Activity
 
 from bot.chat.files import Attached
@@ -303,3 +304,39 @@ def parse_save(activity: Activity) -> PickedReply | None:
     return PickedReply(conversation, group_of(activity), user_of(activity), str(payload["id"]),
                        root, f"teams:{conversation.base}:save:{activity.id or payload['id']}",
                        team_of(activity))
+
+
+ASK_COMMAND = "askSift"  # "Ask Sift about this" (deploy/teams/manifest.json)
+
+
+@dataclass(frozen=True)
+class AskedAbout:
+    """"Ask Sift about this" on a message: its text, and who asked (answered in their
+    personal chat with Sift, under the DM rule)."""
+
+    key: str  # the invoke's id: a redelivery is dropped
+    tenant: str
+    user: str  # the asker's Entra object id (their groups follow it)
+    account: str  # their Teams account id, which a personal chat is opened with
+    bot: str  # Sift's own account id in Teams
+    text: str
+
+
+def parse_ask(activity: Activity) -> AskedAbout | None:
+    """The message action's composeExtension/fetchTask for "Ask Sift about this"."""
+    value = activity.value if isinstance(activity.value, Mapping) else {}
+    payload = value.get("messagePayload")
+    if value.get("commandId") != ASK_COMMAND or not isinstance(payload, Mapping):
+        return None
+    body = payload.get("body")
+    body = body if isinstance(body, Mapping) else {}
+    content = body.get("content")
+    content = content if isinstance(content, str) else ""
+    text = question_text(BeautifulSoup(content, "html.parser").get_text(" ")
+                         if body.get("contentType") == "html" else content, ())
+    sender, bot = activity.from_property, activity.recipient
+    if sender is None or not sender.id or bot is None or not bot.id:
+        return None
+    conversation = conversation_of(activity)
+    return AskedAbout(f"teams:ask:{activity.id or payload.get('id')}", conversation.tenant,
+                      user_of(activity), sender.id, bot.id, text)

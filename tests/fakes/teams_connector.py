@@ -82,6 +82,8 @@ class FakeConnector(LocalServer):
         self.fetched: list[tuple[str, str]] = []  # (path, Authorization header or "")
         self.app.router.add_get(f"{prefix}/v3/attachments/{{id}}/views/original", self._file)
         self.app.router.add_get("/personal/u/_layouts/15/download.aspx", self._file)
+        self.created: list[dict[str, Any]] = []  # POST /v3/conversations bodies
+        self.app.router.add_post(f"{prefix}/v3/conversations", self._create)
 
     @property
     def service_url(self) -> str:
@@ -113,6 +115,14 @@ class FakeConnector(LocalServer):
         key = f"{len(self.attachments) + 1:08d}"
         self.attachments[key] = data
         return f"{self.url}/personal/u/_layouts/15/download.aspx?UniqueId={key}&tempauth=x"
+
+    async def _create(self, request: web.Request) -> web.Response:
+        """A personal chat opened by the bot: Teams answers with the chat's id (the one it
+        already has with that person, or a new one)."""
+        body = await request.json()
+        self.created.append(body)
+        member = body["members"][0]["id"]
+        return web.json_response({"id": f"a:personal-{member}"}, status=201)
 
     async def _file(self, request: web.Request) -> web.Response:
         key = request.match_info.get("id") or request.query.get("UniqueId", "")

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from bot.teams.app import ROUTE
+from bot.teams.inbound import ASK_COMMAND
 from rag import messages
 from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -94,3 +96,21 @@ async def test_a_broken_screenshot_gets_one_sentence_and_the_text_its_answer(
     reply = await answer_of(sift.connector)
     assert messages.FILE_UNREADABLE.format(name="image-1") in reply.text
     assert "Setting up the VPN" in json.dumps(reply.body)
+
+
+async def test_ask_sift_about_a_channel_message_answers_in_the_personal_chat(
+        make_served: Serve) -> None:  # noqa: F811
+    sift = await make_served()
+    url = sift.connector.service_url
+    action = p.save_to_sift(url, "1700000000060", "1700000000061",
+                            "<p>How do I set up the <b>VPN</b>?</p>", author=p.user(3),
+                            command=ASK_COMMAND)
+    status, dialog = await sift.sift.post(ROUTE, json=action)
+    assert status == 200 and messages.ASKED_IN_PERSONAL_CHAT in dialog
+    reply = await answer_of(sift.connector)
+    [opened] = sift.connector.created
+    assert opened["members"] == [{"id": p.user()["id"]}] and opened["isGroup"] is False
+    assert reply.conversation_id == f"a:personal-{p.user()['id']}"  # not the channel
+    assert any(name.startswith("Setting up the VPN") for name in cited(reply))
+    assert all(r.conversation_id != p.CHANNEL and not r.conversation_id.startswith(
+        f"{p.CHANNEL};") for r in sift.connector.received)
