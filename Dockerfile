@@ -31,6 +31,9 @@ COPY examples /opt/venv/lib/python3.11/site-packages/examples
 RUN /opt/venv/bin/python -c "from rag.embed import LocalEmbedder; LocalEmbedder().encode_now(['warm-up'])"
 
 FROM ${PYTHON_IMAGE} AS runtime
+# Tesseract reads a question's screenshot when no model reads images (files-in-questions.md).
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends tesseract-ocr \
+    tesseract-ocr-eng && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 10001 sift
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build --chown=sift:sift /opt/sift/cache /opt/sift/cache

@@ -33,17 +33,21 @@ $(STAMP): pyproject.toml uv.lock | $(BIN)/uv
 	@UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --quiet --frozen $(EXTRA_FLAGS)
 	@touch $(STAMP)
 
-# System packages only the tests use: the PostgreSQL server and a headless browser (the
-# console's and the web chat's browser tests). `make run` does not need them.
+# System packages the tests use: the PostgreSQL server and a headless browser (the console's
+# and the web chat's browser tests), and Tesseract with its English data, which reads text
+# from a question's screenshot when no model reads images (docs/files-in-questions.md).
 INITDB      ?= /usr/lib/postgresql/*/bin/initdb
 CHROMIUM    ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
+TESSDATA    ?= /usr/share/tesseract-ocr/*/tessdata/eng.traineddata
 
 system-packages:
 	@missing=""; \
 	ls $(INITDB) >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
 	[ -x $(CHROMEDRIVER) ] || missing="$$missing chromium-driver"; \
+	command -v tesseract >/dev/null 2>&1 || missing="$$missing tesseract-ocr"; \
+	ls $(TESSDATA) >/dev/null 2>&1 || missing="$$missing tesseract-ocr-eng"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	  echo "Missing system packages:$$missing; install them as root (apt-get install$$missing) and run make again." >&2; \

@@ -15,6 +15,7 @@ from bot import llm_setup, surfaces
 from bot.chat.capture import CAPTURED_PREFIX, WithCaptured
 from bot.chat.comments import PendingComments
 from bot.chat.deflection import Outcomes
+from bot.chat.files import FileReader
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import (
     ChannelPolicy,
@@ -622,7 +623,8 @@ class App:
         return ChatFlow(service, Policies(StoredPolicies(self.channel_policies), defaults,
                                           retrying), WithCaptured(self.access_resolver),
                         PendingComments(ExpiringStore(self.database), retrying=retrying),
-                        Outcomes(HelpOutcomes(self.database)), owners)
+                        Outcomes(HelpOutcomes(self.database)),
+                        files=FileReader(self.settings.files), owners=owners)
 
     def owners(self, switchboard: Switchboard) -> Owners:
         """Documents' owners: each source's `owner`, and an approved answer's author."""
@@ -651,7 +653,7 @@ class App:
         stores = ChatStores(dedupe=self.dedupe, links=self.interactions, feedback=feedback,
                             history=self.history, quota=QuotaRepository(self.database))
         return ChatService(answers, stores, limits, self.storage_retrying,
-                           lookup=pipeline.lookup)
+                           lookup=pipeline.lookup, vision=pipeline.reads_images)
 
     def around(self, flow: ChatFlow, gate: Gate | None = None) -> Around:
         """What every chat surface is given to build itself (bot/surface_spec.py)."""

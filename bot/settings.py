@@ -235,6 +235,24 @@ class ChatSettings(_Section):
     max_in_flight: int = Field(500, ge=1)
 
 
+class FilesSettings(_Section):
+    """Files attached to a question (docs/files-in-questions.md): what is read, up to what."""
+
+    enabled: bool = True
+    # Claude takes an image of at most 5 MB and 8000 pixels a side.
+    max_image_bytes: int = Field(5 * 1024 * 1024, ge=1024, le=5 * 1024 * 1024)
+    max_image_side: int = Field(8000, ge=16, le=8000)
+    max_pixels: int = Field(25_000_000, ge=256, le=64_000_000)  # decoded, before any decode
+    max_text_bytes: int = Field(1024 * 1024, ge=1024)
+    max_pdf_bytes: int = Field(10 * 1024 * 1024, ge=1024)
+    read_chars: int = Field(4000, ge=100, le=50_000)  # the first part that joins the question
+    max_files: int = Field(4, ge=1, le=20)
+    types: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp",
+                              "text/plain", "text/markdown", "text/csv", "application/json",
+                              "application/pdf")
+    ocr_timeout_s: float = Field(20.0, gt=0)
+
+
 class ABSettings(_Section):
     fast_share: float = Field(0.0, ge=0.0, le=1.0)
 
@@ -546,6 +564,7 @@ class Settings(BaseSettings):
     prior: PriorSettings = Field(default_factory=PriorSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
+    files: FilesSettings = Field(default_factory=FilesSettings)
     ab: ABSettings = Field(default_factory=ABSettings)
     # The chat surfaces' own tables ([slack], [teams], [web_chat]) are added from the surface
     # registry below: a new surface brings its table without an edit here.

@@ -18,7 +18,7 @@ from rag.extractive import (
 )
 from rag.ports import LLM, LLMRequest, TextSink
 from rag.preview import NO_ANSWER_TOKEN, AnswerPreview
-from rag.types import Candidate, Citation, Turn, Usage
+from rag.types import Candidate, Citation, QuestionImage, Turn, Usage
 
 EXCERPT_CHARS = 700  # one paragraph at most, cut at a sentence
 QUOTE_CHARS = 1400  # one document's quote: the answering block, then what fits
@@ -67,7 +67,8 @@ class LLMGenerator:
         self._timeout_s = timeout_s
 
     async def generate(self, question: str, selected: Sequence[Candidate],
-                       history: Sequence[Turn] = (), preview: TextSink | None = None) -> Draft:
+                       history: Sequence[Turn] = (), preview: TextSink | None = None,
+                       images: tuple[QuestionImage, ...] = ()) -> Draft:
         """The answer; with `preview`, the text so far is also handed out as it is written."""
         excerpts = "\n\n".join(excerpt_block(i, c) for i, c in enumerate(selected, start=1))
         system = prompts.load("answer")
@@ -76,7 +77,8 @@ class LLMGenerator:
             messages=(("user", f"{_history_text(history)}Excerpts:\n\n{excerpts}\n\n"
                                f"Question: {question}"),),
             timeout_s=self._timeout_s,
-            cache_system=len(system) >= self._cache_min_chars, purpose="answer")
+            cache_system=len(system) >= self._cache_min_chars, purpose="answer",
+            images=images)
         if preview is None:
             response = await self._llm.complete(request)
         else:

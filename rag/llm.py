@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ from rag.errors import LLMError
 from rag.llm_retry import OutcomeSink, RetryLoop
 from rag.messages_post import MessagesPost
 from rag.ports import LLMRequest, LLMResponse, TextSink
-from rag.types import Usage
+from rag.types import QuestionImage, Usage
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only runs with an API key need it
     import anthropic
@@ -74,6 +75,11 @@ def from_json(reply: Any) -> LLMResponse:
     return LLMResponse(text=text, model=str(reply.get("model", "")),
                        usage=_usage(reply.get("usage") or {}),
                        stop_reason=str(reply.get("stop_reason") or ""))
+
+
+def image_block(image: QuestionImage) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                        "data": base64.b64encode(image.data).decode()}}
 
 
 def tracing_configured() -> bool:
@@ -149,6 +155,10 @@ class AnthropicLLM:
             "system": [system],
             "messages": [{"role": role, "content": text} for role, text in request.messages],
         }
+        if request.images:  # the Messages API's image blocks go before the text they explain
+            last = body["messages"][-1]
+            last["content"] = [*map(image_block, request.images),
+                               {"type": "text", "text": last["content"]}]
         if schema is not None and self._structured == "json_schema":
             body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
         elif schema is not None and self._structured == "tool":

@@ -92,6 +92,20 @@ FEEDBACK_DOWN_LABEL = "Mark this answer as not helpful"
 # Teams: the progress line shown while an answer streams in a personal chat.
 TEAMS_WORKING = "Searching the knowledge base and checking what I find…"
 
+# Files attached to a question (bot/chat/files.py): one sentence each, above the answer.
+FROM_SCREENSHOT = "From your screenshot: `{text}`"
+FILE_TOO_LARGE = "I could not read {name}: it is larger than the {limit} I read, so this " \
+    "answers your text alone."
+FILE_UNREADABLE = "I could not read {name}: it is damaged or not what it claims to be, so " \
+    "this answers your text alone."
+FILE_UNSUPPORTED = "I could not read {name}: I read images, text files and PDFs, so this " \
+    "answers your text alone."
+FILE_NO_TEXT = "I found no text in {name}, so this answers your text alone."
+FILES_OFF = "Reading attached files is turned off here, so this answers your text alone."
+FILES_TOO_MANY = "I read the first {limit} attached files only."
+ATTACHED_ONLY = "What does the attached file show?"
+ASKED_IN_PERSONAL_CHAT = "Sift is answering you about this message in your chat with Sift."
+
 
 def with_reference(message: str, correlation_id: str) -> str:
     return ERROR_REFERENCE.format(message=message, correlation_id=correlation_id)

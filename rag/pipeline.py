@@ -32,6 +32,7 @@ from rag.types import (
     Intent,
     Mode,
     Question,
+    QuestionImage,
     SearchFilters,
     Turn,
     Understanding,
@@ -40,12 +41,13 @@ from rag.types import (
 from rag.understand import Understander, passthrough, rule_based
 
 log = logging.getLogger(__name__)
+CLAUDE = frozenset({"anthropic", "bedrock", "vertex"})  # the providers whose models read images
 
 
 class Generator(Protocol):
     async def generate(self, question: str, selected: Sequence[Candidate],
-                       history: Sequence[Turn] = (), preview: TextSink | None = None
-                       ) -> Draft: ...
+                       history: Sequence[Turn] = (), preview: TextSink | None = None,
+                       images: tuple[QuestionImage, ...] = ()) -> Draft: ...
 
 
 @dataclass
@@ -99,6 +101,12 @@ class Pipeline:
         """Search and whole documents for tools, with this pipeline's retrieval, prior and
         output policy: one way to a document."""
         return Lookup(self._s.retriever, self._s.documents, self._s.priors, self._policy)
+
+    def reads_images(self) -> bool:
+        """Claude (on any provider) writes the answers and may be called now: an image goes
+        to it; otherwise its text is read before the question is asked."""
+        return self._s.generator is not None and self._config.models.provider in CLAUDE and \
+            (self._s.circuit is None or self._s.circuit.allows_calls())
 
     def resolve_mode(self, question: Question) -> Mode:
         return self._route(question)[0]
@@ -156,7 +164,9 @@ class Pipeline:
     async def _stages(self, question: Question, mode: Mode, run: _Run,
                       preview: TextSink | None, offline: bool = False) -> Answer:
         s = self._s
-        use_llm = not offline and (mode is Mode.ACCURATE or bool(question.history))
+        # An image is only understood by the model: its search phrases come from it.
+        use_llm = not offline and (mode is Mode.ACCURATE or bool(question.history) or
+                                   bool(question.images))
         mark = time.perf_counter()
         # The hidden documents are read while the question is understood (usually a model
         # call), so that database trip is off the answer's critical path.
@@ -182,7 +192,7 @@ class Pipeline:
     def _understands_beside(self, question: Question) -> bool:
         """A first question that is not small talk: its search need not wait for the model."""
         return (self._config.retrieval.understand_beside and not question.history
-                and rule_based(question) is None)
+                and not question.images and rule_based(question) is None)
 
     async def _understood(self, question: Question, run: _Run,
                           use_llm: bool = True) -> tuple[Understanding, Usage]:
@@ -297,7 +307,7 @@ class Pipeline:
             preview = PolicedPreview(self._policy, [c.chunk.url for c in chosen], preview).show
         try:
             return await self._s.generator.generate(standalone, chosen, question.history,
-                                                    preview), False
+                                                    preview, question.images), False
         except LLMError as exc:
             # The excerpts are still worth showing; the answer says plainly what happened.
             log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)

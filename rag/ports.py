@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from rag.types import Answer, Grade, SearchFilters, SearchHit, Usage, Vector
+from rag.types import Answer, Grade, QuestionImage, SearchFilters, SearchHit, Usage, Vector
 
 
 class Embedder(Protocol):
@@ -56,6 +56,7 @@ class LLMRequest:
     timeout_s: float | None = None
     cache_system: bool = False
     purpose: str = ""  # for logs: "grade", "answer", "understand"
+    images: tuple[QuestionImage, ...] = ()  # shown with the last user message
 
 
 @dataclass(frozen=True)

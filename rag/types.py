@@ -99,12 +99,23 @@ class AskContext:
 
 
 @dataclass(frozen=True)
+class QuestionImage:
+    """An image attached to a question, checked and within the model's limits; never stored."""
+
+    media_type: str  # image/png, image/jpeg, image/gif, image/webp
+    data: bytes = field(repr=False)
+    name: str = ""
+
+
+@dataclass(frozen=True)
 class Question:
     text: str
     context: AskContext = field(default_factory=AskContext)
     history: tuple[Turn, ...] = ()
     mode: Mode | None = None  # None: the configured default (or the A/B split)
     correlation_id: str = ""
+    images: tuple[QuestionImage, ...] = ()  # for a model that reads images (bot/chat/files.py)
+    attached: str = ""  # what was read from the question's files (`text` holds it too)
 
 
 class Intent(enum.StrEnum):

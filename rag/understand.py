@@ -31,9 +31,17 @@ _GREETING = re.compile(r"^\s*(hi|hello|hey|hiya|good (morning|afternoon|evening)
                        re.IGNORECASE)
 _THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers)\b[\s\w!.,]{0,20}$", re.IGNORECASE)
 
+IMAGES_NOTE = ("The images above came with the message: write the standalone question so that "
+               "it says what they show (error codes, messages, names), and put those into "
+               "the search phrases.")
+
 
 def passthrough(question: Question) -> Understanding:
     """The question as asked; a follow-up carries the previous question's subject (no model)."""
+    if question.attached and not question.history:
+        # "What does this mean?" beside a screenshot asks about the screenshot: what was read
+        # is what the candidates are graded and quoted on; the person's words join the search.
+        return Understanding(question.attached, (question.text, question.attached))
     carried = carry_subject(question.text, question.history)
     return Understanding(carried.standalone, (carried.standalone,), subject=carried.subject)
 
@@ -53,7 +61,9 @@ def parse_understanding(text: str, question: Question) -> Understanding:
     # Only a follow-up needs rewriting. A first question stays as asked, word for word, so
     # that grades (cached per question) and the answer are about what the person wrote.
     rewritten = str(data.get("standalone_question") or "").strip()
-    standalone = rewritten if question.history and rewritten else question.text
+    # A question with an image is rewritten too: what the image shows is what is graded.
+    standalone = rewritten if (question.history or question.images) and rewritten \
+        else question.text
     phrases = tuple(p.strip() for p in data.get("search_phrases") or [] if str(p).strip())[:3]
     reply = str(data.get("reply") or "").strip()
     if intent is not Intent.KNOWLEDGE and not reply:
@@ -76,9 +86,12 @@ class Understander:
         history = "\n".join(f"{t.role}: {t.text}" for t in question.history[-10:])
         content = (f"Conversation so far:\n{history}\n\n" if history else "") + \
             f"Message: {question.text}"
+        if question.images:  # what the image shows is what to search for
+            content += "\n\n" + IMAGES_NOTE
         request = LLMRequest(model=self._model, system=prompts.load("understand"),
                              messages=(("user", content),), max_tokens=400, json_schema=SCHEMA,
-                             timeout_s=self._timeout_s, purpose="understand")
+                             timeout_s=self._timeout_s, purpose="understand",
+                             images=question.images)
         try:
             response = await self._llm.complete(request)
             return parse_understanding(response.text, question), response.usage

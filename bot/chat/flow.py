@@ -13,6 +13,7 @@ from bot.chat.access import PUBLIC, AccessResolver, Audience, Visibility, visibl
 from bot.chat.addressing import reads_like_question
 from bot.chat.comments import CommentKey, PendingComments
 from bot.chat.deflection import Outcomes
+from bot.chat.files import FileReader, Read
 from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
 from bot.chat.policy import ChannelPolicy, PolicyDefaults, PolicyStore, Respond, resolve
 from bot.chat.service import ChatService
@@ -59,8 +60,9 @@ class VotedDown(Protocol):
 class ChatFlow:
     def __init__(self, service: ChatService, policies: Policies, access: AccessResolver,
                  comments: PendingComments, outcomes: Outcomes | None = None,
-                 owners: VotedDown | None = None) -> None:
+                 files: FileReader | None = None, owners: VotedDown | None = None) -> None:
         self.service = service
+        self.files = files  # None: attached files are not read (and the answer says so)
         self.policies = policies
         self._access = access
         self._comments = comments
@@ -111,10 +113,16 @@ class ChatFlow:
 
     async def _answer(self, msg: ChatMessage, surface: Surface, policy: ChannelPolicy,
                       history: tuple[Turn, ...]) -> None:
-        gate = await self.service.admit(msg.event_key, msg.user, msg.text)
+        gate = await self.service.admit(msg.event_key, msg.user,
+                                        msg.text or " ".join(f.name for f in msg.files))
         if not gate.admitted:
             if gate.reply:
                 await surface.notice(gate.reply)
+            return
+        read = await self._read(msg)
+        text = read.question(msg.text)
+        if not text:  # only files, none of them readable: their sentences are the reply
+            await surface.notice(" ".join(read.notes))
             return
         if msg.conversation:
             history = await self.service.history(msg.conversation)
@@ -123,11 +131,12 @@ class ChatFlow:
         shown = Visibility.PRIVATE if msg.private or alone else Visibility.CHANNEL
         groups = await self._access.groups_for(msg.asker, Audience(
             shown, policy.audience, msg.channel if shown is Visibility.CHANNEL else ""))
-        question = Question(msg.text, _context(msg, policy, groups), history, msg.mode,
-                            correlation_id=current_correlation_id())
+        question = Question(text, _context(msg, policy, groups), history, msg.mode,
+                            correlation_id=current_correlation_id(), images=read.images,
+                            attached=read.plain)
         delivery = Delivery(private=alone, help=bool(policy.escalate_to))
         async with surface.working(delivery) as preview:
-            answer = await self.service.ask(question, preview)
+            answer = read.told(await self.service.ask(question, preview))
             if _stay_silent(msg, policy, answer):
                 log.info("no confident answer in auto-answer channel %s; staying silent",
                          msg.channel)
@@ -135,6 +144,15 @@ class ChatFlow:
             ref = await surface.deliver(answer, _sharing(delivery, msg, policy, answer))
         await self._keep(msg, answer, ref)
         await self.outcomes.answered(msg, answer)
+
+    async def _read(self, msg: ChatMessage) -> Read:
+        """What the message's files say; without a reader they are not read, and the answer
+        says so rather than ignoring them."""
+        if not msg.files:
+            return Read()
+        if self.files is None:
+            return Read(notes=(messages.FILES_OFF,))
+        return await self.files.read(msg.files, vision=self.service.reads_images())
 
     async def context_for(self, msg: ChatMessage) -> AskContext | str:
         """A tool's call that is no question (a search, a document read) admitted as a

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from bot.chat.access import Asker, Visibility
+from bot.chat.files import Attached
 from rag.types import Mode, Platform, Turn
 
 
@@ -40,6 +41,7 @@ class ChatMessage:
     mentions_others: bool = False  # it @mentions people or broadcasts: not for Sift unless named
     email: str = ""  # when the surface knows it (the web chat behind an OIDC sign-in)
     mode: Mode | None = None  # the asker chose one (the API, MCP); None: the configured
+    files: tuple[Attached, ...] = ()  # attached to this message by its sender
 
     @property
     def asker(self) -> Asker:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -154,8 +154,10 @@ class ChatService:
     """`retrying`: how a store call waits out a database that is away for a moment."""
 
     def __init__(self, pipeline: Answering, stores: ChatStores, limits: ChatLimits,
-                 retrying: Retrying = NO_RETRY, lookup: Lookup | None = None) -> None:
+                 retrying: Retrying = NO_RETRY, lookup: Lookup | None = None,
+                 vision: Callable[[], bool] = lambda: False) -> None:
         self._pipeline = pipeline
+        self.reads_images = vision  # whether an attached image goes to the model as it is
         self.lookup = lookup  # the pipeline's search and documents, for tools (rag/lookup.py)
         self._stores = stores
         self._limits = limits

@@ -31,6 +31,7 @@ def _manifest(args: argparse.Namespace) -> int:
     url = public_base(args.url or settings.public_url or EXAMPLE_URL)
     features = Features(s.slash_command, s.app_home, s.assistant, s.private_channels,
                         s.directory, channel_source=any(
-                            source.kind == "slack" for source in settings.resolved_sources))
+                            source.kind == "slack" for source in settings.resolved_sources),
+                        files=settings.files.enabled)
     print(to_yaml(manifest(features, url, socket_mode=args.socket_mode)), end="")
     return 0

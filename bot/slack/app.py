@@ -17,7 +17,7 @@ from bot.answers.owners import KEEP_ACTION, RETIRE_ACTION
 from bot.chat.tasks import Background, Busy
 from bot.slack.handlers import SlackHandlers
 from bot.slack.http import add_slack_routes
-from bot.slack.inbound import SAVE_SHORTCUT
+from bot.slack.inbound import ASK_SHORTCUT, SAVE_SHORTCUT
 from bot.slack.notices import LINK_ACTION, ReviewButtons, SlackNotifier
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import FEEDBACK_ACTION, HELP_ACTION, SAVE_ANSWER_ACTION, SHARE_ACTION
@@ -52,6 +52,7 @@ def bolt_app(handlers: SlackHandlers, client: AsyncWebClient, signing_secret: st
     bolt.action(SAVE_ANSWER_ACTION)(handlers.on_save_answer)
     bolt.command(COMMAND)(handlers.on_command)
     bolt.shortcut(SAVE_SHORTCUT)(handlers.on_save)
+    bolt.shortcut(ASK_SHORTCUT)(handlers.on_ask_shortcut)
     bolt.event("app_home_opened")(handlers.on_home_opened)
     bolt.event("assistant_thread_started")(handlers.on_assistant_thread_started)
     bolt.error(_listener_failed)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
 from typing import Any
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.chat.capture import BUTTON, REACTION, SHORTCUT, CaptureFlow, Pick
+from bot.chat.files import Attached
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, VIA_REACTION, Kind, Vote
 from bot.chat.tasks import Background, Busy
@@ -21,6 +23,7 @@ from bot.slack.inbound import (
     Payload,
     Picked,
     parse_accept,
+    parse_ask_shortcut,
     parse_button,
     parse_command,
     parse_feedback,
@@ -65,7 +68,9 @@ class SlackHandlers:
 
     def _question(self, incoming: Incoming, me: Me) -> tuple[Work, SlackSurface]:
         surface = SlackSurface.for_message(self._out, self._options, me, incoming)
-        message = incoming.to_message(me, threaded=self._options.streaming)
+        files = tuple(Attached(f.name, f.mimetype, f.size, partial(self._out.download, f.url))
+                      for f in incoming.files)
+        message = incoming.to_message(me, threaded=self._options.streaming, files=files)
         return self._flow.on_message(message, surface), surface
 
     async def _clicked(self, ack: Ack, work: Work, surface: SlackSurface) -> None:
@@ -105,6 +110,15 @@ class SlackHandlers:
             changed = changed_thread(body, _me(context))
             if changed is not None:
                 self.on_thread_changed(changed)
+
+    async def on_ask_shortcut(self, ack: Ack, body: Payload,
+                              context: AsyncBoltContext) -> None:
+        """"Ask Sift about this" on a message: answered to the person alone, in its thread."""
+        incoming = parse_ask_shortcut(body, _me(context))
+        if incoming is None:
+            await ack()
+            return
+        await self._clicked(ack, *self._question(incoming, _me(context)))
 
     async def on_command(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """/sift <question>: acknowledged at once; the answer follows, only for the asker."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.chat.addressing import reads_like_question
+from bot.chat.files import Attached
 from bot.chat.message import ChatMessage, Kind, Thread
 from bot.slack.render import FEEDBACK_ACTION, VOTE_DOWN, VOTE_UP
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
@@ -19,6 +20,8 @@ Payload = Mapping[str, Any]  # Slack's JSON as bolt hands it over; read only in 
 UP_REACTIONS = frozenset({"+1", "thumbsup", "white_check_mark"})
 ACCEPT_REACTION = "white_check_mark"  # the asker's ✅ on a person's reply: take it as the answer
 SAVE_SHORTCUT = "save_to_sift"  # the "Save to Sift" message shortcut's callback_id
+ASK_SHORTCUT = "ask_sift"  # the "Ask Sift about this" message shortcut's callback_id
+FILE_SHARE = "file_share"  # the subtype of a message that shares files
 DOWN_REACTIONS = frozenset({"-1", "thumbsdown"})
 _MENTION = re.compile(r"<@(?P<id>[A-Z0-9]+)(?:\|[^>]*)?>")
 _BROADCAST = re.compile(r"<!(?:here|channel|everyone|subteam\^)[^>]*>")
@@ -29,6 +32,16 @@ class Me:
 
     user_id: str
     bot_id: str = ""
+
+
+@dataclass(frozen=True)
+class SlackFile:
+    """A file shared in the message (its `files`), as Slack's file object describes it."""
+
+    name: str
+    mimetype: str
+    size: int
+    url: str  # url_private_download: read with the bot token (files:read)
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,8 @@ class Incoming:
     text: str  # the bot's own mention removed
     ts: str
     thread_ts: str = ""  # the thread it sits in; "" at top level
+    files: tuple[SlackFile, ...] = ()  # the sender's own files on this message
+    whole_thread: bool = False  # "Ask Sift about this": the thread around it, not only before
 
     def answer_thread(self, *, threaded: bool) -> str:
         """Where the answer goes: channels always answer in a thread, DMs only when asked to."""
@@ -50,7 +65,8 @@ class Incoming:
             return self.thread_ts
         return self.thread_ts or self.ts
 
-    def to_message(self, me: Me, *, threaded: bool) -> ChatMessage:
+    def to_message(self, me: Me, *, threaded: bool,
+                   files: tuple[Attached, ...] = ()) -> ChatMessage:
         """The chat core's view. A DM's top level keeps its history in Sift's store; threads
         carry theirs on Slack."""
         remembered = self.kind is Kind.DIRECT and not self.thread_ts
@@ -59,7 +75,7 @@ class Incoming:
             self.thread_ts, self.user, self.text, ts=self.ts,
             reply_thread=self.answer_thread(threaded=threaded),
             conversation=f"slack:{self.team}:{self.channel}" if remembered else "",
-            mentions_others=mentions_others(self.text, me))
+            mentions_others=mentions_others(self.text, me), files=files)
 
 
 @dataclass(frozen=True)
@@ -115,24 +131,42 @@ def parse_mention(body: Payload, me: Me) -> Incoming | None:
         return None  # other bots, ourselves; mentions in DMs arrive as message.im
     return Incoming(Kind.MENTION, event_id, _s(body, "team_id"), channel, user,
                     strip_mentions(_s(event, "text"), me), _s(event, "ts"),
-                    _s(event, "thread_ts"))
+                    _s(event, "thread_ts"), files_of(event, user))
 
 
 def parse_message(body: Payload, me: Me) -> Incoming | None:
     """A DM, or a thread reply that does not mention the bot; None for everything else."""
     event, event_id = _envelope(body)
     user, text = _s(event, "user"), _s(event, "text")
-    if event.get("subtype") or event.get("bot_id") or not user or user == me.user_id:
+    if event.get("subtype") not in (None, FILE_SHARE) or event.get("bot_id") or not user or \
+            user == me.user_id:
         return None  # edits, joins, bot messages, our own messages
     ts, thread_ts = _s(event, "ts"), _s(event, "thread_ts")
     team, channel = _s(body, "team_id"), _s(event, "channel")
     if event.get("channel_type") == "im":
         return Incoming(Kind.DIRECT, event_id, team, channel, user, strip_mentions(text, me),
-                        ts, thread_ts)
+                        ts, thread_ts, files_of(event, user))
     if f"<@{me.user_id}" in text or (thread_ts and thread_ts == ts):
         return None  # a mention (app_mention answers it), or a thread's parent
     kind = Kind.THREAD_REPLY if thread_ts else Kind.CHANNEL  # CHANNEL: auto-answer may take it
-    return Incoming(kind, event_id, team, channel, user, text, ts, thread_ts)
+    return Incoming(kind, event_id, team, channel, user, text, ts, thread_ts,
+                    files_of(event, user))
+
+
+def files_of(event: Payload, sender: str) -> tuple[SlackFile, ...]:
+    """The message's own files that its sender shared: a file object naming someone else
+    (a share of another person's file) is not the asker's to have read."""
+    found = []
+    for raw in event.get("files") or ():
+        if not isinstance(raw, dict) or _s(raw, "user") != sender:
+            continue
+        url = _s(raw, "url_private_download") or _s(raw, "url_private")
+        size = raw.get("size")
+        if url:
+            found.append(SlackFile(_s(raw, "name") or _s(raw, "title") or "file",
+                                   _s(raw, "mimetype"), size if isinstance(size, int) else 0,
+                                   url))
+    return tuple(found)
 
 
 def _vote_for(reaction: str) -> int:
@@ -204,20 +238,45 @@ def parse_command(body: Payload) -> Incoming | None:
                     channel, user, " ".join(_s(body, "text").split()), "", "")
 
 
+def parse_ask_shortcut(body: Payload, me: Me) -> Incoming | None:
+    """"Ask Sift about this" on a message (type message_action): a private question, as a
+    /sift one is, whose text is that message's and whose history is its thread."""
+    if _s(body, "type") != "message_action" or _s(body, "callback_id") != ASK_SHORTCUT:
+        return None
+    user, channel = body.get("user") or {}, body.get("channel") or {}
+    message = body.get("message") or {}
+    ts = _s(message, "ts") or _s(body, "message_ts")
+    if not _s(user, "id") or not _s(channel, "id") or not ts:
+        return None
+    text = plain(strip_mentions(_s(message, "text"), me))
+    return Incoming(Kind.COMMAND, f"ask-{_s(body, 'trigger_id')}",
+                    _s(body.get("team") or {}, "id"), _s(channel, "id"), _s(user, "id"),
+                    text, ts, _s(message, "thread_ts") or ts, whole_thread=True)
+
+
 def looks_addressed(text: str, me: Me) -> bool:
     """Cheap, before any API call: a reply is for the bot when it mentions nobody else and
     reads like a question or a request."""
     return not mentions_others(text, me) and reads_like_question(plain(strip_mentions(text, me)))
 
 
-def thread_view(thread: Iterable[ThreadMessage], before_ts: str, me: Me, keep: int) -> Thread:
+def thread_view(thread: Iterable[ThreadMessage], before_ts: str, me: Me, keep: int, *,
+                around: bool = False) -> Thread:
+    """`around`: every other message of the thread, later replies too (the message asked
+    about may be the thread's first)."""
     listed = list(thread)
+    if around:
+        others = [m for m in listed if m.ts != before_ts]
+        return Thread(answered_by_me(listed, me), thread_turns(others, _LAST_TS, me, keep))
     return Thread(answered_by_me(listed, me), thread_turns(listed, before_ts, me, keep))
 
 
 def thread_messages(raw: Iterable[Payload]) -> list[ThreadMessage]:
     return [ThreadMessage(_s(m, "ts"), _s(m, "user"), _s(m, "bot_id"),
                           _s(m, "text")) for m in raw]
+
+
+_LAST_TS = "9999999999.999999"
 
 
 def _ts_key(ts: str) -> tuple[int, int]:

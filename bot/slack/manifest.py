@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from bot.slack.inbound import SAVE_SHORTCUT
+from bot.slack.inbound import ASK_SHORTCUT, SAVE_SHORTCUT
 from rag.errors import ConfigError
 
 BASE_SCOPES = ("app_mentions:read", "chat:write", "im:history", "channels:history",
@@ -43,6 +43,7 @@ class Features:
     # People's replies saved as answers: the "Save to Sift" shortcut; the channel's name and
     # privacy (who may read the answer) and the author's name.
     capture: bool = True
+    files: bool = True  # [files] enabled: a question's shared files are read (files:read)
 
 
 def _scopes(f: Features) -> list[str]:
@@ -54,6 +55,7 @@ def _scopes(f: Features) -> list[str]:
     scopes += ["channels:read", "groups:read", "groups:history", "users:read",
                "users:read.email"] if f.channel_source else []
     scopes += ["channels:read", "groups:read", "users:read"] if f.capture else []
+    scopes += ["files:read"] if f.files else []
     return list(dict.fromkeys(scopes))
 
 
@@ -79,10 +81,17 @@ def manifest(f: Features, url: str = EXAMPLE_URL, *,
                                    "usage_hint": "how do I rotate the staging credentials?",
                                    "should_escape": False}
         features["slash_commands"] = [command if socket_mode else {**command, "url": endpoint}]
+    shortcuts = []
+    if f.slash_command:  # a private answer with "Share to channel", as /sift gives
+        shortcuts.append({"name": "Ask Sift about this", "type": "message",
+                          "callback_id": ASK_SHORTCUT,
+                          "description": "Sift answers you privately about this message"})
     if f.capture:
-        features["shortcuts"] = [{"name": "Save to Sift", "type": "message",
-                                  "callback_id": SAVE_SHORTCUT,
-                                  "description": "Save this reply as the thread's answer"}]
+        shortcuts.append({"name": "Save to Sift", "type": "message",
+                          "callback_id": SAVE_SHORTCUT,
+                          "description": "Save this reply as the thread's answer"})
+    if shortcuts:
+        features["shortcuts"] = shortcuts
     if f.assistant:
         features["assistant_view"] = {
             "assistant_description": "Ask about our processes, policies and systems."}

@@ -6,16 +6,21 @@ import logging
 import re
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.chat.files import capped
 from bot.slack.inbound import ThreadMessage, thread_messages
 from bot.slack.render import Block, SlackMessage, SlackStream
 
 log = logging.getLogger(__name__)
 
 WORKING_REACTION = "eyes"
+SLACK_FILES_HOST = "files.slack.com"
+DOWNLOAD_TIMEOUT_S = 30.0
 _PARAGRAPH_END = re.compile(r"(?<=\n\n)")
 
 
@@ -32,6 +37,32 @@ class SlackOutbound:
 
     def __init__(self, client: AsyncWebClient) -> None:
         self._client = client
+
+    async def download(self, url: str, limit: int) -> bytes:
+        """A shared file's bytes (url_private_download, with the bot token and files:read),
+        at most `limit` of them. Only Slack's file host, or the host of the Web API address
+        Sift was given, gets the token: a file object naming any other address is refused."""
+        host = urlsplit(url).hostname or ""
+        if urlsplit(url).scheme not in ("https", "http") or host not in (
+                SLACK_FILES_HOST, urlsplit(self._client.base_url).hostname):
+            raise ValueError(f"not a Slack file address: {host!r}")
+        session = self._client.session
+        owned = session is None or session.closed
+        if owned:
+            session = aiohttp.ClientSession()
+        assert session is not None
+        try:
+            async with session.get(url, headers={"Authorization": f"Bearer {self._client.token}"},
+                                   allow_redirects=False,
+                                   timeout=aiohttp.ClientTimeout(total=DOWNLOAD_TIMEOUT_S)) as r:
+                if r.status != 200:
+                    raise ValueError(f"HTTP {r.status} from the file address")
+                if r.content_type == "text/html":  # Slack's sign-in page: files:read is missing
+                    raise ValueError("an HTML page came instead of the file (files:read?)")
+                return await capped(r.content, r.content_length, limit)
+        finally:
+            if owned:
+                await session.close()
 
     async def post(self, channel: str, thread_ts: str, message: SlackMessage) -> str:
         response = await self._client.chat_postMessage(

@@ -78,7 +78,8 @@ class SlackSurface:
         if msg is None or not msg.thread_ts:
             return None
         found = await self._out.thread(msg.channel, msg.thread_ts)
-        return thread_view(found, msg.ts, self._me, self._options.history_turns)
+        return thread_view(found, msg.ts, self._me, self._options.history_turns,
+                           around=msg.whole_thread)
 
     @contextlib.asynccontextmanager
     async def working(self, delivery: Delivery) -> AsyncIterator[TextSink | None]:
@@ -99,8 +100,8 @@ class SlackSurface:
         # Shown while the answer is worked on, not before: the call runs beside the work,
         # so Slack's round trip is not added to every answer's time.
         msg = self._incoming
-        if msg is None or not msg.ts:  # a slash command has no message to mark
-            yield
+        if msg is None or not msg.ts or msg.kind is Kind.COMMAND:
+            yield  # a private question marks nothing everyone sees
             return
         show: Awaitable[bool]
         hide: Callable[[], Awaitable[object]]

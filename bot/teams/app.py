@@ -43,7 +43,7 @@ def build_agent(connections: MsalConnectionManager,
         start_typing_timer=False, remove_recipient_mention=False, turn_state_factory=TurnState)
     agent.activity(ActivityTypes.message)(handlers.on_message)
     agent.invoke(FEEDBACK_INVOKE)(handlers.on_feedback)
-    agent.invoke(MESSAGE_ACTION_INVOKE)(handlers.on_save)
+    agent.invoke(MESSAGE_ACTION_INVOKE)(handlers.on_action)
     agent.activity(ActivityTypes.message_reaction)(handlers.on_reaction)
     agent.error(handlers.on_error)
     return agent

@@ -12,19 +12,29 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from microsoft_agents.activity import Activity
+from microsoft_agents.activity import (
+    Activity,
+    ChannelAccount,
+    ConversationAccount,
+    ConversationParameters,
+    ConversationReference,
+)
 from microsoft_agents.hosting.core import ChannelAdapter, TurnContext, TurnState
 from microsoft_agents.hosting.core.authorization import ClaimsIdentity
+from microsoft_agents.hosting.core.connector import ConnectorClientBase
 
 from bot.chat.capture import REACTION, SHORTCUT, CaptureFlow, Pick
 from bot.chat.flow import ChatFlow
-from bot.chat.message import VIA_BUTTON, VIA_REACTION, Vote
+from bot.chat.message import VIA_BUTTON, VIA_REACTION, ChatMessage, Kind, Vote
 from bot.chat.tasks import Background, Busy
 from bot.teams.capture import DialogNotes, TeamsThreadReader
+from bot.teams.files import CONNECTOR_CLIENT, attached
 from bot.teams.inbound import (
+    AskedAbout,
     IncomingMessage,
     PickedReply,
     parse_accept,
+    parse_ask,
     parse_feedback,
     parse_message,
     parse_reaction,
@@ -83,7 +93,8 @@ class TeamsHandlers:
             log.debug("channel message %s does not mention Sift", turn.activity.id)
             return
         async def answer(later: TurnContext) -> None:
-            await self._flow.on_message(msg.to_message(), self._surface(later, msg))
+            await self._flow.on_message(msg.to_message(attached(later, msg.files)),
+                                        self._surface(later, msg))
 
         try:
             self._tasks.spawn(self._later(turn, answer, f"the answer to {msg.activity_id}"))
@@ -91,12 +102,13 @@ class TeamsHandlers:
             await turn.send_activity(to_activity(render_notice(messages.BUSY)))
 
     def _later(self, turn: TurnContext, work: Callable[[TurnContext], Awaitable[None]],
-               what: str) -> Coroutine[Any, Any, None]:
-        """`work` in a proactive turn of this conversation, after this one is acknowledged."""
+               what: str, continuation: Activity | None = None) -> Coroutine[Any, Any, None]:
+        """`work` in a proactive turn of this conversation (or of `continuation`'s), after
+        this one is acknowledged, as the same bot."""
         identity = turn.identity or ClaimsIdentity({})
         scope = turn.turn_state.get(self._adapter.OAUTH_SCOPE_KEY)
         audience = scope if isinstance(scope, str) else None
-        continuation = continuation_of(turn.activity)
+        continuation = continuation or continuation_of(turn.activity)
 
         async def run() -> None:
             try:
@@ -144,6 +156,51 @@ class TeamsHandlers:
             self._tasks.spawn(self._later(turn, take, f"the capture of {picked.message_id}"))
         except Busy:
             log.warning("busy: the 👍 on %s was not considered as an answer", picked.message_id)
+
+    async def on_action(self, turn: TurnContext, state: TurnState) -> None:
+        """A message action: "Ask Sift about this" or "Save to Sift"."""
+        asked = parse_ask(turn.activity)
+        if asked is None:
+            await self.on_save(turn, state)
+            return
+        text = messages.ASKED_IN_PERSONAL_CHAT
+        try:
+            self._tasks.spawn(self._ask_privately(turn, asked))
+        except Busy:
+            text = messages.BUSY
+        await turn.send_activity(dialog_message(text))
+
+    def _ask_privately(self, turn: TurnContext, asked: AskedAbout) -> Coroutine[Any, Any, None]:
+        """The answer in the asker's personal chat with Sift, which the Bot Connector opens
+        (or finds): a direct message, so the DM rule decides what it may show."""
+        parameters = ConversationParameters(
+            is_group=False, agent=ChannelAccount(id=asked.bot),
+            members=[ChannelAccount(id=asked.account)], tenant_id=asked.tenant or None,
+            channel_data={"tenant": {"id": asked.tenant}})
+        service_url = turn.activity.service_url or ""
+
+        async def answer(chat: TurnContext) -> None:
+            conversation = chat.activity.conversation.id if chat.activity.conversation else ""
+            message = ChatMessage(TEAMS_PLATFORM, Kind.DIRECT, asked.key, asked.tenant,
+                                  conversation, "", asked.user, asked.text,
+                                  conversation=f"teams:{conversation}")
+            await self._flow.on_message(message, TeamsSurface(chat, self._options,
+                                                              personal=True))
+
+        async def opened(later: TurnContext) -> None:
+            client = later.turn_state.get(CONNECTOR_CLIENT)
+            if not isinstance(client, ConnectorClientBase):
+                raise TypeError("the proactive turn carries no Bot Connector client")
+            created = await client.conversations.create_conversation(parameters)
+            reference = ConversationReference(
+                channel_id="msteams", service_url=service_url,
+                agent=ChannelAccount(id=asked.bot), user=ChannelAccount(id=asked.account),
+                conversation=ConversationAccount(id=created.id, conversation_type="personal",
+                                                 tenant_id=asked.tenant or None))
+            await self._later(turn, answer, f"the answer to {asked.key}",
+                              reference.get_continuation_activity())
+
+        return self._later(turn, opened, f"the personal chat for {asked.key}")
 
     async def on_save(self, turn: TurnContext, state: TurnState) -> None:
         """The "Save to Sift" message action: its dialog says, in one sentence, what happened."""

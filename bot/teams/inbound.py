@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bs4 import BeautifulSoup
 from microsoft_agents.activity import Activity
 
+from bot.chat.files import Attached
 from bot.chat.message import ChatMessage, Kind
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from rag.types import AskContext
@@ -53,6 +55,35 @@ class TeamsConversation:
         return f"teams:{self.id}"
 
 
+FILE_INFO = "application/vnd.microsoft.teams.file.download.info"
+
+
+@dataclass(frozen=True)
+class TeamsFile:
+    """An attachment of the message: an inline image (read through the Bot Connector with the
+    bot's token) or a file shared in it (its pre-authorised downloadUrl, no token)."""
+
+    name: str
+    media_type: str
+    url: str
+    with_token: bool
+
+
+def files_of(activity: Activity) -> tuple[TeamsFile, ...]:
+    """The activity's own attachments that are files; its HTML copy and cards are not."""
+    found = []
+    for n, a in enumerate(activity.attachments or ()):
+        kind = (a.content_type or "").lower()
+        if kind.startswith("image/") and a.content_url:
+            found.append(TeamsFile(a.name or f"image-{n + 1}", kind, a.content_url, True))
+        elif kind == FILE_INFO and isinstance(a.content, Mapping):
+            url, file_type = a.content.get("downloadUrl"), a.content.get("fileType")
+            if isinstance(url, str) and url:
+                name = a.name or f"file.{file_type or 'bin'}"
+                found.append(TeamsFile(name, "", url, False))
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class IncomingMessage:
     activity_id: str
@@ -63,6 +94,7 @@ class IncomingMessage:
     team: str = ""  # the team a channel belongs to
     mentioned: bool = True  # @Sift (personal chats count as addressed)
     mentions_others: bool = False  # it @mentions people: a message among people
+    files: tuple[TeamsFile, ...] = ()
 
     @property
     def dedupe_key(self) -> str:
@@ -83,13 +115,13 @@ class IncomingMessage:
         thread = self.conversation.thread
         return Kind.THREAD_REPLY if thread and thread != self.activity_id else Kind.CHANNEL
 
-    def to_message(self) -> ChatMessage:
+    def to_message(self, files: tuple[Attached, ...] = ()) -> ChatMessage:
         c = self.conversation
         return ChatMessage(
             TEAMS_PLATFORM, self.kind, self.dedupe_key,
             c.tenant, c.base, c.thread, self.user, self.text, ts=self.activity_id,
             reply_thread=c.thread, conversation=c.history_key, team=self.team,
-            mentions_others=self.mentions_others)
+            mentions_others=self.mentions_others, files=files)
 
     def ask_context(self) -> AskContext:
         c = self.conversation
@@ -172,7 +204,8 @@ def parse_message(activity: Activity) -> IncomingMessage | None:
                            user_of(activity), question_text(activity.text or "", texts),
                            team_of(activity), mentioned=bool(mentions),
                            mentions_others=any(m.mentioned and m.mentioned.id != bot_id
-                                               for m in activity.get_mentions()))
+                                               for m in activity.get_mentions()),
+                           files=files_of(activity))
 
 
 def _comment(raw: Any) -> str | None:
@@ -271,3 +304,39 @@ def parse_save(activity: Activity) -> PickedReply | None:
     return PickedReply(conversation, group_of(activity), user_of(activity), str(payload["id"]),
                        root, f"teams:{conversation.base}:save:{activity.id or payload['id']}",
                        team_of(activity))
+
+
+ASK_COMMAND = "askSift"  # "Ask Sift about this" (deploy/teams/manifest.json)
+
+
+@dataclass(frozen=True)
+class AskedAbout:
+    """"Ask Sift about this" on a message: its text, and who asked (answered in their
+    personal chat with Sift, under the DM rule)."""
+
+    key: str  # the invoke's id: a redelivery is dropped
+    tenant: str
+    user: str  # the asker's Entra object id (their groups follow it)
+    account: str  # their Teams account id, which a personal chat is opened with
+    bot: str  # Sift's own account id in Teams
+    text: str
+
+
+def parse_ask(activity: Activity) -> AskedAbout | None:
+    """The message action's composeExtension/fetchTask for "Ask Sift about this"."""
+    value = activity.value if isinstance(activity.value, Mapping) else {}
+    payload = value.get("messagePayload")
+    if value.get("commandId") != ASK_COMMAND or not isinstance(payload, Mapping):
+        return None
+    body = payload.get("body")
+    body = body if isinstance(body, Mapping) else {}
+    content = body.get("content")
+    content = content if isinstance(content, str) else ""
+    text = question_text(BeautifulSoup(content, "html.parser").get_text(" ")
+                         if body.get("contentType") == "html" else content, ())
+    sender, bot = activity.from_property, activity.recipient
+    if sender is None or not sender.id or bot is None or not bot.id:
+        return None
+    conversation = conversation_of(activity)
+    return AskedAbout(f"teams:ask:{activity.id or payload.get('id')}", conversation.tenant,
+                      user_of(activity), sender.id, bot.id, text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hmac
 import html
 import json
@@ -11,11 +12,13 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from bot.chat.files import Attached, TooLarge
 from bot.chat.flow import ChatFlow
 from bot.chat.message import VIA_BUTTON, ChatMessage, Kind, Vote
 from bot.chat.tasks import Background, Busy
@@ -52,6 +55,31 @@ def visitor_of(request: web.Request) -> str:
     """The browser's chat id from its cookie; "" when it has none (or a malformed one)."""
     user = request.cookies.get(USER_COOKIE, "")
     return user if user.startswith("web-") and len(user) == 36 else ""
+
+
+def posted_files(raw: Any) -> tuple[Attached, ...] | None:
+    """The files the page sent with the question ({name, type, data in base64}); None for a
+    list that is not one."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(f, dict) for f in raw):
+        return None
+    found = []
+    for item in raw:
+        name, media_type, data = item.get("name"), item.get("type"), item.get("data")
+        if not all(isinstance(v, str) for v in (name, media_type, data)):
+            return None
+        found.append(Attached(name[:200] or "file", media_type, len(data) * 3 // 4,
+                              partial(_decoded, data)))
+    return tuple(found)
+
+
+async def _decoded(data: str, limit: int) -> bytes:
+    """What the page read from the file; the request's own size bounds it already."""
+    decoded = base64.b64decode(data, validate=True)
+    if len(decoded) > limit:
+        raise TooLarge(f"{len(decoded)} bytes")
+    return decoded
 
 
 def conversation_key(visitor: str, reader: Reader) -> str:
@@ -143,8 +171,8 @@ class WebChat:
 
     async def ask(self, request: web.Request) -> web.StreamResponse:
         user, reader, data = await self._checked(request)
-        text = data.get("question")
-        if not isinstance(text, str):
+        text, files = data.get("question"), posted_files(data.get("files"))
+        if not isinstance(text, str) or files is None:
             raise web.HTTPBadRequest(text="The request has no question.")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                                "Cache-Control": "no-store", **_SECURITY})
@@ -155,7 +183,8 @@ class WebChat:
 
         message = ChatMessage(PLATFORM, Kind.DIRECT, f"web:{uuid.uuid4().hex}", "",
                               CHANNEL, "", user, text.strip()[: self._max_chars + 1],
-                              conversation=conversation_key(user, reader), email=reader.email)
+                              conversation=conversation_key(user, reader), email=reader.email,
+                              files=files)
         surface = WebSurface(send)
         try:
             await self.background.spawn(self._flow.on_message(message, surface))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -124,6 +125,13 @@ class Recorded:
     finished: float = 0.0
 
 
+def _text_of(content: str | list[dict[str, Any]]) -> str:
+    """A message's text, whether a string or content blocks (text beside images)."""
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
 def _as_object(text: str) -> Any:
     try:
         return json.loads(text)
@@ -163,6 +171,7 @@ class FakeAnthropic(LocalServer):
         # When set, answers are written from the whole prompt (e.g. to echo what it holds).
         self.answer_from_prompt: Callable[[str], str] | None = None
         self.understanding: dict[str, Any] | None = None
+        self.images: list[tuple[str, str, bytes]] = []  # (kind of call, media type, bytes)
         # The evaluation judge: a verdict per answer sentence, and a 0/1/2 accuracy score.
         self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
         self.accuracy_rule: Callable[[str, str, str], int] = always_correct
@@ -195,6 +204,10 @@ class FakeAnthropic(LocalServer):
         kind = next((k for marker, k in _KINDS if marker in system.splitlines()[0]), "other")
         record = Recorded(kind, body, dict(request.headers), time.monotonic())
         self.requests.append(record)
+        refused = self._images_of(kind, body)
+        if refused:  # as the Messages API refuses a malformed image block
+            return web.json_response(error("invalid_request_error", refused), status=400,
+                                     headers={"request-id": "req_fake"})
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -276,8 +289,26 @@ class FakeAnthropic(LocalServer):
         """One streamed event on the wire: here a server-sent event, as the Messages API sends."""
         return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
+    def _images_of(self, kind: str, body: dict[str, Any]) -> str:
+        """Image blocks are checked as the API documents them (base64 source, one of four
+        media types, at most 5 MB) and kept in `images`; the refusal's message, or ""."""
+        for message in body.get("messages", []):
+            blocks = message["content"] if isinstance(message["content"], list) else []
+            for block in blocks:
+                if block.get("type") != "image":
+                    continue
+                source = block.get("source") or {}
+                if source.get("type") != "base64" or source.get("media_type") not in (
+                        "image/jpeg", "image/png", "image/gif", "image/webp"):
+                    return "messages: image source type or media type is not supported"
+                data = base64.b64decode(source.get("data", ""), validate=True)
+                if len(data) > 5 * 1024 * 1024:
+                    return "messages: image exceeds 5 MB maximum"
+                self.images.append((kind, source["media_type"], data))
+        return ""
+
     def _default(self, kind: str, body: dict[str, Any]) -> str:
-        content = body["messages"][-1]["content"]
+        content = _text_of(body["messages"][-1]["content"])
         if kind in ("grade", "grade_batch"):
             question = _QUESTION.search(content)
             q = question.group("q") if question else ""

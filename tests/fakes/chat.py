@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from bot.chat.access import AccessResolver, PublicOnly
 from bot.chat.comments import PendingComments
+from bot.chat.files import FileReader
 from bot.chat.flow import ChatFlow, Policies
 from bot.chat.policy import ChannelPolicy, PolicyDefaults
 from bot.chat.service import ChatService
@@ -26,9 +27,10 @@ class MemoryPolicies:
 def make_flow(service: ChatService, *, follow_ups: bool = True,
               policies: MemoryPolicies | None = None,
               access: AccessResolver | None = None,
-              comments: PendingComments | None = None) -> ChatFlow:
+              comments: PendingComments | None = None,
+              files: FileReader | None = None) -> ChatFlow:
     return ChatFlow(service, Policies(policies or MemoryPolicies(),
                                       PolicyDefaults(follow_ups=dict.fromkeys(
                                           ("slack", "teams", "web"), follow_ups))),
                     access or PublicOnly(),
-                    comments or PendingComments(MemoryExpiring()))
+                    comments or PendingComments(MemoryExpiring()), files=files)

@@ -99,11 +99,11 @@ class SlackDriver:
     # --- people writing ------------------------------------------------------------------
 
     async def mention(self, text: str, *, ts: str, thread_ts: str = "",
-                      user: str = USER) -> str:
+                      user: str = USER, files: list[dict[str, Any]] | None = None) -> str:
         self.slack.add_message(CHANNEL, user, text, ts, thread_ts)
         event_id = next_event_id()
         delivery = await self.event(app_mention(text, ts=ts, thread_ts=thread_ts, user=user,
-                                                event_id=event_id))
+                                                event_id=event_id, files=files))
         assert delivery.status == 200, delivery
         return event_id
 
@@ -115,10 +115,11 @@ class SlackDriver:
         assert delivery.status == 200, delivery
         return event_id
 
-    async def dm(self, text: str, *, ts: str, thread_ts: str = "") -> str:
+    async def dm(self, text: str, *, ts: str, thread_ts: str = "",
+                 files: list[dict[str, Any]] | None = None) -> str:
         self.slack.add_message(DM, USER, text, ts, thread_ts)
         event_id = next_event_id()
         delivery = await self.event(direct_message(text, ts=ts, thread_ts=thread_ts,
-                                                   event_id=event_id))
+                                                   event_id=event_id, files=files))
         assert delivery.status == 200, delivery
         return event_id

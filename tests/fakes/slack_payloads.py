@@ -41,23 +41,33 @@ def envelope(event: dict[str, Any], event_id: str = "Ev1") -> dict[str, Any]:
 
 def app_mention(text: str, *, ts: str = "1700000000.000100", thread_ts: str = "",
                 user: str = USER, channel: str = CHANNEL,
-                event_id: str = "Ev1") -> dict[str, Any]:
-    event = {"type": "app_mention", "user": user, "text": text, "ts": ts, "channel": channel,
-             "event_ts": ts, "client_msg_id": f"msg-{ts}", "team": TEAM,
-             "blocks": [{"type": "rich_text", "block_id": "b1", "elements": [
-                 {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}]}
+                event_id: str = "Ev1", files: list[dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+    """`files`: file objects shared with the mention (FakeSlack.add_file)."""
+    event: dict[str, Any] = {
+        "type": "app_mention", "user": user, "text": text, "ts": ts, "channel": channel,
+        "event_ts": ts, "client_msg_id": f"msg-{ts}", "team": TEAM,
+        "blocks": [{"type": "rich_text", "block_id": "b1", "elements": [
+            {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}]}
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if files:
+        event.update(files=files, upload=False, display_as_bot=False)
     return envelope(event, event_id)
 
 
 def message(text: str, *, ts: str = "1700000100.000300", thread_ts: str = "",
             user: str = USER, channel: str = CHANNEL, channel_type: str = "channel",
-            event_id: str = "Ev1") -> dict[str, Any]:
-    """message.channels / message.im (docs.slack.dev/reference/events/message)."""
-    event = {"type": "message", "channel": channel, "channel_type": channel_type,
-             "user": user, "text": text, "ts": ts, "event_ts": ts,
-             "client_msg_id": f"msg-{ts}", "team": TEAM}
+            event_id: str = "Ev1", files: list[dict[str, Any]] | None = None
+            ) -> dict[str, Any]:
+    """message.channels / message.im (docs.slack.dev/reference/events/message); with
+    `files`, the file_share subtype that shares them."""
+    event: dict[str, Any] = {"type": "message", "channel": channel,
+                             "channel_type": channel_type, "user": user, "text": text,
+                             "ts": ts, "event_ts": ts, "client_msg_id": f"msg-{ts}",
+                             "team": TEAM}
+    if files:
+        event.update(subtype="file_share", files=files, upload=False, display_as_bot=False)
     if thread_ts:
         event["thread_ts"] = thread_ts
         event["parent_user_id"] = USER
@@ -65,9 +75,10 @@ def message(text: str, *, ts: str = "1700000100.000300", thread_ts: str = "",
 
 
 def direct_message(text: str, *, ts: str = "1700000200.000400", thread_ts: str = "",
-                   event_id: str = "Ev1") -> dict[str, Any]:
+                   event_id: str = "Ev1", files: list[dict[str, Any]] | None = None
+                   ) -> dict[str, Any]:
     return message(text, ts=ts, thread_ts=thread_ts, channel=DM, channel_type="im",
-                   event_id=event_id)
+                   event_id=event_id, files=files)
 
 
 def reaction(name: str, item_ts: str, *, removed: bool = False, user: str = USER,

@@ -73,6 +73,9 @@ class FakeSlack(SlackChannels, LocalServer):
         self.channels_init()  # channels, members (tests/fakes/slack_channels.py)
         self.app.router.add_route("*", "/api/{method}", self._handle)
         self.app.router.add_get("/link", self._socket)
+        self.files: dict[str, bytes] = {}  # file id -> bytes, served at url_private_download
+        self.downloads: list[tuple[str, str]] = []  # (file id, Authorization header)
+        self.app.router.add_get("/files-pri/{team_file}/download/{name}", self._download)
 
     @property
     def api_url(self) -> str:
@@ -99,6 +102,31 @@ class FakeSlack(SlackChannels, LocalServer):
         if bot_id:
             message["bot_id"] = bot_id
         return self._store(channel, message)
+
+    def add_file(self, name: str, data: bytes, mimetype: str, *, user: str) -> Json:
+        """A file someone shared, as the file object of a message's `files` describes it
+        (docs.slack.dev/reference/objects/file-object); its bytes need the bot token."""
+        file_id = f"F{len(self.files) + 1:08d}"
+        self.files[file_id] = data
+        base = f"{self.url}/files-pri/{TEAM}-{file_id}"
+        return {"id": file_id, "created": 1700000000, "timestamp": 1700000000, "name": name,
+                "title": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1],
+                "pretty_type": mimetype, "user": user, "user_team": TEAM, "editable": False,
+                "size": len(data), "mode": "hosted", "is_external": False,
+                "external_type": "", "is_public": False, "public_url_shared": False,
+                "url_private": f"{base}/{name}",
+                "url_private_download": f"{base}/download/{name}",
+                "permalink": f"https://acme.slack.com/files/{user}/{file_id}/{name}"}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        """Without the bot token, Slack answers a file address with its sign-in page."""
+        file_id = request.match_info["team_file"].split("-", 1)[-1]
+        auth = request.headers.get("Authorization", "")
+        self.downloads.append((file_id, auth))
+        if auth != f"Bearer {self.token}" or file_id not in self.files:
+            return web.Response(text="<html>Sign in to Slack</html>", content_type="text/html")
+        return web.Response(body=self.files[file_id],
+                            content_type="application/octet-stream")
 
     def _store(self, channel: str, message: Json) -> Json:
         self.messages.setdefault(channel, []).append(message)

@@ -77,6 +77,13 @@ class FakeConnector(LocalServer):
         self.app.router.add_post(base, self._activity)
         self.app.router.add_post(base + "/{activity_id}", self._activity)
         self.app.router.add_put(base + "/{activity_id}", self._activity)
+        # Inline images (with the bot's token) and shared files' downloadUrl (without one)
+        self.attachments: dict[str, bytes] = {}
+        self.fetched: list[tuple[str, str]] = []  # (path, Authorization header or "")
+        self.app.router.add_get(f"{prefix}/v3/attachments/{{id}}/views/original", self._file)
+        self.app.router.add_get("/personal/u/_layouts/15/download.aspx", self._file)
+        self.created: list[dict[str, Any]] = []  # POST /v3/conversations bodies
+        self.app.router.add_post(f"{prefix}/v3/conversations", self._create)
 
     @property
     def service_url(self) -> str:
@@ -96,6 +103,33 @@ class FakeConnector(LocalServer):
         """Reply to the requests `matches` picks only after `seconds` (they count as received
         at once), as the Bot Connector does on a bad day."""
         self.delays.append((matches, seconds))
+
+    def add_image(self, data: bytes) -> str:
+        """An image someone pasted: its contentUrl on this Bot Connector."""
+        key = f"0-eus-d1-{len(self.attachments) + 1:032x}"
+        self.attachments[key] = data
+        return f"{self.service_url}v3/attachments/{key}/views/original"
+
+    def add_download(self, data: bytes) -> str:
+        """A shared file's pre-authorised downloadUrl (SharePoint's download.aspx)."""
+        key = f"{len(self.attachments) + 1:08d}"
+        self.attachments[key] = data
+        return f"{self.url}/personal/u/_layouts/15/download.aspx?UniqueId={key}&tempauth=x"
+
+    async def _create(self, request: web.Request) -> web.Response:
+        """A personal chat opened by the bot: Teams answers with the chat's id (the one it
+        already has with that person, or a new one)."""
+        body = await request.json()
+        self.created.append(body)
+        member = body["members"][0]["id"]
+        return web.json_response({"id": f"a:personal-{member}"}, status=201)
+
+    async def _file(self, request: web.Request) -> web.Response:
+        key = request.match_info.get("id") or request.query.get("UniqueId", "")
+        self.fetched.append((request.path, request.headers.get("Authorization", "")))
+        if key not in self.attachments:
+            return web.json_response({"error": {"code": "NotFound"}}, status=404)
+        return web.Response(body=self.attachments[key], content_type="application/octet-stream")
 
     def of_type(self, kind: str) -> list[Received]:
         return [r for r in self.received if r.type == kind]

@@ -52,8 +52,8 @@ def channel_conversation(root_id: str) -> dict[str, Any]:
 
 
 def channel_mention(service_url: str, question: str, *, activity_id: str | None = None,
-                    root_id: str | None = None, sender: dict[str, Any] | None = None
-                    ) -> dict[str, Any]:
+                    root_id: str | None = None, sender: dict[str, Any] | None = None,
+                    attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`@Sift question` in a channel; a new post is its own thread root."""
     activity_id = activity_id or next_id()
     mention = f"<at>{BOT_NAME}</at>"
@@ -65,7 +65,27 @@ def channel_mention(service_url: str, question: str, *, activity_id: str | None 
                       "mentioned": {"id": BOT_ID, "name": BOT_NAME}}, _client_info()],
         "channelData": channel_data(),
     })
+    if attachments:
+        payload["attachments"] = attachments
     return payload
+
+
+def inline_image(content_url: str) -> list[dict[str, Any]]:
+    """A pasted image as Teams attaches it: the image, and the message's HTML copy that shows
+    it (learn.microsoft.com, bots: "Send and receive files", inline images)."""
+    return [{"contentType": "image/*", "contentUrl": content_url},
+            {"contentType": "text/html", "content":
+             f'<div><div><span><img height="120" src="{content_url}" width="720" '
+             'style="vertical-align:bottom"></span></div></div>'}]
+
+
+def shared_file(name: str, download_url: str) -> list[dict[str, Any]]:
+    """A file shared with the bot, as file.download.info (the same page's example)."""
+    return [{"contentType": "application/vnd.microsoft.teams.file.download.info",
+             "contentUrl": f"https://contoso.sharepoint.com/personal/u/Documents/{name}",
+             "name": name, "content": {"downloadUrl": download_url,
+                                       "uniqueId": "1150D938-8870-4044-9F2C-5BBDEBA70C9D",
+                                       "fileType": name.rsplit(".", 1)[-1], "etag": "123"}}]
 
 
 def channel_data() -> dict[str, Any]:
@@ -134,10 +154,13 @@ def personal_conversation() -> dict[str, Any]:
 
 
 def personal_message(service_url: str, text: str, *, activity_id: str | None = None,
-                     sender: dict[str, Any] | None = None) -> dict[str, Any]:
+                     sender: dict[str, Any] | None = None,
+                     attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     payload = _base(service_url, personal_conversation(), sender or user(), activity_id)
     payload.update({"type": "message", "text": text, "textFormat": "plain",
                     "entities": [_client_info()]})
+    if attachments:
+        payload["attachments"] = attachments
     return payload
 
 

@@ -15,6 +15,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.settings import ChannelSettings, GroupSettings
+from bot.slack.inbound import ASK_SHORTCUT
 from bot.slack.render import SHARE_ACTION
 from rag.embed import LocalEmbedder
 from storage.models import Interaction, InteractionSource
@@ -29,6 +30,7 @@ from tests.fakes.slack_payloads import (
     app_mention,
     button_action,
     message,
+    message_shortcut,
     next_event_id,
     slash_command,
 )
@@ -50,6 +52,7 @@ pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
 
 HR_CHANNEL, AUTO_CHANNEL = "C0HRTEAM", "C0AUTO01"
 EVE, EVE_DM = "U0EVE", "D0EVE"
+AUTHOR = "U0AUTHOR1"  # wrote the message a shortcut asks about; in hr's channel, say
 Serve = Callable[..., Awaitable[SlackSift]]
 
 
@@ -111,6 +114,14 @@ async def ask(s: SlackSift, surface: str, user: str, channel: str) -> dict[str, 
                           channel_type="im" if channel.startswith("D") else "channel",
                           event_id=next_event_id())
         assert (await s.driver.event(payload)).status == 200
+    elif surface == "shortcut":  # "Ask Sift about this" on someone else's message
+        s.slack.add_message(channel, AUTHOR, QUESTION, ts)
+        assert (await s.driver.click(message_shortcut(
+            ts, text=QUESTION, author=AUTHOR, channel=channel, user=user,
+            callback_id=ASK_SHORTCUT))).status == 200
+        [private] = await s.slack.wait_for("chat.postEphemeral")
+        await s.rows(Interaction, 1)
+        return private.args
     else:
         assert (await s.driver.command(slash_command(QUESTION, channel=channel,
                                                      user=user))).status == 200
@@ -130,6 +141,10 @@ SURFACES = [
     ("assistant", USER, DM, visible("hr")),  # the assistant panel is a DM thread
     ("command", USER, CHANNEL, visible("hr")),  # /sift: ephemeral, the asker's own groups
     ("command", EVE, CHANNEL, visible()),
+    # "Ask Sift about this": the DM rule for whoever used it, whoever wrote the message
+    ("shortcut", USER, CHANNEL, visible("hr")),
+    ("shortcut", EVE, CHANNEL, visible()),
+    ("shortcut", EVE, HR_CHANNEL, visible()),  # not the channel's audience: the user's own
 ]
 
 
@@ -157,10 +172,11 @@ def share_offered(private: dict[str, Any]) -> bool:
     (EVE, CHANNEL, True),  # cites public documents only
     (USER, HR_CHANNEL, True),  # hr documents, and the channel's audience is hr
 ])
+@pytest.mark.parametrize("surface", ["command", "shortcut"])
 async def test_share_to_channel_only_when_every_cited_document_is_visible_there(
-        serve: Serve, user: str, channel: str, offered: bool) -> None:
+        serve: Serve, user: str, channel: str, offered: bool, surface: str) -> None:
     s = await serve()
-    private = await ask(s, "command", user, channel)
+    private = await ask(s, surface, user, channel)
     assert share_offered(private) is offered
     if not offered:
         [row] = await s.rows(Interaction, 1)

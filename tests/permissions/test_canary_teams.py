@@ -17,6 +17,7 @@ import pytest
 from bot.app import App
 from bot.settings import ChannelSettings, GroupSettings
 from bot.teams.app import ROUTE
+from bot.teams.inbound import ASK_COMMAND
 from bot.teams.spec import TeamsSettings
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
@@ -83,6 +84,9 @@ def activity(surface: str, url: str, sender: dict[str, Any]) -> dict[str, Any]:
         payload = p.group_message(url, QUESTION, mentioned=p.bot())
         payload["from"] = sender
         return payload
+    if surface == "action":  # "Ask Sift about this" on someone else's channel message
+        return p.save_to_sift(url, "1700000000050", "1700000000051", f"<p>{QUESTION}</p>",
+                              author=p.user(3), sender=sender, command=ASK_COMMAND)
     return p.personal_message(url, QUESTION, sender=sender)
 
 
@@ -92,6 +96,9 @@ SURFACES = [
     ("group", HR_MEMBER, (), visible()),  # everyone in the group chat reads it
     ("personal", HR_MEMBER, (), visible("hr")),  # a personal chat: the asker's own groups
     ("personal", OUTSIDER, (), visible()),
+    # "Ask Sift about this": the DM rule for whoever used it, whatever the channel's audience
+    ("action", HR_MEMBER, (), visible("hr")),
+    ("action", OUTSIDER, ("hr",), visible()),
 ]
 
 

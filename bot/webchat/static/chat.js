@@ -7,6 +7,9 @@ const log = document.getElementById("log");
 const form = document.getElementById("ask");
 const field = document.getElementById("question");
 const send = document.getElementById("send");
+const picker = document.getElementById("attach");
+const shelf = document.getElementById("attached");
+let attached = []; // { name, type, data }: files read as base64, sent with the next question
 
 function turn(kind, html) {
   const node = document.createElement("div");
@@ -71,12 +74,48 @@ function handle(event, data, state) {
   }
 }
 
-async function ask(question) {
-  turn("question", escapeText(question));
-  const reply = await post("/chat/ask", { question });
+function base64Of(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+function showAttached() {
+  shelf.replaceChildren();
+  attached.forEach((file, n) => {
+    const chip = document.createElement("span");
+    chip.className = "file";
+    chip.textContent = "📎 " + file.name;
+    const drop = document.createElement("button");
+    drop.type = "button";
+    drop.textContent = "✕";
+    drop.setAttribute("aria-label", "Remove " + file.name);
+    drop.addEventListener("click", () => { attached.splice(n, 1); showAttached(); });
+    chip.appendChild(drop);
+    shelf.appendChild(chip);
+  });
+}
+
+async function attach(files) {
+  for (const file of files) {
+    // A pasted screenshot comes nameless ("image.png"): the server reads what it is.
+    attached.push({ name: file.name || "pasted image", type: file.type,
+                    data: await base64Of(file) });
+  }
+  showAttached();
+}
+
+async function ask(question, files) {
+  const names = files.map((f) => "📎 " + f.name).join(" ");
+  turn("question", escapeText([question, names].filter(Boolean).join("\n")));
+  const reply = await post("/chat/ask", { question, files });
   const state = { node: null };
   if (!reply.ok) {
-    turn("answer error", escapeText(await reply.text()));
+    turn("answer error", escapeText(reply.status === 413
+      ? "That file is too large to send here." : await reply.text()));
     return;
   }
   const reader = reply.body.getReader();
@@ -100,11 +139,14 @@ async function ask(question) {
 form.addEventListener("submit", async (event) => {
   event.preventDefault();
   const question = field.value.trim();
-  if (!question) return;
+  const files = attached;
+  if (!question && !files.length) return;
   field.value = "";
+  attached = [];
+  showAttached();
   send.disabled = true;
   try {
-    await ask(question);
+    await ask(question, files);
   } catch (error) {
     turn("answer error", escapeText("Sift could not be reached: " + error));
   } finally {
@@ -118,4 +160,27 @@ field.addEventListener("keydown", (event) => {
     event.preventDefault();
     form.requestSubmit();
   }
+});
+
+picker.addEventListener("change", async () => {
+  await attach(picker.files);
+  picker.value = "";
+});
+
+field.addEventListener("paste", async (event) => {
+  const files = [...(event.clipboardData?.files || [])];
+  if (!files.length) return; // text pastes as text
+  event.preventDefault();
+  await attach(files);
+});
+
+document.addEventListener("dragover", (event) => {
+  event.preventDefault();
+  document.body.classList.add("dropping");
+});
+document.addEventListener("dragleave", () => document.body.classList.remove("dropping"));
+document.addEventListener("drop", async (event) => {
+  event.preventDefault();
+  document.body.classList.remove("dropping");
+  await attach(event.dataTransfer?.files || []);
 });

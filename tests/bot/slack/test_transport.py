@@ -83,23 +83,29 @@ def test_the_committed_manifest_is_the_generated_default() -> None:
     assert MANIFEST.read_text(encoding="utf-8") == to_yaml(manifest(Features()))
 
 
+def bare(**on: bool) -> Features:
+    """Every optional feature off but those named."""
+    return Features(**{"slash_command": False, "app_home": False, "capture": False,
+                       "files": False, **on})
+
+
 @pytest.mark.parametrize(("features", "scopes", "events"), [
-    (Features(slash_command=False, app_home=False, capture=False), [], []),
-    (Features(), ["commands", "channels:read", "groups:read", "users:read"],
+    (bare(), [], []),
+    (bare(files=True), ["files:read"], []),
+    (Features(), ["commands", "channels:read", "groups:read", "users:read", "files:read"],
      ["app_home_opened"]),
-    (Features(slash_command=False, app_home=False),  # capture: the channel and the author
+    (bare(capture=True),  # capture: the channel and the author
      ["channels:read", "groups:read", "users:read"], []),
-    (Features(slash_command=False, app_home=False, capture=False, assistant=True),
+    (bare(assistant=True),
      ["assistant:write"], ["assistant_thread_started"]),
-    (Features(slash_command=False, app_home=False, capture=False, private_channels=True),
+    (bare(private_channels=True),
      ["groups:history"], ["message.groups"]),
-    (Features(slash_command=False, app_home=False, capture=False, directory=True),
+    (bare(directory=True),
      ["users:read", "users:read.email", "usergroups:read"], []),
-    (Features(slash_command=False, app_home=False, capture=False, channel_source=True),
+    (bare(channel_source=True),
      ["channels:read", "groups:read", "groups:history", "users:read", "users:read.email"],
      ["message.groups"]),
-    (Features(slash_command=False, app_home=False, capture=False, private_channels=True,
-              directory=True, channel_source=True),
+    (bare(private_channels=True, directory=True, channel_source=True),
      ["groups:history", "users:read", "users:read.email", "usergroups:read", "channels:read",
       "groups:read"], ["message.groups"]),  # each scope and event once
 ])
@@ -118,8 +124,8 @@ def test_manifest_asks_for_each_scope_only_when_its_feature_is_on(
     assert ("slash_commands" in made["features"]) is features.slash_command
     assert ("assistant_view" in made["features"]) is features.assistant
     shortcuts = made["features"].get("shortcuts", [])
-    assert [s["callback_id"] for s in shortcuts] == (["save_to_sift"] if features.capture
-                                                     else [])
+    assert [s["callback_id"] for s in shortcuts] == (
+        ["ask_sift"] * features.slash_command + ["save_to_sift"] * features.capture)
 
 
 def test_socket_mode_manifest_has_no_request_urls() -> None:

@@ -15,7 +15,7 @@ import pytest
 from bot.cli import main
 from bot.settings import PROJECT_ROOT
 from bot.teams.app_package import build, website_url
-from bot.teams.inbound import SAVE_COMMAND
+from bot.teams.inbound import ASK_COMMAND, SAVE_COMMAND
 
 DEPLOY = PROJECT_ROOT / "deploy" / "teams"
 APP_ID = "b1f4c6a2-7d0e-4c55-9a3e-2f6d8e1c0a77"
@@ -91,13 +91,15 @@ def test_package(tmp_path: Path) -> None:
     assert manifest["webApplicationInfo"]["id"] == APP_ID
     assert manifest["developer"]["privacyUrl"] == "https://kb.example.org/privacy"
     assert manifest["version"] == "1.0.3"
-    # "Save to Sift" on a message: an action of the same bot, answered by its fetchTask
+    # "Ask Sift about this" and "Save to Sift" on a message: actions of the same bot,
+    # answered by their fetchTask
     [extension] = manifest["composeExtensions"]
-    [command] = extension["commands"]
     assert extension["botId"] == APP_ID
-    assert (command["id"], command["type"], command["context"], command["fetchTask"]) == \
-        (SAVE_COMMAND, "action", ["message"], True)
-    assert len(command["title"]) <= 32 and len(command["description"]) <= 128
+    assert [c["id"] for c in extension["commands"]] == [ASK_COMMAND, SAVE_COMMAND]
+    for command in extension["commands"]:
+        assert (command["type"], command["context"], command["fetchTask"]) == \
+            ("action", ["message"], True)
+        assert len(command["title"]) <= 32 and len(command["description"]) <= 128
 
 
 def package(*args: str) -> int:
