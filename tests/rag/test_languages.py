@@ -137,3 +137,9 @@ async def test_without_a_model_the_answer_says_to_ask_in_the_documents_language(
         "wenn Sie auf Englisch fragen._")
     same = await pipeline.answer(Question(ENGLISH))
     assert "Hinweis" not in same.text and "knowledge base is written" not in same.text
+
+
+def test_the_embedders_say_whether_they_cross_languages() -> None:
+    from rag.embed import LocalEmbedder, VoyageEmbedder
+
+    assert LocalEmbedder.multilingual is False and VoyageEmbedder.multilingual is True
