@@ -55,6 +55,7 @@ from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
 from rag.index import IndexConfig, WeaviateIndex
 from rag.index_schema import VectorIndexSettings
+from rag.language import CorpusLanguage
 from rag.logcontext import CorrelationFilter
 from rag.lookup import DocumentStore
 from rag.output_policy import OutputPolicy, hosts_of
@@ -65,6 +66,7 @@ from rag.ports import (
     Embedder,
     GradeCache,
     InteractionRecorder,
+    LanguageCounts,
     ReviewDates,
     SearchIndex,
     SyncProgress,
@@ -559,6 +561,8 @@ class App:
             reviews=reviews,
             circuit=llm,
             documents=index if isinstance(index, DocumentStore) else None,
+            # The documents' language (stored at sync), for questions asked in another.
+            corpus=CorpusLanguage(index) if isinstance(index, LanguageCounts) else None,
         )
         return Pipeline(stages, config, recorder, self.output_policy,
                         recording=self.storage_retrying)

@@ -14,6 +14,7 @@ from evaluation.dataset import EvalSet
 from evaluation.feedback_sim import VOTERS, Replays, SimOptions, SimQuestion, replay
 from evaluation.indexing import EvalIndex, IndexInfo, collection_name, fingerprint
 from evaluation.judge import Judge
+from evaluation.languages import LanguageRow, asked_in, by_language
 from evaluation.runner import MODES, Plan, QueryResult, Runner
 from evaluation.summary import Results, summarise
 from rag.config import PipelineConfig
@@ -24,6 +25,7 @@ from rag.ports import LLM, Embedder
 from rag.prior import PriorConfig
 from rag.retrieve import Retriever
 from rag.types import Candidate, Grade, GradeSource
+from rag.understand import Understander
 from sync.job import JobConfig
 from sync.report import NoProgress, Progress
 
@@ -62,6 +64,8 @@ class Options:
     simulate_feedback: int = 0  # rounds of simulated votes (0: no simulation)
     feedback_noise: float = 0.1
     feedback_seeds: int = 5  # replays per kind of voter, each with its own random draw
+    # --languages: the questions in other languages, by language, then question id
+    languages: dict[str, dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ class Report:
     feedback_seconds: float = 0.0  # time the feedback replays took
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     seconds: float = 0.0
+    languages: tuple[LanguageRow, ...] = ()  # --languages: retrieval per language
 
 
 def _settings(harness: Harness, options: Options, depth: int) -> RunSettings:
@@ -180,6 +185,7 @@ async def evaluate(harness: Harness, dataset: EvalSet, options: Options,
         runner = Runner(plan, retriever, harness.pipeline(index), judge)
         await harness.embedder.embed_query("warm-up")  # the model load must not count as latency
         results = await runner.run(dataset.queries, on_question)
+        languages = await _languages(harness, dataset, options, plan, retriever, index)
     finally:
         await index.close()
     summary = summarise(results, options.modes, options.ks, judge_model if judge else "")
@@ -189,7 +195,18 @@ async def evaluate(harness: Harness, dataset: EvalSet, options: Options,
     return Report(dataset.name, str(dataset.path), len(dataset.queries), info,
                   _settings(harness, options, depth), summary, note, feedback,
                   round(time.perf_counter() - replayed, 2) if feedback else 0.0,
-                  seconds=round(time.perf_counter() - started, 2))
+                  seconds=round(time.perf_counter() - started, 2), languages=languages)
+
+
+async def _languages(harness: Harness, dataset: EvalSet, options: Options, plan: Plan,
+                     retriever: Retriever, index: WeaviateIndex) -> tuple[LanguageRow, ...]:
+    """The questions in other languages, searched as asked and with the model's phrases."""
+    if not options.languages:
+        return ()
+    llm = harness.llm
+    understander = Understander(llm, harness.config.models.fast_model) if llm else None
+    return await by_language(asked_in(options.languages, dataset.queries), plan, retriever,
+                             understander, index, options.ks)
 
 
 def _simulations(harness: Harness, results: list[QueryResult],

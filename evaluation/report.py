@@ -9,6 +9,7 @@ from typing import Any
 
 from evaluation.evaluation import Report
 from evaluation.feedback_sim import ADVERSARIAL, ADVERSARIAL_LIMIT, Replays, breaches
+from evaluation.languages import language_json, language_table
 from evaluation.summary import ModeSummary, StageSummary
 
 MODE_TITLES = {"bm25": "BM25 (alpha 0)", "vector": "vector (alpha 1)"}
@@ -70,6 +71,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "feedback_adversarial_bound_holds": not breaches(report.feedback)
         if report.feedback else None,
         "feedback_seconds": report.feedback_seconds,
+        "languages": language_json(report.languages),
         "started_at": report.started_at, "seconds": report.seconds,
     }
 
@@ -210,6 +212,9 @@ def to_markdown(report: Report, chart: str | None = None) -> str:
     if report.feedback:
         lines += ["## Simulated feedback (learned document prior)", "",
                   *feedback_table(report.feedback, report.feedback_seconds)]
+    if report.languages:
+        lines += ["", "## Other languages", "", *language_table(report.languages,
+                                                                 report.settings.ks)]
     return "\n".join(lines).rstrip() + "\n"
 
 

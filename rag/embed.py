@@ -79,6 +79,9 @@ class LocalEmbedder:
     """
 
     dimension = LOCAL_MODEL_DIMENSION
+    # Trained on English sentence pairs: a German question and an English page land far apart
+    # (docs/languages.md has the local multilingual models looked at, and why none is here).
+    multilingual = False
 
     def __init__(self, *, batch_size: int = 32, max_seq_length: int = 256,
                  backend: str = DEFAULT_BACKEND, cache_dir: Path | None = None,
@@ -247,6 +250,8 @@ class VoyageEmbedder:
     # size, which is 1024 too except for these.
     _NATIVE_DIMENSIONS = (("voyage-3-lite", 512), ("voyage-code-2", 1536), ("voyage-large-2", 1536))
     _DEFAULT_DIMENSION = 1024
+    # Voyage's text models are multilingual: similar texts are near whatever their language.
+    multilingual = True
 
     def __init__(
         self,

@@ -16,6 +16,8 @@ from rag.extractive import (
     on_topic,
     unmentioned,
 )
+from rag.i18n import tr
+from rag.language import english_name
 from rag.ports import LLM, LLMRequest, TextSink
 from rag.preview import NO_ANSWER_TOKEN, AnswerPreview
 from rag.types import Candidate, Citation, QuestionImage, Turn, Usage
@@ -55,6 +57,15 @@ def _history_text(history: Sequence[Turn]) -> str:
     return "Earlier in this conversation (context only):\n" + "\n".join(lines) + "\n\n"
 
 
+def language_request(language: str) -> str:
+    """The answer in the question's language; the excerpts keep theirs (titles, quotes)."""
+    if not language or language == "en":  # the prompt's own language: nothing to ask
+        return ""
+    name = english_name(language)
+    return (f"Write the answer in {name}, the language of the question, even where the "
+            f"excerpts are in another language; keep source titles as they are.\n\n")
+
+
 class LLMGenerator:
     """The answer model writes from numbered excerpts; the post-check keeps citations honest."""
 
@@ -68,14 +79,15 @@ class LLMGenerator:
 
     async def generate(self, question: str, selected: Sequence[Candidate],
                        history: Sequence[Turn] = (), preview: TextSink | None = None,
-                       images: tuple[QuestionImage, ...] = ()) -> Draft:
-        """The answer; with `preview`, the text so far is also handed out as it is written."""
+                       images: tuple[QuestionImage, ...] = (), *, language: str = "") -> Draft:
+        """The answer; with `preview`, the text so far is also handed out as it is written.
+        `language`: the question's, which the answer is written in."""
         excerpts = "\n\n".join(excerpt_block(i, c) for i, c in enumerate(selected, start=1))
         system = prompts.load("answer")
         request = LLMRequest(
             model=self._model, system=system, max_tokens=self._max_tokens,
             messages=(("user", f"{_history_text(history)}Excerpts:\n\n{excerpts}\n\n"
-                               f"Question: {question}"),),
+                               f"{language_request(language)}Question: {question}"),),
             timeout_s=self._timeout_s,
             cache_system=len(system) >= self._cache_min_chars, purpose="answer",
             images=images)
@@ -120,13 +132,13 @@ class ExtractiveGenerator:
         groups = by_document(on_topic(subject or question, selected, pool), self._documents)
         if not groups:
             return Draft("", no_answer=True, extractive=True)
-        parts = [self._note]
+        parts = [tr(self._note)]
         weighed = pool or selected
         for n, group in enumerate(groups, start=1):
             chunk = group[0].chunk
             quoted = _quote(chunk.title, answering_blocks(question, group, weighed))
             missing = unmentioned(question, group, weighed)
-            caveat = messages.NOT_MENTIONED.format(
+            caveat = tr(messages.NOT_MENTIONED).format(
                 words=", ".join(f"“{w}”" for w in missing)) + "\n" if missing else ""
             parts.append(f"**{chunk.title}** [{n}]\n{caveat}{quoted}")
         citations = tuple(citation_for(n, group[0]) for n, group in enumerate(groups, start=1))

@@ -450,6 +450,15 @@ class WeaviateIndex:
             self.config.query_timeout_s)
         return {str(g.grouped_by.value): int(g.total_count or 0) for g in result.groups}
 
+    async def count_by_language(self) -> dict[str, int]:
+        """Chunks per detected language ("" for those synced before languages were stored)."""
+        result = await self._run(
+            "count chunks per language",
+            self._collection.aggregate.over_all(
+                group_by=GroupByAggregate(prop="language", limit=1_000), total_count=True),
+            self.config.query_timeout_s)
+        return {str(g.grouped_by.value): int(g.total_count or 0) for g in result.groups}
+
     async def count_by_document(self, source: str) -> dict[str, int]:
         result = await self._run(
             "count chunks per document",

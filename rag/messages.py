@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from rag.i18n import current, tr
+
 NO_ANSWER = "I couldn't find an answer to that in the knowledge base."
 NOT_INDEXED_YET = (
     "I couldn't find an answer to that yet, but I'm still reading the knowledge base for the "
@@ -107,13 +109,27 @@ ATTACHED_ONLY = "What does the attached file show?"
 ASKED_IN_PERSONAL_CHAT = "Sift is answering you about this message in your chat with Sift."
 
 
+# Under an answer to a question in another language than the documents', without a model to
+# add search phrases in theirs (docs/languages.md).
+RETRIEVAL_LANGUAGE_NOTE = (
+    "Note: the knowledge base is written in {language}, and I find the most when you ask in "
+    "{language}.")
+UNVERIFIED_NEVER = ("_Source [{n}] has never been verified by its owner and is past its review "
+                    "date._")
+UNVERIFIED_SINCE = "_Source [{n}] was last verified on {date} and is past its review date._"
+
+
 def with_reference(message: str, correlation_id: str) -> str:
-    return ERROR_REFERENCE.format(message=message, correlation_id=correlation_id)
+    """In the person's language (rag/i18n.py), as every sentence built here."""
+    return tr(ERROR_REFERENCE).format(message=tr(message), correlation_id=correlation_id)
 
 
 def unverified_note(n: int, last: datetime | None) -> str:
     """Under an answer citing source [n] past its review date (still used, said so)."""
     if last is None:
-        return f"_Source [{n}] has never been verified by its owner and is past its review date._"
-    return (f"_Source [{n}] was last verified on {last.day} {last:%b %Y} and is past its "
-            "review date._")
+        return tr(UNVERIFIED_NEVER).format(n=n)
+    if current() == "en":
+        return tr(UNVERIFIED_SINCE).format(n=n, date=f"{last.day} {last:%b %Y}")
+    from babel.dates import format_date
+
+    return tr(UNVERIFIED_SINCE).format(n=n, date=format_date(last, "d MMM y", locale=current()))

@@ -16,6 +16,8 @@ from rag.config import PipelineConfig
 from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
 from rag.grade import Grader, GradingResult
+from rag.i18n import current, tr
+from rag.language import CorpusLanguage, detect, differs, display_name
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
 from rag.lookup import DocumentStore, Lookup
 from rag.output_policy import OutputPolicy
@@ -47,7 +49,8 @@ CLAUDE = frozenset({"anthropic", "bedrock", "vertex"})  # the providers whose mo
 class Generator(Protocol):
     async def generate(self, question: str, selected: Sequence[Candidate],
                        history: Sequence[Turn] = (), preview: TextSink | None = None,
-                       images: tuple[QuestionImage, ...] = ()) -> Draft: ...
+                       images: tuple[QuestionImage, ...] = (), *,
+                       language: str = "") -> Draft: ...
 
 
 @dataclass
@@ -83,6 +86,7 @@ class Stages:
     syncs: SyncProgress | None = None  # to tell "not read yet" from "not in the knowledge base"
     reviews: ReviewDates | None = None  # a cited document past its review date is said so
     documents: DocumentStore | None = None  # whole documents, for tools (rag/lookup.py)
+    corpus: CorpusLanguage | None = None  # the documents' language, for cross-language search
 
 
 class Pipeline:
@@ -151,10 +155,10 @@ class Pipeline:
             answer = await self._stages(question, mode, run, preview, offline)
         except SiftError as exc:
             log.error("question failed: %s", exc)
-            answer = Answer(exc.user_message, AnswerStatus.ERROR, question, mode=mode)
+            answer = Answer(tr(exc.user_message), AnswerStatus.ERROR, question, mode=mode)
         except Exception:
             log.exception("question failed unexpectedly")
-            answer = Answer(messages.INTERNAL_ERROR, AnswerStatus.ERROR, question, mode=mode)
+            answer = Answer(tr(messages.INTERNAL_ERROR), AnswerStatus.ERROR, question, mode=mode)
         answer = await self._police(answer)
         run.timings["total"] = round((time.perf_counter() - run.started) * 1000, 2)
         return replace(answer, timings_ms=run.timings, usage=run.usage, models=run.models,
@@ -172,12 +176,16 @@ class Pipeline:
         # call), so that database trip is off the answer's critical path.
         hidden = asyncio.create_task(hidden_documents(s.priors))
         beside: asyncio.Task[tuple[Understanding, Usage]] | None = None
+        languages = await self._languages(question)
         try:
-            if use_llm and self._understands_beside(question):
-                beside = asyncio.create_task(self._understood(question, run))
-                understood = passthrough(question)  # searched as asked meanwhile
+            # In another language than the documents, the search waits for the model's
+            # phrases in theirs.
+            if use_llm and self._understands_beside(question) and not differs(*languages):
+                beside = asyncio.create_task(self._understood(question, run, True, languages))
+                understood = replace(passthrough(question), language=languages[0],
+                                     corpus_language=languages[1])  # searched as asked
             else:
-                understood, _ = await self._understood(question, run, use_llm)
+                understood, _ = await self._understood(question, run, use_llm, languages)
                 mark = time.perf_counter()
                 if understood.intent is not Intent.KNOWLEDGE:
                     return self._direct(understood, question, mode)
@@ -194,10 +202,18 @@ class Pipeline:
         return (self._config.retrieval.understand_beside and not question.history
                 and not question.images and rule_based(question) is None)
 
-    async def _understood(self, question: Question, run: _Run,
-                          use_llm: bool = True) -> tuple[Understanding, Usage]:
+    async def _languages(self, question: Question) -> tuple[str, str]:
+        """The question's language and the documents' ("" where unknown)."""
+        corpus = await self._s.corpus.language() if self._s.corpus is not None else ""
+        # In a thread: the detector's model loads on the first question (half a second).
+        return await asyncio.to_thread(detect, question.text), corpus
+
+    async def _understood(self, question: Question, run: _Run, use_llm: bool = True,
+                          languages: tuple[str, str] = ("", "")
+                          ) -> tuple[Understanding, Usage]:
         started = time.perf_counter()
-        understood, usage = await self._s.understander.understand(question, use_llm)
+        understood, usage = await self._s.understander.understand(
+            question, use_llm, language=languages[0], corpus_language=languages[1])
         run.lap("understand", started)
         if usage.calls:
             run.usage["understand"] = usage
@@ -240,6 +256,7 @@ class Pipeline:
 
         answer = await self._written(question, mode, run, preview, offline, understood,
                                      candidates, graded, beside, mark)
+        answer = _searched_as_asked(answer, understood)
         return await self._with_reasons(answer, graded, run)
 
     async def _with_reasons(self, answer: Answer, graded: GradingResult, run: _Run) -> Answer:
@@ -273,7 +290,7 @@ class Pipeline:
         base = Answer("", AnswerStatus.NO_ANSWER, question, understood.standalone, mode,
                       candidates=tuple(candidates))
         if not chosen:
-            return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
+            return replace(base, text=tr(messages.NO_ANSWER), suggestions=suggestions(candidates))
 
         if offline:
             draft, generation_failed = await s.fallback_extractive.generate(
@@ -286,7 +303,7 @@ class Pipeline:
             run.usage["generate"] = draft.usage
             run.models["generate"] = draft.model or self._config.models.answer_model
         if draft.no_answer:
-            return replace(base, text=messages.NO_ANSWER, suggestions=suggestions(candidates))
+            return replace(base, text=tr(messages.NO_ANSWER), suggestions=suggestions(candidates))
         cited = {c.chunk_id for c in draft.citations}
         degraded = graded.failures > 0 or generation_failed
         return replace(
@@ -307,7 +324,8 @@ class Pipeline:
             preview = PolicedPreview(self._policy, [c.chunk.url for c in chosen], preview).show
         try:
             return await self._s.generator.generate(standalone, chosen, question.history,
-                                                    preview, question.images), False
+                                                    preview, question.images,
+                                                    language=understood.language), False
         except LLMError as exc:
             # The excerpts are still worth showing; the answer says plainly what happened.
             log.error("answer model failed (%s), falling back to excerpts: %s", exc.kind, exc)
@@ -326,7 +344,7 @@ class Pipeline:
         draft = await self._s.withheld_extractive.generate(answer.search_query, clean,
                                                            pool=answer.candidates)
         if draft.no_answer:
-            return replace(answer, text=messages.WITHHELD_NOTE, citations=(),
+            return replace(answer, text=tr(messages.WITHHELD_NOTE), citations=(),
                            status=AnswerStatus.DEGRADED, extractive=True)
         urls = [c.url for c in draft.citations]
         cited = {c.chunk_id for c in draft.citations}
@@ -349,7 +367,7 @@ class Pipeline:
             # The plain no-answer is still true; the log keeps the cause for the operator.
             log.exception("could not tell whether a first sync is running")
             return answer
-        return replace(answer, status=AnswerStatus.NOT_INDEXED, text=messages.NOT_INDEXED_YET,
+        return replace(answer, status=AnswerStatus.NOT_INDEXED, text=tr(messages.NOT_INDEXED_YET),
                        suggestions=())
 
     async def _past_review(self, answer: Answer) -> Answer:
@@ -382,6 +400,17 @@ class Pipeline:
                           answer.status)
             return answer
         return replace(answer, interaction_id=interaction_id)
+
+
+def _searched_as_asked(answer: Answer, understood: Understanding) -> Answer:
+    """Asked in another language than the documents' and searched only in it (no model to
+    add phrases in theirs): the answer says that asking in theirs finds more."""
+    if not differs(understood.language, understood.corpus_language) or understood.across or \
+            answer.status is AnswerStatus.ERROR:
+        return answer
+    name = display_name(understood.corpus_language, current())
+    note = "_" + tr(messages.RETRIEVAL_LANGUAGE_NOTE).format(language=name) + "_"
+    return replace(answer, text=f"{answer.text.rstrip()}\n\n{note}")
 
 
 class PolicedPreview:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from rag.types import Answer, Grade, QuestionImage, SearchFilters, SearchHit, Usage, Vector
 
@@ -123,3 +123,10 @@ class InteractionRecorder(Protocol):
     """Stores an answer with its candidates and updates document statistics; returns its id."""
 
     def record(self, answer: Answer) -> int: ...
+
+
+@runtime_checkable
+class LanguageCounts(Protocol):
+    """How many indexed chunks are in each language (the index: rag/index.py)."""
+
+    async def count_by_language(self) -> dict[str, int]: ...

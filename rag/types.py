@@ -136,6 +136,9 @@ class Understanding:
     # this is the earlier one, which decides what is on topic ("and in Toronto?" stays about
     # the expense limits while Toronto picks the lines quoted).
     subject: str = ""
+    language: str = ""  # the message's language ("de"; "" when unsure), rag/language.py
+    corpus_language: str = ""  # the documents' main language, when known
+    across: bool = False  # the model was asked for search phrases in the documents' language
 
 
 class GradeSource(enum.StrEnum):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 from rag import messages, prompts
 from rag.errors import LLMError
 from rag.follow_up import carry_subject
+from rag.i18n import tr
+from rag.language import differs, english_name
 from rag.ports import LLM, LLMRequest
 from rag.types import Intent, Question, Understanding, Usage
 
@@ -48,10 +51,21 @@ def passthrough(question: Question) -> Understanding:
 
 def rule_based(question: Question) -> Understanding | None:
     if _GREETING.match(question.text):
-        return Understanding(question.text, (), Intent.SMALL_TALK, messages.GREETING_REPLY)
+        return Understanding(question.text, (), Intent.SMALL_TALK, tr(messages.GREETING_REPLY))
     if _THANKS.match(question.text):
-        return Understanding(question.text, (), Intent.SMALL_TALK, messages.THANKS_REPLY)
+        return Understanding(question.text, (), Intent.SMALL_TALK, tr(messages.THANKS_REPLY))
     return None
+
+
+def corpus_request(language: str, corpus_language: str) -> str:
+    """What the analyst is told when the message and the documents differ in language: search
+    phrases in the documents' language find what a search in the message's language misses."""
+    if not differs(language, corpus_language):
+        return ""
+    corpus = english_name(corpus_language)
+    return (f"\n\nThe knowledge base is written in {corpus}; this message is in "
+            f"{english_name(language)}. Write the search_phrases in {corpus}: translate the "
+            f"message's terms, keep product names and identifiers as they are.")
 
 
 def parse_understanding(text: str, question: Question) -> Understanding:
@@ -67,7 +81,8 @@ def parse_understanding(text: str, question: Question) -> Understanding:
     phrases = tuple(p.strip() for p in data.get("search_phrases") or [] if str(p).strip())[:3]
     reply = str(data.get("reply") or "").strip()
     if intent is not Intent.KNOWLEDGE and not reply:
-        reply = messages.ABOUT_BOT_REPLY if intent is Intent.ABOUT_BOT else messages.GREETING_REPLY
+        reply = tr(messages.ABOUT_BOT_REPLY if intent is Intent.ABOUT_BOT
+                   else messages.GREETING_REPLY)
     return Understanding(standalone, phrases or (standalone,), intent, reply)
 
 
@@ -77,7 +92,14 @@ class Understander:
         self._model = model
         self._timeout_s = timeout_s
 
-    async def understand(self, question: Question, use_llm: bool) -> tuple[Understanding, Usage]:
+    async def understand(self, question: Question, use_llm: bool, *, language: str = "",
+                         corpus_language: str = "") -> tuple[Understanding, Usage]:
+        """`language`: the message's (rag/language.py); `corpus_language`: the documents'."""
+        understood, usage = await self._understand(question, use_llm, language, corpus_language)
+        return replace(understood, language=language, corpus_language=corpus_language), usage
+
+    async def _understand(self, question: Question, use_llm: bool, language: str,
+                          corpus_language: str) -> tuple[Understanding, Usage]:
         quick = rule_based(question)
         if quick is not None:
             return quick, Usage()
@@ -85,7 +107,7 @@ class Understander:
             return passthrough(question), Usage()
         history = "\n".join(f"{t.role}: {t.text}" for t in question.history[-10:])
         content = (f"Conversation so far:\n{history}\n\n" if history else "") + \
-            f"Message: {question.text}"
+            f"Message: {question.text}" + corpus_request(language, corpus_language)
         if question.images:  # what the image shows is what to search for
             content += "\n\n" + IMAGES_NOTE
         request = LLMRequest(model=self._model, system=prompts.load("understand"),
@@ -94,7 +116,11 @@ class Understander:
                              images=question.images)
         try:
             response = await self._llm.complete(request)
-            return parse_understanding(response.text, question), response.usage
+            understood = parse_understanding(response.text, question)
+            if differs(language, corpus_language):  # the message's own words are searched too
+                understood = replace(understood, across=True, search_phrases=tuple(
+                    dict.fromkeys((*understood.search_phrases, understood.standalone))))
+            return understood, response.usage
         except (LLMError, ValueError, KeyError, TypeError) as exc:
             # Understanding only sharpens the search; without it the question still gets one.
             log.warning("understanding failed, searching with the question as asked: %s", exc)

@@ -7,6 +7,7 @@ import json
 import unicodedata
 from datetime import datetime
 
+from rag.language import of_document
 from rag.types import Chunk
 from sync.chunk import ChunkingConfig, chunk_markdown, embedding_text
 from sync.connectors.base import SourceDocument
@@ -40,15 +41,17 @@ def chunk_id(source: str, doc_id: str, index: int) -> str:
 def to_chunks(source: str, doc: SourceDocument, digest: str,
               config: ChunkingConfig) -> list[Chunk]:
     title = doc.title.strip()
+    body = normalise(doc.body)
+    language = of_document(doc.language, body)  # stored per chunk: the corpus's language
     return [
         Chunk(chunk_id=chunk_id(source, doc.doc_id, piece.index), doc_id=doc.doc_id,
               source=source, title=title, text=piece.text, url=doc.url, section=piece.section,
               tags=doc.tags, authors=doc.authors, channels=doc.channels,
-              doc_type=doc.doc_type, subtype=doc.subtype, language=doc.language,
+              doc_type=doc.doc_type, subtype=doc.subtype, language=language,
               published_at=doc.published_at, updated_at=doc.updated_at,
               access=doc.access, content_hash=digest,
               chunk_index=piece.index, tokens=piece.tokens)
-        for piece in chunk_markdown(normalise(doc.body), config, title)
+        for piece in chunk_markdown(body, config, title)
     ]
 
 

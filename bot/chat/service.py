@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag import messages
+from rag.i18n import tr
 from rag.lookup import Lookup
 from rag.patience import NO_RETRY, Retrying
 from rag.ports import TextSink
@@ -193,13 +194,13 @@ class ChatService:
 
     def _check(self, user: str, text: str) -> Gate:
         if not text.strip():
-            return Gate(False, messages.EMPTY_QUESTION)
+            return Gate(False, tr(messages.EMPTY_QUESTION))
         if len(text) > self._limits.max_message_chars:
-            return Gate(False, messages.TOO_LONG.format(length=len(text),
+            return Gate(False, tr(messages.TOO_LONG).format(length=len(text),
                                                        limit=self._limits.max_message_chars))
         limit = self._limits.quota_per_minute
         if not self._stores.quota.allow(user, limit, 60.0):
-            return Gate(False, messages.QUOTA_EXCEEDED.format(limit=limit))
+            return Gate(False, tr(messages.QUOTA_EXCEEDED).format(limit=limit))
         return Gate(True)
 
     async def ask(self, question: Question, preview: TextSink | None = None) -> Answer:

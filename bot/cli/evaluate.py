@@ -58,6 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--feedback-seeds", type=int, default=5, metavar="K",
                         help="repeat each kind of voter's replay with K random draws (seeds "
                         "17, 18, ...) and report the mean and the worst (default 5)")
+    parser.add_argument("--languages", type=Path, metavar="DIR",
+                        help="a folder of <language>.jsonl files ({_id, text}: the dataset's "
+                        "questions translated): hybrid retrieval per language, searched as "
+                        "asked and, with a model, with search phrases in the documents' "
+                        "language (docs/languages.md)")
     parser.set_defaults(handler=_eval)
 
 
@@ -112,15 +117,17 @@ def _eval(args: argparse.Namespace) -> int:
     from bot.app import App, load_settings
     from evaluation import dataset as datasets
     from evaluation.evaluation import Options, eval_dir
+    from evaluation.languages import load_translations
 
+    data = datasets.load(args.dataset)
+    translations = load_translations(args.languages, data) if args.languages else None
     options = Options(ks=_ints(args.k), modes=_modes(args.modes), limit=args.limit,
                       concurrency=max(1, args.concurrency), rebuild=args.rebuild,
                       judge_model=args.judge_model,
                       simulate_feedback=max(0, args.simulate_feedback),
                       feedback_noise=min(1.0, max(0.0, args.feedback_noise)),
-                      feedback_seeds=max(1, args.feedback_seeds))
+                      feedback_seeds=max(1, args.feedback_seeds), languages=translations)
     app = App(load_settings(args.config))
-    data = datasets.load(args.dataset)
     harness = app.evaluation_harness()
     out = eval_dir(harness, data)
     report_path = args.report or out / "report.md"
@@ -184,6 +191,10 @@ def _write(report: Report, report_path: Path, json_path: Path) -> None:
         from evaluation.report import feedback_table
 
         print("\n" + "\n".join(feedback_table(report.feedback, report.feedback_seconds)))
+    if report.languages:
+        from evaluation.languages import language_table
+
+        print("\n" + "\n".join(language_table(report.languages, report.settings.ks)))
     if report.note:
         print(f"\n{report.note}")
     print(f"\nReport: {report_path}\nChart:  {chart if chart_name else '(none)'}\n"

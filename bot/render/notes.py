@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag import messages
+from rag.i18n import tr
 from rag.types import Answer, AnswerStatus, GradeSource
 
 
@@ -10,12 +11,12 @@ def answer_notes(answer: Answer) -> list[str]:
     """Small print for an answer: unchecked sources, claims without citations."""
     notes = []
     if answer.status is AnswerStatus.DEGRADED and not answer.extractive:
-        notes.append(messages.DEGRADED_NOTE)
+        notes.append(tr(messages.DEGRADED_NOTE))
     if answer.status is AnswerStatus.NO_ANSWER and _some_unchecked(answer):
         # "Not covered" is only as sure as the grading behind it.
-        notes.append(messages.UNCHECKED_NO_ANSWER_NOTE)
+        notes.append(tr(messages.UNCHECKED_NO_ANSWER_NOTE))
     if answer.uncited_claims:
-        notes.append(messages.UNCITED_NOTE)
+        notes.append(tr(messages.UNCITED_NOTE))
     return notes
 
 

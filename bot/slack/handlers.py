@@ -32,6 +32,7 @@ from bot.slack.inbound import (
     parse_reaction,
     parse_shortcut,
 )
+from bot.slack.locale import SlackLocales
 from bot.slack.outbound import SlackOutbound
 from bot.slack.spec import PLATFORM as SLACK_PLATFORM
 from bot.slack.surface import SlackOptions, SlackSurface
@@ -59,6 +60,7 @@ class SlackHandlers:
         self._background = background
         self._sources = tuple(sources)
         self._prompts = tuple(prompts)
+        self._locales = SlackLocales(outbound)  # Sift's sentences in each person's language
         # Set by `sift serve` when a Slack source reads channels: the thread goes to its push.
         self.on_thread_changed: Callable[[ThreadChanged], None] | None = None
 
@@ -71,7 +73,11 @@ class SlackHandlers:
         files = tuple(Attached(f.name, f.mimetype, f.size, partial(self._out.download, f.url))
                       for f in incoming.files)
         message = incoming.to_message(me, threaded=self._options.streaming, files=files)
-        return self._flow.on_message(message, surface), surface
+        return self._as(incoming.user, lambda: self._flow.on_message(message, surface)), surface
+
+    def _as(self, user: str, work: Callable[[], Work]) -> Work:
+        """`work` with Sift's sentences in `user`'s language; made only when it starts."""
+        return self._locales.speaking_as(user, work)
 
     async def _clicked(self, ack: Ack, work: Work, surface: SlackSurface) -> None:
         """Start a command's or a click's work, then ack. Slack does not deliver those again,
@@ -160,10 +166,12 @@ class SlackHandlers:
 
     def _pick(self, picked: Picked, how: str, me: Me) -> Work:
         assert self._capture is not None
+        capture = self._capture
         pick = Pick(SLACK_PLATFORM, picked.team, picked.channel, picked.message_ts, picked.user,
                     how, event_key=f"slack:accept:{picked.key}" if how == REACTION else "")
         surface = self._surface(me, channel=picked.channel, user=picked.user, thread_ts="")
-        return self._capture.on_pick(pick, SlackThreadReader(self._out, me), surface)
+        return self._as(picked.user, lambda: capture.on_pick(
+            pick, SlackThreadReader(self._out, me), surface))
 
     async def on_reaction_removed(self, body: Payload, context: AsyncBoltContext) -> None:
         await self._on_reaction(body, context, added=False)
@@ -177,7 +185,7 @@ class SlackHandlers:
                     event_key=f"slack:{reaction.event_id}")
         surface = self._surface(_me(context), channel=reaction.channel, user=reaction.user,
                                 thread_ts="")
-        self._background.spawn(self._flow.on_vote(vote, surface))
+        self._background.spawn(self._as(reaction.user, lambda: self._flow.on_vote(vote, surface)))
 
     async def on_feedback(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         click = parse_feedback(body)
@@ -188,7 +196,8 @@ class SlackHandlers:
                     VIA_BUTTON, thread=click.thread_ts)
         surface = self._surface(_me(context), channel=click.channel, user=click.user,
                                 thread_ts=click.thread_ts)
-        await self._clicked(ack, self._flow.on_vote(vote, surface), surface)
+        await self._clicked(ack, self._as(click.user, lambda: self._flow.on_vote(vote, surface)),
+                            surface)
 
     async def on_help(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """"Still need help?" under an answer: call the people the channel's policy names."""
@@ -198,9 +207,9 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts or button.message_ts)
-        help_work = self._flow.on_help(SLACK_PLATFORM, button.channel, surface,
-                                       thread=button.thread_ts or button.message_ts)
-        await self._clicked(ack, help_work, surface)
+        await self._clicked(ack, self._as(button.user, lambda: self._flow.on_help(
+            SLACK_PLATFORM, button.channel, surface,
+            thread=button.thread_ts or button.message_ts)), surface)
 
     async def on_share(self, ack: Ack, body: Payload, context: AsyncBoltContext) -> None:
         """"Share to channel" under a private answer: post it for everyone."""
@@ -210,9 +219,8 @@ class SlackHandlers:
             return
         surface = self._surface(_me(context), channel=button.channel, user=button.user,
                                 thread_ts=button.thread_ts)
-        await self._clicked(ack, self._flow.on_share(int(button.value), button.user,
-                                                     SLACK_PLATFORM, button.channel, surface),
-                            surface)
+        await self._clicked(ack, self._as(button.user, lambda: self._flow.on_share(
+            int(button.value), button.user, SLACK_PLATFORM, button.channel, surface)), surface)
 
     # --- App Home and the assistant panel ------------------------------------------------------
 
@@ -221,7 +229,7 @@ class SlackHandlers:
         user = event.get("user")
         if event.get("tab") != "home" or not isinstance(user, str):
             return
-        self._background.spawn(self._publish_home(user))
+        self._background.spawn(self._as(user, lambda: self._publish_home(user)))
 
     async def _publish_home(self, user: str) -> None:
         try:

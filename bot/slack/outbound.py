@@ -185,6 +185,11 @@ class SlackOutbound:
         return str(profile.get("display_name") or profile.get("real_name")
                    or found.get("real_name") or found.get("name") or "")
 
+    async def user_locale(self, user: str) -> str:
+        """users.info with include_locale: the person's Slack language ("de-DE"; "" if none)."""
+        response = await self._client.users_info(user=user, include_locale=True)
+        return str((response.get("user") or {}).get("locale") or "")
+
     async def thread_of(self, channel: str, ts: str) -> str:
         """The thread a message sits in ("" at top level without replies)."""
         response = await self._client.conversations_replies(channel=channel, ts=ts, limit=1)

@@ -9,6 +9,7 @@ from typing import Any
 from bot.render.notes import answer_notes, error_text
 from bot.slack.mrkdwn import escape, link, safe_url, split_text, to_markdown, to_mrkdwn
 from rag import messages
+from rag.i18n import tr
 from rag.markdown import parse
 from rag.types import Answer, AnswerStatus, Citation
 
@@ -61,8 +62,8 @@ def feedback_block() -> Block:
 
     return {"type": "context_actions", "block_id": FEEDBACK_BLOCK, "elements": [{
         "type": "feedback_buttons", "action_id": FEEDBACK_ACTION,
-        "positive_button": button("👍", VOTE_UP, messages.FEEDBACK_UP_LABEL),
-        "negative_button": button("👎", VOTE_DOWN, messages.FEEDBACK_DOWN_LABEL)}]}
+        "positive_button": button("👍", VOTE_UP, tr(messages.FEEDBACK_UP_LABEL)),
+        "negative_button": button("👎", VOTE_DOWN, tr(messages.FEEDBACK_DOWN_LABEL))}]}
 
 
 @dataclass(frozen=True)
@@ -84,12 +85,14 @@ def actions_block(answer: Answer, buttons: Buttons) -> list[Block]:
 
     elements = []
     if buttons.share and answer.interaction_id is not None:
-        elements.append(button(messages.SHARE_LABEL, SHARE_ACTION, str(answer.interaction_id)))
+        elements.append(button(tr(messages.SHARE_LABEL), SHARE_ACTION,
+                               str(answer.interaction_id)))
     if buttons.help:
-        elements.append(button(messages.HELP_LABEL, HELP_ACTION, str(answer.interaction_id or "")))
+        elements.append(button(tr(messages.HELP_LABEL), HELP_ACTION,
+                               str(answer.interaction_id or "")))
     blocks: list[Block] = []
     if buttons.share_blocked:
-        blocks.append(context([escape(buttons.share_blocked)]))
+        blocks.append(context([escape(tr(buttons.share_blocked))]))
     if elements:
         blocks.append({"type": "actions", "block_id": ACTIONS_BLOCK, "elements": elements})
     return blocks
@@ -110,13 +113,13 @@ def _bounded_lines(head: str, lines: Sequence[str], limit: int) -> str:
 
 def sources_block(citations: Sequence[Citation]) -> Block:
     lines = [f"[{c.n}] {link(c.url, c.title)}" for c in citations]
-    return context([_bounded_lines(f"*{escape(messages.SOURCES_HEADING)}*", lines,
+    return context([_bounded_lines(f"*{escape(tr(messages.SOURCES_HEADING))}*", lines,
                                    CONTEXT_LIMIT)])
 
 
 def suggestions_block(suggestions: Sequence[Citation]) -> Block:
     lines = [f"• {link(c.url, c.title)}" for c in suggestions]
-    return section(_bounded_lines(escape(messages.NO_ANSWER_SUGGESTIONS), lines, SECTION_LIMIT))
+    return section(_bounded_lines(escape(tr(messages.NO_ANSWER_SUGGESTIONS)), lines, SECTION_LIMIT))
 
 
 def fallback_text(mrkdwn: str) -> str:
@@ -128,7 +131,7 @@ def fallback_text(mrkdwn: str) -> str:
 
 def render_notice(text: str) -> SlackMessage:
     """One plain sentence (a refusal, a thank-you, an error with its reference)."""
-    body = escape(text)
+    body = escape(tr(text))
     return SlackMessage(body, (section(body),))
 
 
@@ -177,7 +180,7 @@ def render_answer(answer: Answer, *, feedback: bool = True, buttons: Buttons = N
     room = MAX_BLOCKS - len(before) - len(after) - 1  # one context block kept for the notes
     if len(sections) > room:
         sections = sections[:room]
-        notes.append(messages.ANSWER_SHORTENED)
+        notes.append(tr(messages.ANSWER_SHORTENED))
     note_blocks = [context([escape(n) for n in notes])] if notes else []
     return SlackMessage(fallback_text(body), (*sections, *before, *note_blocks, *after))
 

@@ -26,6 +26,7 @@ from bot.slack.render import (
 )
 from bot.slack.spec import APPEND_EVERY_S
 from rag import messages
+from rag.i18n import tr
 from rag.ports import TextSink
 from rag.types import Answer
 
@@ -106,7 +107,7 @@ class SlackSurface:
         show: Awaitable[bool]
         hide: Callable[[], Awaitable[object]]
         if self._options.assistant_status and msg.kind is Kind.DIRECT and msg.thread_ts:
-            show = self._out.set_status(msg.channel, msg.thread_ts, messages.WORKING_STATUS)
+            show = self._out.set_status(msg.channel, msg.thread_ts, tr(messages.WORKING_STATUS))
             # Slack clears the status on our reply; clearing it here covers the failures.
             hide = partial(self._out.set_status, msg.channel, msg.thread_ts, "")
         else:
@@ -154,7 +155,7 @@ class SlackSurface:
             await self._out.ephemeral(self._channel, self._user, self._thread_ts, notice)
 
     async def escalate(self, people: Sequence[str]) -> None:
-        text = messages.ESCALATION.format(people=" ".join(mention(p) for p in people),
+        text = tr(messages.ESCALATION).format(people=" ".join(mention(p) for p in people),
                                           asker=f"<@{self._user}>")
         await self._out.post(self._channel, self._thread_ts, render_call(text))
 

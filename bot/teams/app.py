@@ -24,6 +24,7 @@ from bot.chat.tasks import Background
 from bot.teams.connector import RetryingClientFactory, RetryPolicy
 from bot.teams.gate import Refusal, check_activity, forwarded
 from bot.teams.handlers import TeamsHandlers
+from bot.teams.locale import in_locale
 from bot.teams.spec import TeamsSettings
 from bot.teams.surface import TeamsOptions
 from sync.connectors.teams import TeamsConnector
@@ -41,10 +42,10 @@ def build_agent(connections: MsalConnectionManager,
         # Sift sends its own typing indicator in the proactive turn, strips mentions itself,
         # and keeps conversation history in its database: no SDK conversation/user state.
         start_typing_timer=False, remove_recipient_mention=False, turn_state_factory=TurnState)
-    agent.activity(ActivityTypes.message)(handlers.on_message)
-    agent.invoke(FEEDBACK_INVOKE)(handlers.on_feedback)
-    agent.invoke(MESSAGE_ACTION_INVOKE)(handlers.on_action)
-    agent.activity(ActivityTypes.message_reaction)(handlers.on_reaction)
+    agent.activity(ActivityTypes.message)(in_locale(handlers.on_message))
+    agent.invoke(FEEDBACK_INVOKE)(in_locale(handlers.on_feedback))
+    agent.invoke(MESSAGE_ACTION_INVOKE)(in_locale(handlers.on_action))
+    agent.activity(ActivityTypes.message_reaction)(in_locale(handlers.on_reaction))
     agent.error(handlers.on_error)
     return agent
 

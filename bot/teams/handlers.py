@@ -46,6 +46,7 @@ from bot.teams.render import render_notice
 from bot.teams.spec import PLATFORM as TEAMS_PLATFORM
 from bot.teams.surface import TeamsOptions, TeamsSurface
 from rag import messages
+from rag.i18n import tr
 from rag.logcontext import correlated, current_correlation_id
 from sync.connectors.teams import TeamsConnector
 
@@ -210,7 +211,7 @@ class TeamsHandlers:
                 text = await self._save(parse_save(turn.activity))
             except Exception:
                 log.exception("Save to Sift failed")
-            await turn.send_activity(dialog_message(text))
+            await turn.send_activity(dialog_message(tr(text)))
 
     async def _save(self, picked: PickedReply | None) -> str:
         if picked is None or self._capture is None:

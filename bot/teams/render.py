@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bot.render.notes import answer_notes, error_text
 from rag import messages
 from rag.citations import CODE_SPAN
+from rag.i18n import tr
 from rag.types import UNANSWERED, Answer, AnswerStatus, Chunk, Citation
 
 MAX_CITATIONS = 20  # Teams rejects more citation entities in one message
@@ -125,7 +126,8 @@ def _list(heading: str, lines: Sequence[str]) -> str:
 
 def _sources(citations: Sequence[Citation]) -> str:
     """The numbered list a `[n]` marker points at when no pop-up opens for it."""
-    return _list(messages.SOURCES_HEADING, [f"[{c.n}] {link(c.url, c.title)}" for c in citations])
+    return _list(tr(messages.SOURCES_HEADING),
+                 [f"[{c.n}] {link(c.url, c.title)}" for c in citations])
 
 
 def _notes(answer: Answer) -> list[str]:
@@ -134,7 +136,7 @@ def _notes(answer: Answer) -> list[str]:
 
 def render_notice(text: str) -> TeamsReply:
     """One sentence: a refusal, an error with its reference, a notice."""
-    return TeamsReply(no_pings(text))
+    return TeamsReply(no_pings(tr(text)))
 
 
 def render_answer(answer: Answer, *, citation_entities: bool = True) -> TeamsReply:
@@ -148,7 +150,7 @@ def render_answer(answer: Answer, *, citation_entities: bool = True) -> TeamsRep
         return render_notice(error_text(answer))
     parts = [no_pings(answer.text)]
     if answer.status is AnswerStatus.NO_ANSWER and answer.suggestions:
-        parts.append(_list(messages.NO_ANSWER_SUGGESTIONS,
+        parts.append(_list(tr(messages.NO_ANSWER_SUGGESTIONS),
                            [link(c.url, c.title) for c in answer.suggestions]))
     citations: tuple[TeamsCitation, ...] = ()
     listed = answer.citations

@@ -18,6 +18,7 @@ from bot.teams.outbound import mention_activity, to_activity
 from bot.teams.render import TeamsReply, render_answer, render_notice
 from bot.teams.spec import STREAM_INTERVAL_S
 from rag import messages
+from rag.i18n import tr
 from rag.ports import TextSink
 from rag.types import Answer
 
@@ -57,7 +58,7 @@ class TeamsSurface:
     async def working(self, delivery: Delivery) -> AsyncIterator[TextSink | None]:
         if self._options.streaming and self._personal and on_teams(self._turn.activity):
             self._stream = AnswerStream(self._turn, self._options.stream_interval_s)
-            self._stream.open(messages.TEAMS_WORKING)
+            self._stream.open(tr(messages.TEAMS_WORKING))
             yield self._stream.show
             return
         typing = TypingOptions(initial_delay_ms=0,
@@ -94,7 +95,7 @@ class TeamsSurface:
         name = asker.name if asker is not None and asker.name else "someone"
         calls = " ".join(f"<at>{p}</at>" for p in people)
         await self._turn.send_activity(mention_activity(
-            messages.ESCALATION.format(people=calls, asker=name), list(people)))
+            tr(messages.ESCALATION).format(people=calls, asker=name), list(people)))
 
     async def voted(self, vote: Vote, interaction_id: int) -> str | None:
         return None  # Teams' feedback form carries its own comment box and thank-you

@@ -25,6 +25,7 @@ from bot.chat.tasks import Background, Busy
 from bot.proxy import client_of
 from bot.webchat.surface import WebSurface
 from rag import messages
+from rag.i18n import from_accept_language, speaking
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,16 @@ _SECURITY = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data
              "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 SIGN_IN_FIRST = "Sign in first: open this site's start page and sign in, then ask again."
+
+
+def in_browser_language(handler: Handler) -> Handler:
+    """`handler` with Sift's sentences in the browser's language (its Accept-Language)."""
+    async def run(request: web.Request) -> web.StreamResponse:
+        with speaking(from_accept_language(request.headers.get("Accept-Language", ""))):
+            return await handler(request)
+    return run
 
 
 @dataclass(frozen=True)
@@ -122,8 +132,8 @@ class WebChat:
 
     def mount(self, app: web.Application) -> None:
         app.router.add_get("/", self.page)
-        app.router.add_post("/chat/ask", self.ask)
-        app.router.add_post("/chat/vote", self.vote)
+        app.router.add_post("/chat/ask", in_browser_language(self.ask))
+        app.router.add_post("/chat/vote", in_browser_language(self.vote))
         app.router.add_static("/chat/static/", STATIC, append_version=True)
 
 

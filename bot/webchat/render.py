@@ -12,6 +12,7 @@ from markdown_it.utils import EnvType, OptionsDict
 
 from bot.render.notes import answer_notes, error_text
 from rag import messages
+from rag.i18n import tr
 from rag.markdown import Token, parse, parser
 from rag.types import Answer, AnswerStatus, Citation
 
@@ -86,10 +87,10 @@ def render_answer(answer: Answer) -> str:
         return f'<p class="error">{html.escape(error_text(answer))}</p>'
     parts = [to_html(answer.text, _citation_links(answer.citations))]
     if answer.status is AnswerStatus.NO_ANSWER and answer.suggestions:
-        parts.append(f"<p>{html.escape(messages.NO_ANSWER_SUGGESTIONS)}</p><ul>"
+        parts.append(f"<p>{html.escape(tr(messages.NO_ANSWER_SUGGESTIONS))}</p><ul>"
                      + "".join(_source(c) for c in answer.suggestions) + "</ul>")
     if answer.citations:
-        parts.append(f'<div class="sources"><strong>{html.escape(messages.SOURCES_HEADING)}'
+        parts.append(f'<div class="sources"><strong>{html.escape(tr(messages.SOURCES_HEADING))}'
                      "</strong><ul>" + "".join(_source(c) for c in answer.citations)
                      + "</ul></div>")
     parts += [f'<p class="note">{html.escape(n)}</p>' for n in answer_notes(answer)]

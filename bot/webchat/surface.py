@@ -12,6 +12,7 @@ from bot.chat.message import Thread, Vote
 from bot.chat.surface import Delivery
 from bot.webchat.render import render_answer, to_html
 from rag import messages
+from rag.i18n import tr
 from rag.ports import TextSink
 from rag.types import Answer, AnswerStatus
 
@@ -32,7 +33,7 @@ class WebSurface:
         async def preview(text: str) -> None:
             await self._send("preview", {"html": to_html(text, {})})
 
-        await self._send("working", {"text": messages.TEAMS_WORKING})
+        await self._send("working", {"text": tr(messages.TEAMS_WORKING)})
         yield preview
 
     async def deliver(self, answer: Answer, delivery: Delivery) -> str:
@@ -43,7 +44,7 @@ class WebSurface:
         return ref
 
     async def notice(self, text: str) -> None:
-        await self._send("notice", {"html": html.escape(text)})
+        await self._send("notice", {"html": html.escape(tr(text))})
 
     async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
                       ) -> None:

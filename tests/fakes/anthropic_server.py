@@ -28,6 +28,12 @@ _KINDS = (("relevance grader (batch)", "grade_batch"), ("relevance grader", "gra
           ("connection check", "check"))
 _DELTA = re.compile(r"\S*\s*")  # streamed a word at a time, as models roughly do
 _SENTENCE_LINE = re.compile(r"^(\d+)\. ", re.M)
+# Sift's requests for another language (rag/generate.py, rag/understand.py).
+_ANSWER_IN = re.compile(r"Write the answer in (\w+), the language of the question")
+_CORPUS_ASK = re.compile(r"\n\nThe knowledge base is written in (\w+); .*", re.S)
+# cite_first_two's answer as the fake writes it when asked for another language.
+ANSWERS_IN = {"German": ("Folgen Sie dem dokumentierten Verfahren [1].",
+                         "Prüfen Sie danach das Ergebnis [2].")}
 _JUDGED = re.compile(r"Question: (?P<q>.*?)\n\nReference answer:\n(?P<ref>.*?)\n\n"
                      r"Answer to score:\n(?P<answer>.*)", re.S)
 
@@ -172,6 +178,8 @@ class FakeAnthropic(LocalServer):
         self.answer_from_prompt: Callable[[str], str] | None = None
         self.understanding: dict[str, Any] | None = None
         self.images: list[tuple[str, str, bytes]] = []  # (kind of call, media type, bytes)
+        # Asked for search phrases in the documents' language: the message's, from here.
+        self.phrases_in_corpus: dict[str, list[str]] = {}
         # The evaluation judge: a verdict per answer sentence, and a 0/1/2 accuracy score.
         self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
         self.accuracy_rule: Callable[[str, str, str], int] = always_correct
@@ -323,12 +331,19 @@ class FakeAnthropic(LocalServer):
             return self.answer_from_prompt(content)
         if kind == "answer":
             question = content.rsplit("Question: ", 1)[-1]
+            asked_in = _ANSWER_IN.search(content)
+            if asked_in and asked_in.group(1) in ANSWERS_IN and self.answer_rule is cite_first_two:
+                return " ".join(ANSWERS_IN[asked_in.group(1)][:content.count("<excerpt n=")])
             return self.answer_rule(question, content.count("<excerpt n="))
         if kind == "understand":
             message = content.rsplit("Message: ", 1)[-1]
+            corpus_asked = _CORPUS_ASK.search(message)
+            message = _CORPUS_ASK.sub("", message)
+            phrases = self.phrases_in_corpus.get(message, [message]) if corpus_asked \
+                else [message]
             return json.dumps(self.understanding or {
                 "intent": "knowledge", "standalone_question": message,
-                "search_phrases": [message], "reply": ""})
+                "search_phrases": phrases, "reply": ""})
         if kind.startswith("judge_"):
             return self._judge(kind, content)
         if kind == "check":  # `sift llm check`: a model that follows the instruction

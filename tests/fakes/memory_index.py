@@ -88,6 +88,12 @@ class MemoryIndex:
             counts[chunk.source] = counts.get(chunk.source, 0) + 1
         return counts
 
+    async def count_by_language(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for chunk, _ in self.chunks.values():
+            counts[chunk.language] = counts.get(chunk.language, 0) + 1
+        return counts
+
     async def count(self, source: str | None = None) -> int:
         return sum(1 for c, _ in self.chunks.values() if source is None or c.source == source)
 

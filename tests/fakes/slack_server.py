@@ -318,6 +318,8 @@ class FakeSlack(SlackChannels, LocalServer):
 
     def _users_info(self, args: Json) -> Json:
         user = self.users.get(args.get("user", ""))
+        if user and str(args.get("include_locale", "")).lower() not in ("true", "1"):
+            user = {k: v for k, v in user.items() if k != "locale"}  # only when asked for
         return {"user": user} if user else {"ok": False, "error": "user_not_found"}
 
     def _usergroups_list(self, args: Json) -> Json:

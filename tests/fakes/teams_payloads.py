@@ -155,10 +155,12 @@ def personal_conversation() -> dict[str, Any]:
 
 def personal_message(service_url: str, text: str, *, activity_id: str | None = None,
                      sender: dict[str, Any] | None = None,
-                     attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                     attachments: list[dict[str, Any]] | None = None,
+                     locale: str = "en-US") -> dict[str, Any]:
+    """`locale`: the sender's Teams language, on the activity and its clientInfo entity."""
     payload = _base(service_url, personal_conversation(), sender or user(), activity_id)
-    payload.update({"type": "message", "text": text, "textFormat": "plain",
-                    "entities": [_client_info()]})
+    payload.update({"type": "message", "text": text, "textFormat": "plain", "locale": locale,
+                    "entities": [{**_client_info(), "locale": locale}]})
     if attachments:
         payload["attachments"] = attachments
     return payload

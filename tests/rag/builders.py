@@ -9,6 +9,7 @@ from rag.generate import ExtractiveGenerator, LLMGenerator
 from rag.grade import Grader, LLMGrader
 from rag.grade_cache import CachedGrader
 from rag.heuristic import HeuristicGrader
+from rag.language import CorpusLanguage
 from rag.llm import AnthropicLLM
 from rag.messages import LLM_DOWN_NOTE
 from rag.output_policy import OutputPolicy
@@ -37,7 +38,8 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
                   policy: OutputPolicy | None = None,
                   priors: DocumentPriors | None = None,
                   syncs: SyncProgress | None = None,
-                  extractive: ExtractiveGenerator | None = None) -> Pipeline:
+                  extractive: ExtractiveGenerator | None = None,
+                  corpus: CorpusLanguage | None = None) -> Pipeline:
     config = config or PipelineConfig(retrieval=RetrievalConfig(diversity=False),
                                       grading=grading or GradingConfig())
     models = config.models or ModelConfig()
@@ -57,6 +59,7 @@ def make_pipeline(index: Any, embedder: Any, llm: AnthropicLLM | None = None, *,
         fallback_extractive=ExtractiveGenerator(note=LLM_DOWN_NOTE),
         priors=priors,
         syncs=syncs,
+        corpus=corpus,
     )
     return Pipeline(stages, config, recorder, policy)
 

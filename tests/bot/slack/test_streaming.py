@@ -39,7 +39,8 @@ def appended(stack: SlackStack) -> list[str]:
 
 
 def methods(stack: SlackStack) -> list[str]:
-    return [c.method for c in stack.slack.calls if c.method != "auth.test"]
+    """The reply's calls (not the app's identity, nor the asker's language: users.info)."""
+    return [c.method for c in stack.slack.calls if c.method not in ("auth.test", "users.info")]
 
 
 def text_of(call: Call) -> str:

@@ -307,3 +307,23 @@ def test_quoted_excerpts_render_as_what_they_are() -> None:
     assert '<a class="cite" href="https://kb.example/expenses"' in shown
     for raw in ("&gt; ", "|---", "## ", "```", "_Limits_"):
         assert raw not in shown, raw
+
+
+async def test_the_browsers_language_picks_sifts_sentences(
+        served: tuple[Browser, MemoryChatStores]) -> None:
+    browser, _ = served
+    await browser.open()
+    german = {"Accept-Language": "de-CH, de;q=0.9, en;q=0.5"}
+    body = {"question": "x" * 300, "csrf": browser.csrf}
+    async with browser.session.post(browser.url + "/chat/ask", json=body,
+                                    headers=german) as response:
+        raw = await response.text()
+    assert "Diese Nachricht ist mir zu lang (201 Zeichen; die Grenze liegt bei 200)." in \
+        json.loads(raw.split("data: ", 1)[1].split("\n", 1)[0])["html"]
+    body = {"ref": "nope", "vote": 1, "csrf": browser.csrf}
+    async with browser.session.post(browser.url + "/chat/vote", json=body,
+                                    headers={"Accept-Language": "ja"}) as response:
+        said = await response.json()
+    assert said == {"html": "このフィードバックの対象となる回答が見つかりませんでした。"}
+    status, events = await browser.ask(STAGING)  # no header: English
+    assert status == 200 and events[0] == ("working", {"text": messages.TEAMS_WORKING})
