@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from slack_sdk.errors import SlackApiError
@@ -12,6 +13,7 @@ from bot.slack.inbound import Me, plain, strip_mentions
 from bot.slack.outbound import SlackOutbound
 from bot.slack.render import SAVE_ANSWER_ACTION, SlackMessage, section
 from rag import messages
+from rag.i18n import tr
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +74,20 @@ class SlackThreadReader:
 class SlackSaveOffer:
     """The "Save as the answer" button, shown to the asker alone in the thread (ephemeral)."""
 
-    def __init__(self, out: SlackOutbound, channel: str, thread_ts: str) -> None:
+    def __init__(self, out: SlackOutbound, channel: str, thread_ts: str,
+                 locale_of: Callable[[str], Awaitable[str]]) -> None:
         self._out = out
         self._channel = channel
         self._thread_ts = thread_ts
+        self._locale_of = locale_of
 
     async def offer_save(self, asker: str, replier: str, reply_ref: str) -> None:
-        text = messages.SAVE_OFFER.format(replier=f"<@{replier}>")
+        language = await self._locale_of(asker)  # the asker's, not the replier's
+        text = tr(messages.SAVE_OFFER, language).format(replier=f"<@{replier}>")
         button = {"type": "button", "action_id": SAVE_ANSWER_ACTION, "value": reply_ref,
                   "style": "primary",
-                  "text": {"type": "plain_text", "text": messages.SAVE_OFFER_LABEL}}
+                  "text": {"type": "plain_text", "text": tr(messages.SAVE_OFFER_LABEL,
+                                                            language)}}
         blocks = (section(text), {"type": "actions", "block_id": "sift_save_offer",
                                   "elements": [button]})
         await self._out.ephemeral(self._channel, asker, self._thread_ts,

@@ -108,7 +108,8 @@ class SlackHandlers:
         incoming = parse_message(body, _me(context))
         self._ask(incoming, _me(context))
         if incoming is not None and incoming.kind is Kind.THREAD_REPLY and self._capture:
-            offer = SlackSaveOffer(self._out, incoming.channel, incoming.thread_ts)
+            offer = SlackSaveOffer(self._out, incoming.channel, incoming.thread_ts,
+                                   self._locales.of)
             self._background.spawn(self._capture.on_reply(
                 SLACK_PLATFORM, incoming.channel, incoming.thread_ts, incoming.ts,
                 incoming.user, offer))
