@@ -93,5 +93,5 @@ async def test_the_inspector_is_refused_without_a_valid_token(sift: ServedSift) 
                                    "tools/list")
     assert code != 0 and "search" not in out
     # It read the 401's challenge as the spec's: OAuth wanted (which a CI run cannot do).
-    assert parsed(out)["error"]["code"] == "auth_required", out + err
+    assert '"code":"auth_required"' in out + err, out + err
     assert sift.rows(Interaction) == []
