@@ -127,6 +127,9 @@ async def test_no_token_is_a_401_naming_the_resource_metadata(sift: ServedSift,
         assert described.body["resource"] == f"{sift.base_url}/mcp"
         assert described.body["authorization_servers"] == [oidc.url]
         assert described.body["bearer_methods_supported"] == ["header"]
+    token = sift.app.tokens.create(ADA, expires_in=None).secret
+    stream = await api(sift, "GET", "/mcp", token, headers={"Accept": "text/event-stream"})
+    assert (stream.status, stream.headers["Allow"]) == (405, "POST")  # no server stream
     good = await api(sift, "POST", "/mcp", json_body=INITIALIZE, headers={
         **ACCEPT, "Authorization": f"Bearer {sift.app.tokens.create(ADA, expires_in=None).secret}"})
     assert good.status == 200 and json.dumps(good.body).count('"tools"') == 1
