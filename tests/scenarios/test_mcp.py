@@ -1,6 +1,8 @@
 """/mcp through `sift serve`, driven by the `mcp` package's own client over streamable HTTP:
 the tools a model sees, each called (structured content and readable text), bad input, and
-the authorization the MCP spec names (401, WWW-Authenticate, protected resource metadata)."""
+the authorization the MCP spec names (401, WWW-Authenticate, protected resource metadata,
+OAuth access tokens from the console's provider for this resource, and the SDK's own OAuth
+client signing in through them)."""
 
 from __future__ import annotations
 
