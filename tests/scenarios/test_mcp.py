@@ -270,3 +270,25 @@ async def test_the_mcp_client_finds_the_provider_and_signs_in_by_itself(
     assert oidc.authorize_queries[-1]["resource"] == f"{sift.base_url}/mcp"
     assert oidc.authorize_queries[-1]["code_challenge_method"] == "S256"
     assert storage.tokens is not None and storage.tokens.access_token.count(".") == 2
+
+
+async def test_a_provider_that_cannot_be_reached_is_a_503_in_one_sentence(
+        tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
+        embedder: LocalEmbedder, fake_anthropic: FakeAnthropic, oidc: FakeOidc) -> None:
+    settings = settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[],
+                            admin={"oidc": {"issuer": "http://127.0.0.1:9",
+                                            "client_id": "sift-console", "timeout_s": 2}})
+    app = App(settings)
+    app.__dict__["embedder"] = embedder
+    sift = ServedSift(app)
+    await sift.start()
+    try:
+        token = oidc.access_token(f"{sift.base_url}/api/v1")
+        reply = await api(sift, "POST", "/api/v1/search", token, json_body={"query": "vpn"})
+        mcp = await api(sift, "POST", "/mcp", oidc.access_token(f"{sift.base_url}/mcp"),
+                        json_body=INITIALIZE, headers=ACCEPT)
+    finally:
+        await sift.stop()
+    assert reply.status == 503
+    assert reply.body["detail"].startswith("The identity provider could not be reached")
+    assert mcp.status == 503 and "could not be reached" in mcp.body["error_description"]
