@@ -7,13 +7,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sift-installed
 EXTRAS ?= local,eval,dev,voyage,bedrock,vertex,openai
 
-.PHONY: install app weaviate helm system-packages run test test-quick lint typecheck bench clean help
+.PHONY: install app weaviate helm inspector system-packages run test test-quick lint typecheck bench clean help
 
 help:
 	@echo "make run      install what is missing, then start 'sift serve' on embedded defaults"
 	@echo "make test     install what is missing, then run the full test suite"
 	@echo "make install  only the install step (.venv, packages, the Weaviate binary, and the"
-	@echo "              system packages the tests use: PostgreSQL, chromium, chromium-driver)"
+	@echo "              system packages the tests use: PostgreSQL, chromium, chromium-driver;"
+	@echo "              Helm and the MCP Inspector's CLI for their tests)"
 	@echo "make test-quick  the tests that need no Weaviate, PostgreSQL or Chromium"
 	@echo "make lint     ruff, mypy, deptry, and uv.lock up to date"
 
@@ -78,15 +79,33 @@ $(HELM):
 	@echo "building helm $(HELM_VERSION) from the Go module proxy (once; cached in $(dir $(HELM)))"
 	GOBIN=$(abspath $(dir $(HELM))) CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
+# The MCP Inspector's CLI (npm), for the test that drives /mcp with it: the version and
+# lock in tests/tools/mcp-inspector, installed with `npm ci` into
+# ~/.cache/sift/mcp-inspector/<version> (never globally), then found there.
+INSPECTOR_SPEC    := tests/tools/mcp-inspector
+INSPECTOR_VERSION := $(shell sed -n 's/.*"@modelcontextprotocol\/inspector": "\(.*\)".*/\1/p' $(INSPECTOR_SPEC)/package.json)
+INSPECTOR_DIR     := $(CACHE_DIR)/mcp-inspector/$(INSPECTOR_VERSION)
+INSPECTOR         := $(INSPECTOR_DIR)/node_modules/.bin/mcp-inspector
+
+inspector: $(INSPECTOR)
+
+$(INSPECTOR): $(INSPECTOR_SPEC)/package.json $(INSPECTOR_SPEC)/package-lock.json
+	@command -v npm >/dev/null || { echo "The MCP Inspector installs with npm: put Node.js (20 or newer) and npm on PATH." >&2; exit 1; }
+	@echo "installing the MCP Inspector $(INSPECTOR_VERSION) from npm into $(INSPECTOR_DIR)"
+	@mkdir -p $(INSPECTOR_DIR)
+	@cp $(INSPECTOR_SPEC)/package.json $(INSPECTOR_SPEC)/package-lock.json $(INSPECTOR_DIR)/
+	@cd $(INSPECTOR_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $(INSPECTOR)
+
 # What `sift serve` needs: the virtualenv, the packages, the Weaviate binary (`sift weaviate
 # install` again: at once when cached, or the version your settings name, if another).
 app: $(STAMP) weaviate
 	@$(BIN)/sift weaviate install
 
 # The system packages (apt: downloads and unpacking), the Python packages, the Weaviate
-# binary and Helm share nothing, so they install side by side.
+# binary, Helm and the MCP Inspector share nothing, so they install side by side.
 install:
-	@$(MAKE) --no-print-directory -j3 system-packages app helm
+	@$(MAKE) --no-print-directory -j3 system-packages app helm inspector
 
 run:
 	@$(MAKE) --no-print-directory -j2 app

@@ -7,6 +7,7 @@ import contextlib
 
 from aiohttp import web
 from aiohttp_asgi import ASGIResource
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.api.auth import WELL_KNOWN, Bearers, metadata_handler, metadata_url
 from bot.api.calls import Calls
@@ -31,7 +32,7 @@ class Mcp:
         server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         self._manager = server.session_manager
         # The resource a token must be issued for (RFC 8707): /mcp as people reach it.
-        self._asgi = BearerGate(self._manager.handle_request, bearers,
+        self._asgi = BearerGate(_no_stream(self._manager.handle_request), bearers,
                                 base_url.rstrip("/") + PATH, metadata_url(base_url, PATH))
         self._metadata = metadata_handler(base_url, PATH, issuer)
         self._running = contextlib.AsyncExitStack()
@@ -51,3 +52,18 @@ class Mcp:
 
     async def close(self) -> None:
         await self._running.aclose()
+
+
+def _no_stream(app: ASGIApp) -> ASGIApp:
+    """A GET (the stream of server-initiated messages) is 405, as the transport allows: a
+    stateless server sends none, and the SDK's idle stream spun a core through aiohttp-asgi
+    (the MCP Inspector opens one)."""
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"allow", b"POST"), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return serve

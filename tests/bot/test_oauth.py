@@ -65,7 +65,7 @@ async def test_a_token_for_this_resource_names_its_person(oidc: FakeOidc) -> Non
         oidc.access_token(["https://other.example.com", RESOURCE]), RESOURCE)
 
 
-FORGERIES = {
+FORGERIES: dict[str, tuple[dict[str, Any], str]] = {
     "another resource": ({"aud": "https://sift.example.com/api/v1"}, "aud"),
     "another service": ({"aud": "https://wiki.example.com"}, "aud"),
     "the console's ID token audience": ({"aud": "sift-console"}, "aud"),

@@ -158,7 +158,7 @@ class FakeOidc(LocalServer):
         return jwt.encode(claims, key[self.algorithm], algorithm=self.algorithm,
                           headers={"kid": self.signer_kid})
 
-    def access_token(self, resource: str, **overrides: Any) -> str:
+    def access_token(self, resource: str | list[str], **overrides: Any) -> str:
         """A JWT access token for `resource` as `account`, signed as the ID tokens are
         (`signer`, `signer_kid`, `algorithm`); `overrides` replace or add claims, a None
         value drops one."""

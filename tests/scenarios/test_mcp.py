@@ -1,6 +1,8 @@
 """/mcp through `sift serve`, driven by the `mcp` package's own client over streamable HTTP:
 the tools a model sees, each called (structured content and readable text), bad input, and
-the authorization the MCP spec names (401, WWW-Authenticate, protected resource metadata)."""
+the authorization the MCP spec names (401, WWW-Authenticate, protected resource metadata,
+OAuth access tokens from the console's provider for this resource, and the SDK's own OAuth
+client signing in through them)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,22 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
+import aiohttp
 import pytest
 from jsonschema import Draft202012Validator
+from mcp.client.auth.oauth2 import OAuthClientProvider
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
 
 from bot.app import App
 from rag.embed import LocalEmbedder
@@ -127,6 +142,9 @@ async def test_no_token_is_a_401_naming_the_resource_metadata(sift: ServedSift,
         assert described.body["resource"] == f"{sift.base_url}/mcp"
         assert described.body["authorization_servers"] == [oidc.url]
         assert described.body["bearer_methods_supported"] == ["header"]
+    token = sift.app.tokens.create(ADA, expires_in=None).secret
+    stream = await api(sift, "GET", "/mcp", token, headers={"Accept": "text/event-stream"})
+    assert (stream.status, stream.headers["Allow"]) == (405, "POST")  # no server stream
     good = await api(sift, "POST", "/mcp", json_body=INITIALIZE, headers={
         **ACCEPT, "Authorization": f"Bearer {sift.app.tokens.create(ADA, expires_in=None).secret}"})
     assert good.status == 200 and json.dumps(good.body).count('"tools"') == 1
@@ -199,3 +217,78 @@ async def test_one_identity_one_quota_whichever_token_it_holds(
     finally:
         await sift.stop()
     assert said == [200, 200, 429]
+
+
+class _Remembered:
+    """The client's TokenStorage: a client registered at the provider beforehand."""
+
+    def __init__(self, client: OAuthClientInformationFull) -> None:
+        self.client: OAuthClientInformationFull | None = client
+        self.tokens: OAuthToken | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+async def test_the_mcp_client_finds_the_provider_and_signs_in_by_itself(
+        sift: ServedSift, oidc: FakeOidc) -> None:
+    """The whole chain the spec describes, driven by the SDK's own OAuth client: the 401,
+    the resource metadata, the provider's discovery, code with PKCE and `resource`, then
+    a token for /mcp that opens the tools."""
+    callback = "http://127.0.0.1:9/callback"  # never reached: the redirect is read here
+    came_back: dict[str, str] = {}
+
+    async def sign_in(url: str) -> None:  # the browser: the fake provider consents at once
+        async with aiohttp.ClientSession() as browser, browser.get(
+                url, allow_redirects=False) as consented:
+            query = parse_qs(urlsplit(consented.headers["Location"]).query)
+        came_back.update(code=query["code"][0], state=query["state"][0])
+
+    async def redirected() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=came_back["code"], state=came_back["state"])
+
+    storage = _Remembered(OAuthClientInformationFull(
+        client_id="sift-console", client_secret="console-secret-5b1e",
+        redirect_uris=[AnyUrl(callback)], token_endpoint_auth_method="client_secret_basic"))
+    auth = OAuthClientProvider(f"{sift.base_url}/mcp", OAuthClientMetadata(
+        redirect_uris=[AnyUrl(callback)], client_name="probe"), storage, sign_in, redirected)
+    http = create_mcp_http_client(auth=auth)
+    async with http, streamable_http_client(f"{sift.base_url}/mcp", http_client=http) as (
+            read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        found = await session.call_tool("search", {"query": "WireGuard VPN profile"})
+    assert not found.is_error and "doc_id: vpn" in text_of(found)
+    assert oidc.authorize_queries[-1]["resource"] == f"{sift.base_url}/mcp"
+    assert oidc.authorize_queries[-1]["code_challenge_method"] == "S256"
+    assert storage.tokens is not None and storage.tokens.access_token.count(".") == 2
+
+
+async def test_a_provider_that_cannot_be_reached_is_a_503_in_one_sentence(
+        tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
+        embedder: LocalEmbedder, fake_anthropic: FakeAnthropic, oidc: FakeOidc) -> None:
+    settings = settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[],
+                            admin={"oidc": {"issuer": "http://127.0.0.1:9",
+                                            "client_id": "sift-console", "timeout_s": 2}})
+    app = App(settings)
+    app.__dict__["embedder"] = embedder
+    sift = ServedSift(app)
+    await sift.start()
+    try:
+        token = oidc.access_token(f"{sift.base_url}/api/v1")
+        reply = await api(sift, "POST", "/api/v1/search", token, json_body={"query": "vpn"})
+        mcp = await api(sift, "POST", "/mcp", oidc.access_token(f"{sift.base_url}/mcp"),
+                        json_body=INITIALIZE, headers=ACCEPT)
+    finally:
+        await sift.stop()
+    assert reply.status == 503
+    assert reply.body["detail"].startswith("The identity provider could not be reached")
+    assert mcp.status == 503 and "could not be reached" in mcp.body["error_description"]
