@@ -6,7 +6,9 @@ Run:  .venv/bin/python -m bench.sync_scale [--pages 100000] [--delete 1000] [--s
 A fake Confluence Cloud (tests/fakes/confluence_server.py, REST v2: spaces, each space's pages
 by cursor at the documented maximum of 250 a request, per-page labels and read restrictions)
 holds `--pages` generated pages in `--spaces` spaces, in a process of its own, and counts the
-requests it serves by endpoint. `--first-in` (default: this checkout) makes the first sync; then
+requests it serves by endpoint. `--first-in` (default: this checkout) makes the first sync (with
+`--first seed`, writes what it would in bulk: see `seed`, for sizes whose first sync would take
+half an hour on a small machine, at two requests per page); then
 each checkout (this one first, then every --tree, e.g. `git archive` of main before a change)
 starts from a copy of what it wrote and runs, each in a fresh process:
   1. a plain (incremental) sync with nothing changed at the fake;
@@ -166,12 +168,49 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def child(url: str, workdir: Path, spaces: list[str], expect: Path | None) -> dict[str, Any]:
+async def seed(connector: Any, job: Any, db: Any) -> Any:
+    """What a first sync leaves, written in bulk: each page from the listing with bodies (250
+    a request) through the connector's own conversion, hash and chunking, minus the two
+    requests per page for labels and restrictions (the generated pages have neither, which is
+    what those requests would say) and minus the state's one transaction per page."""
+    from dataclasses import replace
+
+    from sqlalchemy import insert
+
+    from storage.models import SourceDocument, table
+    from sync.ports import RunCounts
+    from sync.prepare import content_hash, to_chunks
+
+    state, index, chunking = job.state, job.index, job.config.chunking
+    run_id = state.start_run(SOURCE, full=True)
+    now, rows = time.time(), []
+    async with connector._api() as api:
+        spaces, _ = await connector._spaces(api)
+        for space in spaces:
+            async for page in api.pages(space, None, body=True):
+                doc = connector._document(replace(page, labels=(), readers=()))
+                digest = content_hash(doc, chunking)
+                chunks = to_chunks(SOURCE, doc, digest, chunking)
+                index.docs[doc.doc_id] = {c.chunk_id: digest for c in chunks}
+                rows.append({"source": SOURCE, "doc_id": doc.doc_id, "content_hash": digest,
+                             "chunk_count": len(chunks), "updated_at": doc.updated_at,
+                             "last_synced": state._clock(), "status": "ok", "error": "",
+                             "restricted": "public" not in doc.access, "warning": ""})
+    with db.write() as session:
+        session.execute(insert(table(SourceDocument)), rows)
+    state.finish_run(run_id, RunCounts(added=len(rows), chunks_written=sum(
+        len(d) for d in index.docs.values())), [], status="ok")
+    return time.time() - now, RunCounts(added=len(rows))
+
+
+def child(url: str, workdir: Path, spaces: list[str], expect: Path | None,
+          seeding: bool = False) -> dict[str, Any]:
     from storage.db import Database
     from storage.sync_state import SyncStateRepository
     from sync.connectors.base import SourceConfig
     from sync.connectors.confluence import ConfluenceConnector, ConfluenceSettings
     from sync.job import JobConfig, SyncJob
+    from sync.report import SyncSummary
     from tests.fakes.confluence_server import EMAIL, TOKEN
 
     db = Database(f"sqlite:///{workdir / 'sift.db'}")
@@ -186,7 +225,11 @@ def child(url: str, workdir: Path, spaces: list[str], expect: Path | None) -> di
     job = SyncJob(SOURCE, connector, index, HashVectors(), state, JobConfig())
     rss_before = _rss_mb()
     started = time.perf_counter()
-    summary = asyncio.run(job.run())
+    if seeding:
+        _, counts = asyncio.run(seed(connector, job, db))
+        summary = SyncSummary(SOURCE, counts, 0.0, full=True)
+    else:
+        summary = asyncio.run(job.run())
     wall = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     after = {"index": set(index.docs), "state": set(state.documents(SOURCE))}
@@ -209,10 +252,12 @@ def child(url: str, workdir: Path, spaces: list[str], expect: Path | None) -> di
 # ---- the parent: orchestrates and reports --------------------------------------------------
 
 def _measure(tree: Path, url: str, workdir: Path, spaces: list[str],
-             expect: Path | None = None) -> dict[str, Any]:
+             expect: Path | None = None, seeding: bool = False) -> dict[str, Any]:
     args = ["--child", url, "--workdir", str(workdir), "--spaces", ",".join(spaces)]
     if expect is not None:
         args += ["--expect", str(expect)]
+    if seeding:
+        args.append("--seed")
     found: dict[str, Any] = measure_in(tree, __file__, *args)
     found["requests"] = _control(url, "/_bench/counts")
     return found
@@ -242,12 +287,16 @@ def main() -> None:
                         help="another checkout to measure beside this one (e.g. main before)")
     parser.add_argument("--first-in", type=Path, default=ROOT,
                         help="the checkout whose code makes the first sync")
+    parser.add_argument("--first", choices=("sync", "seed"), default="sync",
+                        help="seed: write what the first sync would, in bulk (see seed())")
+    parser.add_argument("--seed", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)  # the fake's URL: one run
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--expect", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.workdir, args.spaces.split(","), args.expect)))
+        print(json.dumps(child(args.child, args.workdir, args.spaces.split(","), args.expect,
+                               args.seed)))
         return
     spaces = list(SPACES[:int(args.spaces)])
     queue: multiprocessing.SimpleQueue[Any] = multiprocessing.SimpleQueue()
@@ -261,9 +310,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="sift-sync-scale-") as scratch:
             first = Path(scratch) / "first"
             first.mkdir()
-            print(f"first sync of {args.pages:,} pages by {args.first_in}", file=sys.stderr)
-            rows.append(_row(f"first sync ({args.first_in.resolve().name})",
-                             _measure(args.first_in.resolve(), url, first, spaces)))
+            what = "first sync" if args.first == "sync" else "seeded, not synced"
+            print(f"{what}: {args.pages:,} pages by {args.first_in}", file=sys.stderr)
+            rows.append(_row(f"{what} ({args.first_in.resolve().name})", _measure(
+                args.first_in.resolve(), url, first, spaces, seeding=args.first == "seed")))
             for n, tree in enumerate(trees):
                 work = Path(scratch) / f"tree{n}"
                 shutil.copytree(first, work)
