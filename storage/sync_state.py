@@ -22,7 +22,7 @@ SUCCESS = "ok"
 RUNNING = "running"  # a run started and not finished (or killed before it could say so)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a sync holds one per document: 100,000 of them
 class DocumentRecord:
     doc_id: str
     content_hash: str
@@ -41,12 +41,12 @@ class SyncStateRepository:
         self._clock = clock
 
     def documents(self, source: str) -> dict[str, DocumentRecord]:
-        query = select(SourceDocument).where(SourceDocument.source == source)
+        # Columns, not entities: no ORM object (nor identity map) per document of a big source.
+        d = SourceDocument
+        query = select(d.doc_id, d.content_hash, d.chunk_count, d.status, d.updated_at,
+                       d.last_synced, d.error, d.restricted, d.warning).where(d.source == source)
         with self._db.read() as session:
-            return {d.doc_id: DocumentRecord(d.doc_id, d.content_hash, d.chunk_count, d.status,
-                                             d.updated_at, d.last_synced, d.error,
-                                             d.restricted, d.warning)
-                    for d in session.scalars(query)}
+            return {row[0]: DocumentRecord(*row) for row in session.execute(query)}
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",

@@ -68,8 +68,10 @@ class Connector(Protocol):
     """A knowledge source. `since=None` means every document (a full pass).
 
     `access` holds the platform's own principals (`confluence:space:ENG`, `notion:user:…`)
-    or `public` for "anyone can view". `cheap_ids` says that `list_ids` costs about as much
-    as one request, so every run (not only a full pass) prunes what the source deleted."""
+    or `public` for "anyone can view". `cheap_ids` says that `list_ids` reads ids alone: one
+    request per hundreds of ids or more, no bodies and no request per document (a directory
+    walk, Drive's 1,000 ids a request, Confluence Cloud's 250), so every run (not only a full
+    pass) prunes what the source deleted."""
 
     cheap_ids: bool
 

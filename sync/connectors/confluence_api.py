@@ -14,6 +14,7 @@ from rag.errors import SyncError
 from sync.connectors.common.http_client import JsonClient, decode_json
 
 MISSING = frozenset({403, 404})  # a space or page this token may not read: skip, keep going
+ID_PAGE = 250  # Cloud v2 listings' largest `limit`
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,9 @@ class CloudApi:
 
     async def pages(self, space: Space, since: datetime | None,
                     body: bool) -> AsyncIterator[Page]:
-        params: dict[str, Any] = {"limit": self.page_size, "sort": "-modified-date",
-                                  "status": "current"}
+        # Without bodies a listing is ids and titles: the largest page the API allows.
+        params: dict[str, Any] = {"limit": self.page_size if body else ID_PAGE,
+                                  "sort": "-modified-date", "status": "current"}
         if body:
             params["body-format"] = "storage"
         async for item, base in self._results(f"api/v2/spaces/{space.id}/pages", params):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import base64
 import re
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -15,9 +16,11 @@ from tests.fakes.http import LocalServer
 from tests.fakes.platform_server import Fault
 
 EMAIL, TOKEN = "ana@example.com", "atl-token-5"
+MAX_LIMIT = 250  # Cloud v2 listings' largest `limit`
+_EDITS = [0]  # bumped by every change to any FakePage: the sorted listings' cache key
 
 
-@dataclass
+@dataclass(slots=True)
 class FakePage:
     id: str
     space: str
@@ -29,6 +32,26 @@ class FakePage:
     users: list[str] = field(default_factory=list)
     author: str = "Ana Lima"
     status: str = "current"  # or "trashed": listings leave it out, a read by id says so
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        _EDITS[0] += 1
+
+
+class _Pages(dict[str, FakePage]):
+    """Pages by id; adding or removing one bumps the edits, so listings re-sort only then."""
+
+    def __setitem__(self, key: str, value: FakePage) -> None:
+        super().__setitem__(key, value)
+        _EDITS[0] += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        _EDITS[0] += 1
+
+    def pop(self, key: str, *default: Any) -> Any:
+        _EDITS[0] += 1
+        return super().pop(key, *default)
 
 
 def _when(stamp: str) -> datetime:
@@ -42,7 +65,8 @@ class FakeConfluence(LocalServer):
     def __init__(self) -> None:
         super().__init__()
         self.spaces: dict[str, str] = {}  # key -> Cloud id
-        self.pages: dict[str, FakePage] = {}
+        self.pages: dict[str, FakePage] = _Pages()
+        self._sorted: dict[str, tuple[Any, list[FakePage]]] = {}  # space -> (key, pages)
         self.hidden: set[str] = set()
         self.locked: set[str] = set()
         self.faults: deque[Fault] = deque()
@@ -62,6 +86,21 @@ class FakeConfluence(LocalServer):
             self.spaces[page.space] = str(100 + len(self.spaces))
         self.pages[page.id] = page
 
+    def generate(self, count: int, spaces: Sequence[str] = ("ENG",), first_id: int = 100_000,
+                 newest: str = "2026-06-01T00:00:00") -> list[str]:
+        """`count` pages spread over `spaces`, one minute apart back from `newest`: numeric
+        ids from `first_id`, their bodies a handful of shared strings (100,000 pages cost a
+        few tens of MB); returns the ids."""
+        start = datetime.fromisoformat(newest).replace(tzinfo=UTC)
+        ids = []
+        for n in range(count):
+            page_id, space = str(first_id + n), spaces[n % len(spaces)]
+            stamp = (start - timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            self.put(FakePage(page_id, space, f"Runbook {page_id}", _BODIES[n % len(_BODIES)],
+                              updated=stamp))
+            ids.append(page_id)
+        return ids
+
     def _gate(self, request: web.Request) -> web.Response | None:
         self.requests.append(request.path_qs)
         cloud = request.path.startswith("/wiki/")
@@ -77,12 +116,22 @@ class FakeConfluence(LocalServer):
         return None
 
     def _visible(self, space: str) -> list[FakePage]:
-        rows = [p for p in self.pages.values()
-                if p.space == space and space not in self.hidden and p.status == "current"]
-        return sorted(rows, key=lambda p: (p.updated, p.id), reverse=True)
+        """The space's current pages, newest edit first (sorted again only after a change)."""
+        if space in self.hidden:
+            return []
+        key, rows = self._sorted.get(space, (None, []))
+        if key != (_EDITS[0], id(self.pages)):
+            rows = sorted((p for p in self.pages.values()
+                           if p.space == space and p.status == "current"),
+                          key=lambda p: (p.updated, p.id), reverse=True)
+            self._sorted[space] = ((_EDITS[0], id(self.pages)), rows)
+        return rows
 
-    def _cursor_page(self, request: web.Request, rows: list[Any]) -> dict[str, Any]:
-        limit = int(request.query.get("limit", "25"))
+    def _cursor_page(self, request: web.Request, rows: Sequence[Any],
+                     row: Callable[[Any], Any] = lambda r: r) -> dict[str, Any]:
+        """One page of `rows` from the request's `cursor`, at most `limit` (≤ 250) long, with
+        the next page's link in `_links.next` and the `Link` header, as Cloud v2 sends it."""
+        limit = min(int(request.query.get("limit", "25")), MAX_LIMIT)
         start = int(base64.b64decode(request.query["cursor"]) if "cursor" in request.query
                     else 0)
         links: dict[str, str] = {"base": f"{self.url}/wiki"}
@@ -90,7 +139,14 @@ class FakeConfluence(LocalServer):
             query = {k: v for k, v in request.query.items() if k != "cursor"}
             query["cursor"] = base64.b64encode(str(start + limit).encode()).decode()
             links["next"] = str(request.rel_url.with_query(query))
-        return {"results": rows[start:start + limit], "_links": links}
+        return {"results": [row(r) for r in rows[start:start + limit]], "_links": links}
+
+    def _listing(self, request: web.Request, rows: Sequence[Any],
+                 row: Callable[[Any], Any] = lambda r: r) -> web.Response:
+        body = self._cursor_page(request, rows, row)
+        follow = body["_links"].get("next")
+        headers = {"Link": f'<{follow}>; rel="next"'} if follow else {}
+        return web.json_response(body, headers=headers)
 
     async def _v2_spaces(self, request: web.Request) -> web.Response:
         refused = self._gate(request)
@@ -101,7 +157,7 @@ class FakeConfluence(LocalServer):
         rows = [{"id": self.spaces[k], "key": k, "name": k.title(), "type": "global",
                  "status": "current", "_links": {"webui": f"/spaces/{k}"}}
                 for k in wanted if k in self.spaces and k not in self.hidden]
-        return web.json_response(self._cursor_page(request, rows))
+        return self._listing(request, rows)
 
     def _v2_page(self, page: FakePage, body: bool) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -123,8 +179,7 @@ class FakeConfluence(LocalServer):
             return refused
         key = next((k for k, v in self.spaces.items() if v == request.match_info["id"]), "")
         body = request.query.get("body-format") == "storage"
-        rows = [self._v2_page(p, body) for p in self._visible(key)]
-        return web.json_response(self._cursor_page(request, rows))
+        return self._listing(request, self._visible(key), lambda p: self._v2_page(p, body))
 
     async def _v2_labels(self, request: web.Request) -> web.Response:
         refused = self._gate(request)
@@ -227,3 +282,13 @@ class FakeConfluence(LocalServer):
         row = self._dc_page(page)
         row["_links"].update(base=self.url, context="")
         return web.json_response(row)
+
+
+# Storage-format bodies of the generated pages, about a kB each, as a short runbook page is.
+_SERVICES = ("billing", "search", "login", "mail", "queue", "cache", "backup", "gateway")
+_BODIES = tuple(
+    f"<h2>Step {k}</h2><p>" + " ".join(f"Check the {w} service before the {k}th rollout "
+                                        "and write down what its dashboard shows."
+                                        for w in _SERVICES[k % 4:])
+    + "</p><ul>" + "".join(f"<li>Item {i} of runbook section {k}</li>" for i in range(6))
+    + "</ul>" for k in range(16))
