@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
@@ -55,28 +56,39 @@ def english_name(code: str) -> str:
 
 
 class CorpusLanguage:
-    """The language most of the indexed chunks are in, re-counted every few minutes."""
+    """The language most of the indexed chunks are in, re-counted every few minutes.
 
-    def __init__(self, counts: LanguageCounts, ttl_s: float = 300.0) -> None:
+    A question waits at most `wait_s` for a count: an index that is slow or away must not
+    delay its answer (nor its error), so the last count known (or "") stands in meanwhile.
+    """
+
+    def __init__(self, counts: LanguageCounts, ttl_s: float = 300.0,
+                 wait_s: float = 1.0) -> None:
         self._counts = counts
         self._ttl_s = ttl_s
+        self._wait_s = wait_s
         self._known: tuple[float, str] | None = None
+        self._counting: asyncio.Task[None] | None = None
 
     async def language(self) -> str:
-        now = time.monotonic()
-        if self._known is not None and self._known[0] > now:
+        if self._known is not None and self._known[0] > time.monotonic():
             return self._known[1]
+        if self._counting is None or self._counting.done():
+            self._counting = asyncio.create_task(self._count())
+        await asyncio.wait((self._counting,), timeout=self._wait_s)
+        return self._known[1] if self._known else ""
+
+    async def _count(self) -> None:
         try:
             counts = await self._counts.count_by_language()
         except Exception as exc:
             # Cross-language search is a refinement: without the count, questions are
-            # searched as asked, as before.
+            # searched as asked, as before; the next question counts again.
             log.warning("could not count the indexed languages: %s", exc)
-            return self._known[1] if self._known else ""
+            return
         known = {code: n for code, n in counts.items() if code}
         main = max(known, key=lambda code: known[code]) if known else ""
-        self._known = (now + self._ttl_s, main)
-        return main
+        self._known = (time.monotonic() + self._ttl_s, main)
 
 
 def display_name(code: str, language: str) -> str:

@@ -3,11 +3,14 @@ the documents' language, and a note when no model can add them."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from rag.errors import RetrievalError
 from rag.i18n import speaking
 from rag.language import CorpusLanguage, detect, of_document
 from rag.types import AnswerStatus, Mode, Question
@@ -143,3 +146,30 @@ def test_the_embedders_say_whether_they_cross_languages() -> None:
     from rag.embed import LocalEmbedder, VoyageEmbedder
 
     assert LocalEmbedder.multilingual is False and VoyageEmbedder.multilingual is True
+
+
+class SlowCounts:
+    """An index whose count takes longer than a question may wait, or fails."""
+
+    def __init__(self, delay_s: float, fail: bool = False) -> None:
+        self.delay_s, self.fail, self.calls = delay_s, fail, 0
+
+    async def count_by_language(self) -> dict[str, int]:
+        self.calls += 1
+        await asyncio.sleep(self.delay_s)
+        if self.fail:
+            raise RetrievalError("Weaviate is away")
+        return {"en": 10, "": 3}
+
+
+async def test_a_slow_or_failing_count_never_holds_a_question_up() -> None:
+    slow = CorpusLanguage(SlowCounts(0.3), wait_s=0.05)
+    started = time.monotonic()
+    assert await slow.language() == ""  # not counted yet: searched as asked
+    assert time.monotonic() - started < 0.25
+    await asyncio.sleep(0.35)
+    assert await slow.language() == "en"  # the count finished meanwhile, and is kept
+    failing = SlowCounts(0.0, fail=True)
+    away = CorpusLanguage(failing)
+    assert await away.language() == "" and await away.language() == ""
+    assert failing.calls == 2  # a failure is not kept: the next question counts again
