@@ -29,7 +29,7 @@ from tests.fakes.slack_payloads import (
     button_action,
     message_shortcut,
 )
-from tests.fakes.slack_server import Call
+from tests.fakes.slack_server import Call, Failure
 from tests.scenarios.slack_stack import Serve
 
 pytestmark = pytest.mark.weaviate
@@ -136,3 +136,17 @@ async def test_ask_sift_about_a_message_answers_privately_in_its_thread_and_may_
     assert shared.args["channel"] == CHANNEL and shared.args["thread_ts"] == root
     await s.driver.settle()
     assert s.slack.calls_to("reactions.add") == []  # nothing public marked the message
+
+
+async def test_a_failed_private_answer_is_reported_privately(make_served: Serve) -> None:
+    s = await make_served(anthropic_api_key=None)
+    s.slack.fail("chat.postEphemeral", Failure("channel_not_found"))  # the answer's post
+    s.slack.add_message(CHANNEL, "U0AUTHOR2", "How do I rotate the staging database "
+                        "credentials?", "1700000600.000100")
+    await s.driver.click(message_shortcut("1700000600.000100", text="How do I rotate the "
+                                          "staging database credentials?",
+                                          author="U0AUTHOR2", callback_id=ASK_SHORTCUT))
+    _, told = await s.slack.wait_for("chat.postEphemeral", 2)
+    assert told.args["user"] == USER and messages.INTERNAL_ERROR in shown(told)
+    await s.driver.settle()
+    assert s.slack.calls_to("chat.postMessage") == []  # nothing in the author's thread
