@@ -8,12 +8,13 @@ import json
 
 import pytest
 
+from bot.settings import FilesSettings
 from bot.teams.app import ROUTE
 from bot.teams.inbound import ASK_COMMAND
 from rag import messages
 from tests.fakes import teams_payloads as p
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.screenshots import ERROR_LINES, broken_png, screenshot
+from tests.fakes.screenshots import ERROR_LINES, broken_png, noise_png, screenshot
 from tests.fakes.teams_connector import FakeConnector, Received
 from tests.scenarios.test_files import _add_vpn_page
 from tests.scenarios.test_teams import Serve, fake_connector, make_served  # noqa: F401
@@ -86,15 +87,21 @@ async def test_claude_gets_the_channel_screenshot(
     assert ("answer", "image/png", png) in fake_anthropic.images
 
 
-async def test_a_broken_screenshot_gets_one_sentence_and_the_text_its_answer(
-        make_served: Serve) -> None:  # noqa: F811
-    sift = await make_served(anthropic_api_key=None)
-    image = sift.connector.add_image(broken_png())
+@pytest.mark.parametrize(("data", "sentence"), [
+    (broken_png(), messages.FILE_UNREADABLE.format(name="image-1")),
+    # Teams declares no size: the download itself stops at the limit
+    (noise_png(), messages.FILE_TOO_LARGE.format(name="image-1", limit="9 KB")),
+])
+async def test_a_broken_or_oversize_screenshot_gets_one_sentence_and_the_text_its_answer(
+        make_served: Serve, data: bytes, sentence: str) -> None:  # noqa: F811
+    sift = await make_served(anthropic_api_key=None,
+                             files=FilesSettings(max_image_bytes=9 * 1024))
+    image = sift.connector.add_image(data)
     assert await sift.post(p.personal_message(
         sift.connector.service_url, "how do I set up the VPN?",
         attachments=p.inline_image(image))) == 202
     reply = await answer_of(sift.connector)
-    assert messages.FILE_UNREADABLE.format(name="image-1") in reply.text
+    assert sentence in reply.text
     assert "Setting up the VPN" in json.dumps(reply.body)
 
 
