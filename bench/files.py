@@ -33,16 +33,18 @@ async def once(reader: FileReader, data: bytes) -> tuple[float, int]:
         return data
 
     started = time.perf_counter()
-    read = await reader.read([Attached("screen.png", "image/png", len(data), fetch)],
-                             vision=False)
+    read = await reader.read([Attached("screen.png", "image/png", len(data), fetch)], vision=False)
     return time.perf_counter() - started, len(read.plain)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--sizes", default="720x120,1280x720,1920x1080",
-                        help="screenshots' sizes, comma-separated WIDTHxHEIGHT")
+    parser.add_argument(
+        "--sizes",
+        default="720x120,1280x720,1920x1080",
+        help="screenshots' sizes, comma-separated WIDTHxHEIGHT",
+    )
     args = parser.parse_args()
     reader = FileReader(FilesSettings())
     print(f"{'size':>10} {'PNG KB':>7} {'chars':>6} {'median s':>9} {'max s':>7}")
@@ -53,8 +55,10 @@ async def main() -> None:
         for _ in range(args.runs):
             seconds, chars = await once(reader, data)
             times.append(seconds)
-        print(f"{size:>10} {len(data) // 1024:>7} {chars:>6} {statistics.median(times):>9.2f} "
-              f"{max(times):>7.2f}")
+        print(
+            f"{size:>10} {len(data) // 1024:>7} {chars:>6} {statistics.median(times):>9.2f} "
+            f"{max(times):>7.2f}"
+        )
 
 
 if __name__ == "__main__":
