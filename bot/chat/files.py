@@ -22,12 +22,20 @@ log = logging.getLogger(__name__)
 # The bytes of one attachment, at most `limit` of them (more raises TooLarge); a platform's
 # download with its own credentials, or bytes the web chat already holds.
 Fetch = Callable[[int], Awaitable[bytes]]
-IMAGE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif",
-                 "WEBP": "image/webp"}
-_BY_SUFFIX = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-              ".gif": "image/gif", ".webp": "image/webp", ".txt": "text/plain",
-              ".log": "text/plain", ".md": "text/markdown", ".csv": "text/csv",
-              ".json": "application/json", ".pdf": "application/pdf"}
+IMAGE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+_BY_SUFFIX = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".txt": "text/plain",
+    ".log": "text/plain",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+    ".json": "application/json",
+    ".pdf": "application/pdf",
+}
 SHOWN_CHARS = 160  # of a screenshot's text, quoted back above the answer
 PDF_PAGES = 20  # a PDF's first part is its first pages' text
 
@@ -62,7 +70,7 @@ class Attached:
     def kind(self) -> str:
         declared = self.media_type.split(";", 1)[0].strip().lower()
         if declared in ("", "application/octet-stream", "binary/octet-stream"):
-            suffix = self.name[self.name.rfind("."):].lower() if "." in self.name else ""
+            suffix = self.name[self.name.rfind(".") :].lower() if "." in self.name else ""
             declared = _BY_SUFFIX.get(suffix, declared)
         if declared == "image/*":  # Teams' inline images; the header tells (checked_image)
             return "image/png"
@@ -120,12 +128,16 @@ class FileReader:
         notes: list[str] = []
         if len(files) > self._s.max_files:
             notes.append(messages.FILES_TOO_MANY.format(limit=self._s.max_files))
-        for file in files[:self._s.max_files]:
+        for file in files[: self._s.max_files]:
             try:
                 got = await self._one(file, vision=vision)
             except Unreadable as exc:
-                log.warning("could not read the attached file %r (%s): %s", file.name,
-                            file.kind or "no type", exc)
+                log.warning(
+                    "could not read the attached file %r (%s): %s",
+                    file.name,
+                    file.kind or "no type",
+                    exc,
+                )
                 notes.append(exc.sentence)
                 continue
             if isinstance(got, QuestionImage):
@@ -142,8 +154,10 @@ class FileReader:
     async def _one(self, file: Attached, *, vision: bool) -> QuestionImage | str:
         kind = file.kind
         if kind not in self._s.types:
-            raise Unreadable(messages.FILE_UNSUPPORTED.format(name=file.name),
-                             f"type {kind or 'unknown'} is not in [files] types")
+            raise Unreadable(
+                messages.FILE_UNSUPPORTED.format(name=file.name),
+                f"type {kind or 'unknown'} is not in [files] types",
+            )
         limit = self._limit(kind)
         too_large = messages.FILE_TOO_LARGE.format(name=file.name, limit=_size(limit))
         if file.size > limit:
@@ -153,15 +167,16 @@ class FileReader:
         except TooLarge as exc:
             raise Unreadable(too_large, f"over {limit} bytes") from exc
         except Exception as exc:
-            raise Unreadable(messages.FILE_UNREADABLE.format(name=file.name),
-                             f"download failed: {exc!r}") from exc
+            raise Unreadable(
+                messages.FILE_UNREADABLE.format(name=file.name), f"download failed: {exc!r}"
+            ) from exc
         if len(data) > limit:
             raise Unreadable(too_large, f"{len(data)} bytes, over {limit}")
         if kind.startswith("image/"):
             return await self._image(file.name, data, vision=vision)
         if kind == "application/pdf":
             return await asyncio.to_thread(_pdf_text, file.name, data, self._s.read_chars)
-        return _text(data)[:self._s.read_chars]
+        return _text(data)[: self._s.read_chars]
 
     def _limit(self, kind: str) -> int:
         if kind.startswith("image/"):
@@ -177,8 +192,9 @@ class FileReader:
         try:
             return await asyncio.to_thread(ocr.text_of, data, self._s.ocr_timeout_s)
         except Exception as exc:
-            raise Unreadable(messages.FILE_UNREADABLE.format(name=name),
-                             f"OCR failed: {exc!r}") from exc
+            raise Unreadable(
+                messages.FILE_UNREADABLE.format(name=name), f"OCR failed: {exc!r}"
+            ) from exc
 
 
 def checked_image(name: str, data: bytes, s: FilesSettings) -> str:
@@ -194,8 +210,9 @@ def checked_image(name: str, data: bytes, s: FilesSettings) -> str:
             if width * height > s.max_pixels or max(width, height) > s.max_image_side:
                 raise Unreadable(too_large, f"{width}x{height} pixels")
             if fmt not in IMAGE_FORMATS:
-                raise Unreadable(messages.FILE_UNSUPPORTED.format(name=name),
-                                 f"image format {fmt!r}")
+                raise Unreadable(
+                    messages.FILE_UNSUPPORTED.format(name=name), f"image format {fmt!r}"
+                )
             image.verify()  # the whole file's structure and checksums, without decoding
     except Image.DecompressionBombError as exc:
         raise Unreadable(too_large, str(exc)) from exc
@@ -233,7 +250,7 @@ def _pdf_text(name: str, data: bytes, chars: int) -> str:
 def _shown(text: str) -> str:
     """A screenshot's text on one line, shortened, without backticks to break the quote."""
     flat = " ".join(text.replace("`", "'").split())
-    return flat if len(flat) <= SHOWN_CHARS else flat[:SHOWN_CHARS - 1] + "…"
+    return flat if len(flat) <= SHOWN_CHARS else flat[: SHOWN_CHARS - 1] + "…"
 
 
 def _size(limit: int) -> str:

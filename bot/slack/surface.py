@@ -146,10 +146,10 @@ class SlackSurface:
 
     async def failure(self, correlation_id: str, message: str = messages.INTERNAL_ERROR
                       ) -> None:
-        """A failed question is reported where its answer would have been; a failed vote
-        privately to the voter."""
+        """A failed question is reported where its answer would have been (a private one's
+        privately: /sift, "Ask Sift about this"); a failed vote privately to the voter."""
         notice = render_error(message, correlation_id)
-        if self._incoming is not None:
+        if self._incoming is not None and self._incoming.kind is not Kind.COMMAND:
             await self._out.post(self._channel, self._thread_ts, notice)
         else:
             await self._out.ephemeral(self._channel, self._user, self._thread_ts, notice)

@@ -50,7 +50,14 @@ def vpn_troubleshooting() -> Chunk:
     text = VPN_PAGE.read_text(encoding="utf-8")
     section = re.search(r"## Troubleshooting\n(.*?)\n## ", text, re.S)
     assert section is not None
-    return Chunk(chunk_id="kb:it-howto-vpn:troubleshooting", doc_id="it-howto-vpn",
-                 source="kb", title="Setting up the Relay Connect VPN",
-                 text=section.group(1).strip(), url=VPN_URL, section="Troubleshooting",
-                 content_hash="h-vpn", doc_type="how-to")
+    return Chunk(
+        chunk_id="kb:it-howto-vpn:troubleshooting",
+        doc_id="it-howto-vpn",
+        source="kb",
+        title="Setting up the Relay Connect VPN",
+        text=section.group(1).strip(),
+        url=VPN_URL,
+        section="Troubleshooting",
+        content_hash="h-vpn",
+        doc_type="how-to",
+    )

@@ -11,6 +11,7 @@ import pytest
 
 from rag.errors import LLMError
 from rag.ports import LLMRequest
+from rag.types import QuestionImage
 from tests.fakes.anthropic_server import (
     FakeAnthropic,
     ModelLatency,
@@ -201,6 +202,7 @@ trace.set_tracer_provider(provider)
 
 from rag.llm import AnthropicLLM
 from rag.ports import LLMRequest
+from rag.types import QuestionImage
 
 async def main():
     llm = AnthropicLLM(api_key="sk-test-key", base_url=sys.argv[1])
@@ -300,3 +302,20 @@ async def test_the_fake_waits_each_replys_own_drawn_time(fake_anthropic: FakeAnt
     # A sleep only ever runs long, so the shortest draw shows as a reply well under 0.2 s.
     assert shortest < 0.12 and min(took) < 0.18, took
     assert min(took) > shortest - 0.005
+
+
+async def test_images_go_before_the_text_of_the_last_message_as_base64_blocks(
+        fake_anthropic: FakeAnthropic) -> None:
+    llm = make_llm(fake_anthropic.url)
+    png = b"\x89PNG\r\n\x1a\n fake"
+    await llm.complete(request(images=(QuestionImage("image/png", png, "a.png"),)))
+    await llm.stream(request(images=(QuestionImage("image/webp", b"RIFF", "b.webp"),)),
+                     lambda text: asyncio.sleep(0))
+    first, _ = fake_anthropic.requests
+    [block, text] = first.body["messages"][-1]["content"]
+    assert block["type"] == "image" and block["source"]["type"] == "base64"
+    assert text == {"type": "text", "text": "hello"}
+    assert fake_anthropic.images == [("other", "image/png", png), ("other", "image/webp", b"RIFF")]
+    # a media type the Messages API does not take is refused as it would refuse it
+    with pytest.raises(LLMError):
+        await llm.complete(request(images=(QuestionImage("image/bmp", b"BM", "c.bmp"),)))

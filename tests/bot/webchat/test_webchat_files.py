@@ -54,11 +54,11 @@ class ChatWeb(LocalServer):
 async def page_url(embedder: Any) -> AsyncIterator[str]:
     index = MemoryIndex()
     chunks = [*CHUNKS, vpn_troubleshooting()]
-    await index.upsert(chunks, await embedder.embed_documents(
-        [f"{c.title}\n{c.text}" for c in chunks]))
+    await index.upsert(
+        chunks, await embedder.embed_documents([f"{c.title}\n{c.text}" for c in chunks])
+    )
     stores = MemoryChatStores()
-    service = ChatService(make_pipeline(index, embedder, None), stores.chat_stores(),
-                          ChatLimits())
+    service = ChatService(make_pipeline(index, embedder, None), stores.chat_stores(), ChatLimits())
     web = ChatWeb(WebChat(make_flow(service, files=FileReader(FilesSettings()))))
     await web.start()
     yield web.url
@@ -72,7 +72,8 @@ async def _answered(browser: WebDriver) -> str:
 
 @pytest.mark.parametrize("how", ["pick", "paste", "drop"])
 async def test_a_screenshot_on_the_page_is_read_and_its_error_answered(
-        page_url: str, browser: WebDriver, tmp_path: Path, how: str) -> None:
+    page_url: str, browser: WebDriver, tmp_path: Path, how: str
+) -> None:
     await run(browser.get, page_url + "/")
     field = (await wait_for(browser, "textarea#question"))[0]
     png = screenshot()
@@ -82,8 +83,9 @@ async def test_a_screenshot_on_the_page_is_read_and_its_error_answered(
         [picker] = await wait_for(browser, "input#attach")
         await run(picker.send_keys, str(path))
     else:
-        await run(browser.execute_script, DISPATCH, how, "error.png",
-                  base64.b64encode(png).decode())
+        await run(
+            browser.execute_script, DISPATCH, how, "error.png", base64.b64encode(png).decode()
+        )
     await wait_for(browser, "#attached .file")
     await run(field.send_keys, ASKED)
     await run(field.send_keys, Keys.ENTER)
@@ -99,9 +101,17 @@ async def test_a_broken_image_alone_gets_one_sentence(page_url: str) -> None:
         async with session.get(page_url + "/") as response:
             page = await response.text()
         csrf = page.split('name="sift-csrf" content="', 1)[1].split('"', 1)[0]
-        body = {"question": "", "csrf": csrf, "files": [
-            {"name": "broken.png", "type": "image/png",
-             "data": base64.b64encode(broken_png()).decode()}]}
+        body = {
+            "question": "",
+            "csrf": csrf,
+            "files": [
+                {
+                    "name": "broken.png",
+                    "type": "image/png",
+                    "data": base64.b64encode(broken_png()).decode(),
+                }
+            ],
+        }
         async with session.post(page_url + "/chat/ask", json=body) as response:
             raw = await response.text()
     assert messages.FILE_UNREADABLE.format(name="broken.png") in raw
