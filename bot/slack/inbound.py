@@ -241,17 +241,37 @@ def parse_command(body: Payload) -> Incoming | None:
 def parse_ask_shortcut(body: Payload, me: Me) -> Incoming | None:
     """"Ask Sift about this" on a message (type message_action): a private question, as a
     /sift one is, whose text is that message's and whose history is its thread."""
-    if _s(body, "type") != "message_action" or _s(body, "callback_id") != ASK_SHORTCUT:
+    action = _message_action(body, ASK_SHORTCUT)
+    if action is None:
+        return None
+    text = plain(strip_mentions(_s(action.message, "text"), me))
+    return Incoming(Kind.COMMAND, f"ask-{_s(body, 'trigger_id')}", action.team,
+                    action.channel, action.user, text, action.ts,
+                    _s(action.message, "thread_ts") or action.ts, whole_thread=True)
+
+
+@dataclass(frozen=True)
+class _MessageAction:
+    """Who used a message shortcut, where, and on which message."""
+
+    user: str
+    channel: str
+    team: str
+    ts: str
+    message: Mapping[str, Any]
+
+
+def _message_action(body: Payload, callback_id: str) -> _MessageAction | None:
+    """A message shortcut's payload (type message_action) with that callback id."""
+    if _s(body, "type") != "message_action" or _s(body, "callback_id") != callback_id:
         return None
     user, channel = body.get("user") or {}, body.get("channel") or {}
     message = body.get("message") or {}
     ts = _s(message, "ts") or _s(body, "message_ts")
     if not _s(user, "id") or not _s(channel, "id") or not ts:
         return None
-    text = plain(strip_mentions(_s(message, "text"), me))
-    return Incoming(Kind.COMMAND, f"ask-{_s(body, 'trigger_id')}",
-                    _s(body.get("team") or {}, "id"), _s(channel, "id"), _s(user, "id"),
-                    text, ts, _s(message, "thread_ts") or ts, whole_thread=True)
+    return _MessageAction(_s(user, "id"), _s(channel, "id"), _s(body.get("team") or {}, "id"),
+                          ts, message)
 
 
 def looks_addressed(text: str, me: Me) -> bool:
@@ -332,12 +352,7 @@ def parse_accept(body: Payload, me: Me) -> Picked | None:
 
 def parse_shortcut(body: Payload) -> Picked | None:
     """A message shortcut's payload (type message_action) for "Save to Sift"."""
-    if _s(body, "type") != "message_action" or _s(body, "callback_id") != SAVE_SHORTCUT:
+    action = _message_action(body, SAVE_SHORTCUT)
+    if action is None:
         return None
-    user, channel = body.get("user") or {}, body.get("channel") or {}
-    message = body.get("message") or {}
-    ts = _s(message, "ts") or _s(body, "message_ts")
-    if not _s(user, "id") or not _s(channel, "id") or not ts:
-        return None
-    return Picked(_s(body, "trigger_id"), _s(body.get("team") or {}, "id"), _s(user, "id"),
-                  _s(channel, "id"), ts)
+    return Picked(_s(body, "trigger_id"), action.team, action.user, action.channel, action.ts)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
 from bot.settings import GroupSettings
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
@@ -27,7 +26,7 @@ from tests.permissions.canary import (
     visible,
 )
 from tests.permissions.tool_client import api, mcp_session, text_of
-from tests.scenarios.stack import ServedSift, settings_for
+from tests.scenarios.stack import ServedSift, serving, settings_for
 from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
@@ -53,14 +52,8 @@ async def sift(tmp_path: Path, weaviate_server: ManagedWeaviate, canary_collecti
         groups=[GroupSettings(name="hr", emails=[HR_EMAIL]),
                 GroupSettings(name="finance", domains=["finance.acme.example"])],
         admin={"oidc": {"issuer": oidc.url, "client_id": "sift-console"}})
-    app = App(settings)
-    app.__dict__["embedder"] = embedder
-    served = ServedSift(app)
-    await served.start()
-    try:
+    async with serving(settings, embedder) as served:
         yield served
-    finally:
-        await served.stop()
 
 
 def _token(sift: ServedSift, email: str, expires: timedelta | None = None) -> str:

@@ -86,6 +86,19 @@ class ServedSift:
         raise AssertionError(f"expected {count} {model.__name__} rows")
 
 
+@contextlib.asynccontextmanager
+async def serving(settings: Settings, embedder: LocalEmbedder) -> AsyncIterator[ServedSift]:
+    """`sift serve` with `settings` and the session's model (instead of loading another)."""
+    app = App(settings)
+    app.__dict__["embedder"] = embedder
+    served = ServedSift(app)
+    await served.start()
+    try:
+        yield served
+    finally:
+        await served.stop()
+
+
 def settings_for(tmp_path: Path, weaviate: ManagedWeaviate, collection: str,
                  anthropic: FakeAnthropic, **overrides: Any) -> Settings:
     """Settings for a served Sift on fakes: nothing here reaches beyond loopback."""

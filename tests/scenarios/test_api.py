@@ -13,13 +13,12 @@ import aiohttp
 import pytest
 from jsonschema import Draft202012Validator
 
-from bot.app import App
 from rag import messages
 from rag.embed import LocalEmbedder
 from storage.models import Feedback, Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.permissions.tool_client import api
-from tests.scenarios.stack import ServedSift, settings_for
+from tests.scenarios.stack import ServedSift, serving, settings_for
 from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
@@ -38,14 +37,8 @@ async def sift(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
                ) -> AsyncIterator[ServedSift]:
     settings = settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[],
                             chat={"quota_per_minute": 4, "max_message_chars": 200})
-    app = App(settings)
-    app.__dict__["embedder"] = embedder
-    served = ServedSift(app)
-    await served.start()
-    try:
+    async with serving(settings, embedder) as served:
         yield served
-    finally:
-        await served.stop()
 
 
 def _problem(reply_body: object, reply_headers: dict[str, str]) -> str:

@@ -33,7 +33,7 @@ from storage.models import Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.oidc_server import FakeOidc
 from tests.permissions.tool_client import api, mcp_session, text_of
-from tests.scenarios.stack import ServedSift, settings_for
+from tests.scenarios.stack import ServedSift, serving, settings_for
 from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
@@ -61,14 +61,8 @@ async def sift(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
                             admin={"oidc": {"issuer": oidc.url, "client_id": "sift-console",
                                             "client_secret": "console-secret-5b1e",
                                             "viewer_domains": ["example.com"]}})
-    app = App(settings)
-    app.__dict__["embedder"] = embedder
-    served = ServedSift(app)
-    await served.start()
-    try:
+    async with serving(settings, embedder) as served:
         yield served
-    finally:
-        await served.stop()
 
 
 async def test_the_tools_a_model_sees(sift: ServedSift) -> None:

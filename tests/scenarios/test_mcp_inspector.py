@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
 from rag.embed import LocalEmbedder
 from storage.models import Interaction
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.scenarios.stack import ServedSift, settings_for
+from tests.scenarios.stack import ServedSift, serving, settings_for
 from weaviate_server.process import ManagedWeaviate
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.slow]
@@ -55,14 +54,8 @@ async def sift(tmp_path: Path, weaviate_server: ManagedWeaviate, corpus: str,
                embedder: LocalEmbedder, fake_anthropic: FakeAnthropic
                ) -> AsyncIterator[ServedSift]:
     settings = settings_for(tmp_path, weaviate_server, corpus, fake_anthropic, sources=[])
-    app = App(settings)
-    app.__dict__["embedder"] = embedder
-    served = ServedSift(app)
-    await served.start()
-    try:
+    async with serving(settings, embedder) as served:
         yield served
-    finally:
-        await served.stop()
 
 
 async def test_the_inspector_lists_and_calls_the_tools(sift: ServedSift) -> None:
