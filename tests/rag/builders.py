@@ -69,3 +69,18 @@ def chunk(doc_id: str, title: str, text: str, *, section: str = "", index: int =
     return Chunk(chunk_id=f"kb:{doc_id}:{index}", doc_id=doc_id, source="kb", title=title,
                  text=text, section=section, chunk_index=index, content_hash=f"h-{doc_id}",
                  url=f"https://wiki.example/{doc_id}", access=access, doc_type=doc_type)
+
+
+class CountingIndex:
+    """Any index, counting the searches made through it; the phrases it was searched with."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.searches: list[str] = []
+
+    async def search(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        self.searches.append(query)
+        return await self.inner.search(query, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -19,26 +19,11 @@ from sync.connectors.base import SourceDocument
 from sync.prepare import to_chunks
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.memory_index import MemoryIndex
-from tests.rag.builders import make_llm, make_pipeline
+from tests.rag.builders import CountingIndex, make_llm, make_pipeline
 from tests.rag.corpus import CHUNKS
 
 GERMAN = "Wie rotiere ich die Zugangsdaten der Staging-Datenbank?"
 ENGLISH = "How do I rotate the staging database credentials?"
-
-
-class Searches:
-    """An index that keeps the phrases it was searched with."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.queries: list[str] = []
-
-    async def search(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        self.queries.append(query)
-        return await self.inner.search(query, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def by_title(question: str, document: str) -> tuple[float, str]:
@@ -103,7 +88,7 @@ async def test_a_german_question_is_searched_in_english_and_answered_in_german(
         english_index: Any, embedder: Any, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.phrases_in_corpus[GERMAN] = ["rotate staging database credentials"]
     fake_anthropic.grade_rule = by_title
-    searched = Searches(english_index)
+    searched = CountingIndex(english_index)
     pipeline = make_pipeline(searched, embedder, make_llm(fake_anthropic.url),
                              corpus=CorpusLanguage(english_index))
     answer = await pipeline.answer(Question(GERMAN, mode=Mode.ACCURATE))
@@ -116,7 +101,7 @@ async def test_a_german_question_is_searched_in_english_and_answered_in_german(
     assert answer.citations[0].doc_id == "staging-creds"  # the English page, cited as it is
     assert "Hinweis" not in answer.text and "Note:" not in answer.text
     # The model's English phrase was searched, and the question as asked too.
-    assert searched.queries == ["rotate staging database credentials", GERMAN]
+    assert searched.searches == ["rotate staging database credentials", GERMAN]
 
 
 async def test_an_english_question_asks_for_nothing_else(

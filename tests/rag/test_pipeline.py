@@ -25,7 +25,7 @@ from rag.types import (
 from tests.fakes.anthropic_server import FakeAnthropic, Reply, overloaded, text_reply
 from tests.fakes.memory_index import MemoryIndex
 from tests.fakes.memory_stores import MemoryGradeCache, MemoryRecorder
-from tests.rag.builders import make_llm, make_pipeline
+from tests.rag.builders import CountingIndex, make_llm, make_pipeline
 from tests.rag.corpus import CHUNKS
 
 QUESTION = "How do I rotate the staging database credentials?"
@@ -37,21 +37,6 @@ def scores_by_title(question: str, document: str) -> tuple[float, str]:
     if "production database credentials" in document:
         return 0.35, "About production, not staging."
     return 0.05, "Unrelated."
-
-
-class CountingIndex:
-    """Any index, counting the searches made through it (greetings must make none)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.searches: list[str] = []
-
-    async def search(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        self.searches.append(query)
-        return await self.inner.search(query, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 @pytest.fixture(params=["memory", "weaviate"])
