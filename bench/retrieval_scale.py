@@ -1,7 +1,8 @@
 """Retrieve-stage latency, memory and import time at scale, with and without compression.
 
 Run:  .venv/bin/python -m bench.retrieval_scale [--chunks 100000] [--questions 200]
-                 [--compression none,rq8] [--ef -1] [--max-connections 32]
+                 [--compression none,rq8[:max_connections=16][:memory_limit=3GiB]]
+                 [--ef -1] [--max-connections 32] [--memory-limit 3GiB]
                  [--workdir /tmp/sift-bench-retrieval]
 
 Builds a synthetic corpus in a throwaway Weaviate: sentences generated from the vocabulary of
@@ -16,8 +17,9 @@ again (cache hit), the search alone, the query embedding alone, and Weaviate's r
 check alone; all of it right after the import, and again once Weaviate has gone idle (its
 flushes and compactions after a bulk import done). Each `--compression` (the vector index's
 SIFT_WEAVIATE__COMPRESSION) gets a Weaviate process of its own, started fresh, with the same
-corpus: its import time, its resident memory once idle (and its peak) and the latencies side
-by side. Goals (issue 67): p95 <= 60 ms with the model at 1,000,000 chunks, memory <= 4 GB
+corpus: its import time, its resident memory once idle (and its peak; split into the Go heap
+and other anonymous memory, and the file pages it maps) and the latencies side by side. A
+variant may change the graph or Go's memory limit for itself: `rq8:max_connections=16`. Goals (issue 67): p95 <= 60 ms with the model at 1,000,000 chunks, memory <= 4 GB
 with compression.
 """
 
@@ -126,13 +128,35 @@ async def timed(call: Awaitable[Any]) -> float:
     return time.perf_counter() - started
 
 
-async def bench(args: argparse.Namespace, server: ManagedWeaviate, compression: str) -> dict:
+VARIANT_OPTIONS = ("ef", "max_connections", "memory_limit")
+
+
+def variant(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """`rq8:max_connections=16:memory_limit=3GiB` as settings, the rest from the options."""
+    name, *options = spec.split(":")
+    if name not in COMPRESSIONS:
+        raise ValueError(f"--compression {name}: choose from {', '.join(COMPRESSIONS)}")
+    made: dict[str, Any] = {"label": spec, "compression": name, "ef": args.ef,
+                            "max_connections": args.max_connections,
+                            "memory_limit": args.memory_limit}
+    for option in options:
+        key, _, value = option.partition("=")
+        if key not in VARIANT_OPTIONS or not value:
+            raise ValueError(f"--compression {spec}: {option!r} is not one of "
+                             f"{', '.join(k + '=…' for k in VARIANT_OPTIONS)}")
+        made[key] = value if key == "memory_limit" else int(value)
+    return made
+
+
+async def bench(args: argparse.Namespace, server: ManagedWeaviate, chosen: dict[str, Any]
+                ) -> dict:
     rng = random.Random(args.seed)  # the same corpus and questions for every compression
     embedder = LocalEmbedder()
     pool, basis = await asyncio.to_thread(sentence_basis, embedder,
                                           vocabulary(args.corpus, 4000), rng)
-    vectors = VectorIndexSettings(ef=args.ef, max_connections=args.max_connections,
-                                  compression=compression)
+    compression = chosen["label"]
+    vectors = VectorIndexSettings(ef=chosen["ef"], max_connections=chosen["max_connections"],
+                                  compression=chosen["compression"])
     index = WeaviateIndex(IndexConfig(http_url=server.url, grpc_url=f"127.0.0.1:"
                                       f"{server.ports.grpc}", api_key=server.api_key,
                                       collection="BenchRetrieval", insert_timeout_s=600,
@@ -163,22 +187,25 @@ async def bench(args: argparse.Namespace, server: ManagedWeaviate, compression: 
     finally:
         await index.drop()
         await index.close()
-    return {"compression": compression, "chunks": count, "questions": len(asked),
+    return {**chosen, "compression": compression, "chunks": count, "questions": len(asked),
             "build_s": round(build_s, 1), "import_s": round(import_s, 1),
             "settle_s": round(settle_s, 1), "after_import": after_import,
             "settled": settled_cases, **memory}
 
 
 def weaviate_memory(server: ManagedWeaviate) -> dict[str, float]:
-    """The server's resident memory now and at its peak, in MB (Linux's /proc)."""
+    """The server's resident memory now and at its peak, in MB (Linux's /proc): anonymous
+    memory (the Go heap, which must stay in RAM) and the file pages of its segments that it
+    maps and has touched (which the kernel may drop and read again)."""
     pid = server.status().pid
     fields = {}
     if pid is not None:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             name, _, value = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
+            if name in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 fields[name] = round(int(value.split()[0]) / 1024, 1)
-    return {"rss_mb": fields.get("VmRSS", 0.0), "peak_rss_mb": fields.get("VmHWM", 0.0)}
+    return {"rss_mb": fields.get("VmRSS", 0.0), "peak_rss_mb": fields.get("VmHWM", 0.0),
+            "anon_mb": fields.get("RssAnon", 0.0), "file_mb": fields.get("RssFile", 0.0)}
 
 
 async def measure(index: WeaviateIndex, embedder: LocalEmbedder, asked: list[str],
@@ -223,39 +250,46 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--compression", default="none",
                         help=f"comma-separated, each measured in a fresh Weaviate: "
-                        f"{', '.join(COMPRESSIONS)}")
+                        f"{', '.join(COMPRESSIONS)}, each optionally followed by "
+                        f"':key=value' for {', '.join(VARIANT_OPTIONS)}")
     parser.add_argument("--ef", type=int, default=VectorIndexSettings.ef,
                         help="the HNSW search list (-1: Weaviate's dynamic ef)")
     parser.add_argument("--max-connections", type=int,
                         default=VectorIndexSettings.max_connections)
+    parser.add_argument("--memory-limit", default="",
+                        help="Weaviate's Go memory limit (GOMEMLIMIT, e.g. 3GiB; "
+                        "SIFT_WEAVIATE__MEMORY_LIMIT); default: none")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="words come from here")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sift-bench-retrieval"))
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--settle-timeout-s", type=float, default=600,
                         help="longest wait for Weaviate to go idle after the import")
     args = parser.parse_args()
-    wanted = args.compression.split(",")
-    if unknown := [c for c in wanted if c not in COMPRESSIONS]:
-        parser.error(f"--compression {','.join(unknown)}: choose from {', '.join(COMPRESSIONS)}")
+    try:
+        wanted = [variant(spec, args) for spec in args.compression.split(",")]
+    except ValueError as exc:
+        parser.error(str(exc))
     binary = find_binary(WeaviateSettings().version, None)
     if binary is None:
         raise SystemExit("no Weaviate binary: run `sift weaviate install` first")
     results = []
-    for compression in wanted:
-        folder = args.workdir / f"weaviate-{compression}"
+    for number, chosen in enumerate(wanted):
+        folder = args.workdir / f"weaviate-{number}-{chosen['compression']}"
         shutil.rmtree(folder, ignore_errors=True)
-        server = ManagedWeaviate(binary, folder, free_ports())
+        server = ManagedWeaviate(binary, folder, free_ports(),
+                                 memory_limit=chosen["memory_limit"])
         server.start(timeout_s=120)
         try:
-            results.append(asyncio.run(bench(args, server, compression)))
+            results.append(asyncio.run(bench(args, server, chosen)))
         finally:
             server.stop()
     for result in results:
         print(f"\ncompression {result['compression']}: {result['chunks']} chunks (built in "
               f"{result['build_s']} s, {result['import_s']} s of it importing), "
               f"{result['questions']} questions, one at a time; Weaviate "
-              f"{result['rss_mb']:.0f} MB resident once idle, {result['peak_rss_mb']:.0f} MB "
-              "at its peak")
+              f"{result['rss_mb']:.0f} MB resident once idle ({result['anon_mb']:.0f} MB "
+              f"anonymous, {result['file_mb']:.0f} MB mapped file pages), "
+              f"{result['peak_rss_mb']:.0f} MB at its peak")
         for phase, title in (("after_import", "right after the import"),
                              ("settled", f"settled ({result['settle_s']} s later, idle)")):
             print(title)

@@ -225,7 +225,8 @@ class App:
         ports = Ports(w.http_port, w.grpc_port, w.gossip_port, w.data_port, w.raft_port,
                       w.raft_rpc_port, w.profiling_port)
         binary = find_binary(w.version, self.settings.weaviate_binary)
-        return ManagedWeaviate(binary, self.data_dir / "weaviate", ports)
+        return ManagedWeaviate(binary, self.data_dir / "weaviate", ports,
+                               memory_limit=w.memory_limit)
 
     @property
     def weaviate_run(self) -> ManagedRun:

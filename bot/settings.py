@@ -84,6 +84,20 @@ class WeaviateSettings(_Section):
     ef_construction: int = Field(128, ge=4, le=4096)
     max_connections: int = Field(32, ge=4, le=256)
     compression: Literal["none", "rq8", "rq1"] = "none"
+    # The managed server's Go memory limit (GOMEMLIMIT, e.g. "3GiB"): its garbage collector
+    # works harder as the heap nears it, instead of letting the heap grow to twice what is
+    # live. Weaviate's guidance is 80-90% of the memory it may use. Empty: no limit.
+    memory_limit: str = ""
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _go_memory_limit(cls, value: str) -> str:
+        # Go's own syntax, checked here: a malformed GOMEMLIMIT stops Weaviate at start,
+        # with the reason in Weaviate's log only.
+        if value and not re.fullmatch(r"[0-9]+(B|KiB|MiB|GiB|TiB)?", value):
+            raise ValueError(f"[weaviate] memory_limit = {value!r} is not a size Go reads: "
+                             "write a whole number with B, KiB, MiB, GiB or TiB, e.g. '3GiB'")
+        return value
 
 
 # Embedding backends that were dropped, and what to set instead.

@@ -212,8 +212,10 @@ class ManagedWeaviate:
     """One Weaviate process with its data, log and pid file under `data_dir`."""
 
     def __init__(self, binary: Path | None, data_dir: Path, ports: Ports,
-                 cluster_env: dict[str, str] | None = None) -> None:
+                 cluster_env: dict[str, str] | None = None, memory_limit: str = "") -> None:
         self.binary = binary
+        # The Go runtime's soft heap limit (GOMEMLIMIT, "3GiB"); empty: Go's default.
+        self.memory_limit = memory_limit
         # Absolute: the server runs inside its data directory and is told the path again.
         self.data_dir = data_dir.absolute()
         self.ports = ports
@@ -292,7 +294,8 @@ class ManagedWeaviate:
                 [str(self.binary), "--host", LOOPBACK, "--port", str(self.ports.http),
                  "--scheme", "http"],
                 cwd=self.data_dir,
-                env={**server_env(self.data_dir, self.ports, self.api_key), **self.cluster_env},
+                env={**server_env(self.data_dir, self.ports, self.api_key), **self.cluster_env,
+                     **({"GOMEMLIMIT": self.memory_limit} if self.memory_limit else {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C in the terminal reaches Sift, which stops us

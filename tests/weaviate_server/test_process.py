@@ -63,6 +63,30 @@ def test_a_port_conflict_names_the_setting_of_the_busy_port(
     assert "\n" not in message
 
 
+@pytest.mark.weaviate
+def test_the_memory_limit_reaches_the_servers_go_runtime(tmp_path: Path) -> None:
+    server = ManagedWeaviate(weaviate_binary(), tmp_path / "weaviate", free_ports(),
+                             memory_limit="1536MiB")
+    server.start(60)
+    try:
+        pid = server.status().pid
+        assert pid is not None
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"GOMEMLIMIT=1536MiB" in environ
+        assert server.status().running
+    finally:
+        server.stop()
+    unlimited = ManagedWeaviate(weaviate_binary(), tmp_path / "other", free_ports())
+    unlimited.start(60)
+    try:
+        pid = unlimited.status().pid
+        assert pid is not None
+        assert not [v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                    if v.startswith(b"GOMEMLIMIT=")]
+    finally:
+        unlimited.stop()
+
+
 def test_free_ports_are_distinct_bindable_and_outside_the_ephemeral_range() -> None:
     """Outgoing connections take their local ports from the ephemeral range: a port handed
     out there could be taken by any client socket before its server binds it."""
