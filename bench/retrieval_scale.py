@@ -17,10 +17,11 @@ again (cache hit), the search alone, the query embedding alone, and Weaviate's r
 check alone; all of it right after the import, and again once Weaviate has gone idle (its
 flushes and compactions after a bulk import done). Each `--compression` (the vector index's
 SIFT_WEAVIATE__COMPRESSION) gets a Weaviate process of its own, started fresh, with the same
-corpus: its import time, its resident memory once idle (and its peak; split into the Go heap
-and other anonymous memory, and the file pages it maps) and the latencies side by side. A
-variant may change the graph or Go's memory limit for itself: `rq8:max_connections=16`. Goals (issue 67): p95 <= 60 ms with the model at 1,000,000 chunks, memory <= 4 GB
-with compression.
+corpus: its import time, its resident memory once idle (and its peak; split into anonymous
+memory, the Go heap that must stay in RAM, and the file pages of its segments it maps) and
+the latencies side by side. A variant may change the graph or Go's memory limit for itself:
+`rq8:max_connections=16:memory_limit=3GiB`. Goals (issue 67): p95 <= 60 ms with the model at
+1,000,000 chunks, memory <= 4 GB with compression.
 """
 
 from __future__ import annotations

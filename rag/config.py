@@ -33,6 +33,9 @@ class GradingConfig:
     # Pointwise grades are streamed and used as soon as their score is read; the reasons
     # follow while the answer is written (one round trip instead of one plus a sentence).
     score_first: bool = True
+    # Once this share of the grades is in, the answer is begun from what they select; it is
+    # kept if the final selection is the same (rag/early_answer.py). 1: after every grade.
+    early_answer_share: float = 0.75
     version: str = "g1"
 
 

@@ -45,6 +45,22 @@ class GradeParseError(ValueError):
     """The grader's output was not the JSON it was asked for."""
 
 
+class Scoreboard:
+    """The grades read so far while candidates are graded, so that the answer can begin
+    once `share` of them are in instead of after the slowest call (rag/early_answer.py)."""
+
+    def __init__(self, total: int, share: float) -> None:
+        self.grades: dict[str, Grade] = {}
+        self.reached = asyncio.Event()
+        self._needed = max(1, math.ceil(total * share))
+
+    def add(self, chunk_id: str, grade: Grade) -> None:
+        """A candidate's grade (a failed call's fallback counts: it is final too)."""
+        self.grades[chunk_id] = grade
+        if len(self.grades) >= self._needed:
+            self.reached.set()
+
+
 @dataclass
 class GradingResult:
     grades: dict[str, Grade] = field(default_factory=dict)  # by chunk_id
@@ -53,6 +69,12 @@ class GradingResult:
     # Score first (GradingConfig.score_first): the calls still writing their reasons once
     # every score is in. Until `settled()`, such a grade has its score and an empty reason.
     pending: list[asyncio.Task[None]] = field(default_factory=list)
+    board: Scoreboard | None = None  # told each grade as it is read
+
+    def put(self, chunk_id: str, grade: Grade) -> None:
+        self.grades[chunk_id] = grade
+        if self.board is not None:
+            self.board.add(chunk_id, grade)
 
     async def settled(self) -> GradingResult:
         """Every reason written (or given up on), and every call's tokens counted."""
@@ -63,7 +85,10 @@ class GradingResult:
 
 
 class Grader(Protocol):
-    async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult: ...
+    async def grade(self, question: str, candidates: Sequence[Candidate],
+                    board: Scoreboard | None = None) -> GradingResult:
+        """Every candidate's grade; `board`, when given, is told each one as it is read."""
+        ...
 
 
 def _score_and_reason(item: Any) -> tuple[float, str]:
@@ -145,8 +170,9 @@ class LLMGrader:
         self._config = config
         self._cache_min_chars = cache_min_tokens * 4  # ~4 characters per token
 
-    async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult:
-        result = GradingResult()
+    async def grade(self, question: str, candidates: Sequence[Candidate],
+                    board: Scoreboard | None = None) -> GradingResult:
+        result = GradingResult(board=board)
         deadline = time.monotonic() + self._config.deadline_s
         waves = self._waves(candidates)
         for number, wave in enumerate(waves):
@@ -198,7 +224,7 @@ class LLMGrader:
                         self._config.deadline_s, len(pending))
         for candidate in wave:
             if candidate.chunk.chunk_id not in result.grades:
-                result.grades[candidate.chunk.chunk_id] = fallback("not graded before deadline")
+                result.put(candidate.chunk.chunk_id, fallback("not graded before deadline"))
                 result.failures += 1
 
     async def _grade_group(self, question: str, group: Sequence[Candidate],
@@ -229,10 +255,10 @@ class LLMGrader:
         for candidate, ident in zip(group, ids, strict=True):
             if ident in parsed:
                 score, reason = parsed[ident]
-                result.grades[candidate.chunk.chunk_id] = Grade(score, reason, GradeSource.LLM,
-                                                                self._model)
+                result.put(candidate.chunk.chunk_id,
+                           Grade(score, reason, GradeSource.LLM, self._model))
             else:
-                result.grades[candidate.chunk.chunk_id] = fallback("grader unavailable")
+                result.put(candidate.chunk.chunk_id, fallback("grader unavailable"))
                 result.failures += 1
 
     async def _grade_score_first(self, request: LLMRequest, candidate: Candidate,
@@ -256,23 +282,23 @@ class LLMGrader:
             written.append(delta)
             score = None if scored.done() else leading_score("".join(written))
             if score is not None:
-                result.grades[chunk_id] = Grade(score, "", GradeSource.LLM, self._model)
+                result.put(chunk_id, Grade(score, "", GradeSource.LLM, self._model))
                 scored.set_result(None)
 
         try:
             response = await self._llm.stream(request, on_text)
             result.usage += response.usage
             score, reason = parse_grade(response.text)
-            result.grades[chunk_id] = Grade(score, reason, GradeSource.LLM, self._model)
+            result.put(chunk_id, Grade(score, reason, GradeSource.LLM, self._model))
         except (LLMError, GradeParseError) as exc:
             if scored.done():  # the score stands; only its reason is missing
                 early = result.grades[chunk_id]
-                result.grades[chunk_id] = Grade(early.score, REASON_CUT_OFF, early.source,
-                                                early.model)
+                result.put(chunk_id, Grade(early.score, REASON_CUT_OFF, early.source,
+                                           early.model))
                 log.warning("a grade's reason was cut off: %s", exc)
             else:
                 log.warning("grading 1 candidate failed: %s", exc)
-                result.grades[chunk_id] = fallback("grader unavailable")
+                result.put(chunk_id, fallback("grader unavailable"))
                 result.failures += 1
         finally:
             if not scored.done():

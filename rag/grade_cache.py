@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from rag.grade import Grader, GradingResult
+from rag.grade import Grader, GradingResult, Scoreboard
 from rag.ports import GradeCache, GradeKey
 from rag.types import Candidate, Grade, GradeSource
 
@@ -38,7 +38,8 @@ class CachedGrader:
         chunk = candidate.chunk
         return GradeKey(qhash, chunk.chunk_id, chunk.content_hash, self._version)
 
-    async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult:
+    async def grade(self, question: str, candidates: Sequence[Candidate],
+                    board: Scoreboard | None = None) -> GradingResult:
         qhash = question_hash(question)
         keys = {c.chunk.chunk_id: self._key(qhash, c) for c in candidates}
         try:
@@ -46,17 +47,17 @@ class CachedGrader:
         except Exception:  # a broken cache must not cost the answer; grade everything instead
             log.exception("grade cache lookup failed")
             cached = {}
-        result = GradingResult()
+        result = GradingResult(board=board)
         misses = []
         for candidate in candidates:
             hit = cached.get(keys[candidate.chunk.chunk_id])
             if hit is None:
                 misses.append(candidate)
             else:
-                result.grades[candidate.chunk.chunk_id] = Grade(
-                    hit.score, hit.reason, GradeSource.CACHE, hit.model)
+                result.put(candidate.chunk.chunk_id,
+                           Grade(hit.score, hit.reason, GradeSource.CACHE, hit.model))
         if misses:
-            fresh = await self._inner.grade(question, misses)
+            fresh = await self._inner.grade(question, misses, board)
             result.grades.update(fresh.grades)
             result.usage, result.failures = fresh.usage, fresh.failures
             if fresh.pending:  # score first: stored once the reasons are written

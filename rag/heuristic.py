@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.grade import GradingResult
+from rag.grade import GradingResult, Scoreboard
 from rag.types import Candidate, Grade, GradeSource
 
 _WORD = re.compile(r"[\w][\w'.-]*[\w]|\w", re.UNICODE)
@@ -109,7 +109,9 @@ def heuristic_scores(question: str,
 class HeuristicGrader:
     """For `fast` mode and for running without an LLM; its grades say they are heuristic."""
 
-    async def grade(self, question: str, candidates: Sequence[Candidate]) -> GradingResult:
+    async def grade(self, question: str, candidates: Sequence[Candidate],
+                    board: Scoreboard | None = None) -> GradingResult:
+        # All at once, without a call: nothing for the board to tell early.
         result = GradingResult()
         for candidate, (score, reason) in zip(candidates, heuristic_scores(question, candidates),
                                               strict=True):

@@ -6,16 +6,17 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rag import messages
 from rag.circuit import CircuitBreaker
 from rag.config import PipelineConfig
+from rag.early_answer import EarlyAnswer
 from rag.errors import LLMError, SiftError
 from rag.generate import Draft, ExtractiveGenerator, suggestions
-from rag.grade import Grader, GradingResult
+from rag.grade import Grader, GradingResult, Scoreboard
 from rag.i18n import current, tr
 from rag.language import CorpusLanguage, detect, differs, display_name
 from rag.logcontext import bind_correlation_id, new_correlation_id, reset_correlation_id
@@ -67,6 +68,42 @@ class _Run:
         self.timings[stage] = round((now - since) * 1000, 2)
         stage_span(stage, since, now)
         return now
+
+
+@dataclass
+class _Beside:
+    """The model's understanding of a first question, running beside its search: the answer
+    waits for its intent (read as soon as the reply begins with it), not for the rest."""
+
+    task: asyncio.Task[tuple[Understanding, Usage]]
+    intent: asyncio.Future[Intent]
+
+    def __post_init__(self) -> None:
+        self.task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[tuple[Understanding, Usage]]) -> None:
+        if self.intent.done():
+            return
+        if task.cancelled():
+            self.intent.cancel()
+        elif (failure := task.exception()) is not None:
+            self.intent.set_exception(failure)
+        else:
+            self.intent.set_result(task.result()[0].intent)
+
+    def tell(self, intent: Intent) -> None:
+        if not self.intent.done():
+            self.intent.set_result(intent)
+
+    async def understood(self) -> Understanding:
+        return (await self.task)[0]
+
+    async def settled(self) -> None:
+        """Its call finished, so that its tokens are counted with the answer."""
+        await asyncio.wait((self.task,))
+
+    def cancel(self) -> None:
+        self.task.cancel()  # a no-op once done
 
 
 @dataclass(frozen=True)
@@ -175,13 +212,13 @@ class Pipeline:
         # The hidden documents are read while the question is understood (usually a model
         # call), so that database trip is off the answer's critical path.
         hidden = asyncio.create_task(hidden_documents(s.priors))
-        beside: asyncio.Task[tuple[Understanding, Usage]] | None = None
+        beside: _Beside | None = None
         languages = await self._languages(question)
         try:
             # In another language than the documents, the search waits for the model's
             # phrases in theirs.
             if use_llm and self._understands_beside(question) and not differs(*languages):
-                beside = asyncio.create_task(self._understood(question, run, True, languages))
+                beside = self._beside(question, run, languages)
                 understood = replace(passthrough(question), language=languages[0],
                                      corpus_language=languages[1])  # searched as asked
             else:
@@ -197,6 +234,14 @@ class Pipeline:
             if beside is not None:
                 beside.cancel()  # nor for the model's understanding (no-op once done)
 
+    def _beside(self, question: Question, run: _Run, languages: tuple[str, str]) -> _Beside:
+        intent: asyncio.Future[Intent] = asyncio.get_running_loop().create_future()
+        told: list[_Beside] = []
+        task = asyncio.create_task(self._understood(
+            question, run, True, languages, on_intent=lambda i: told[0].tell(i)))
+        told.append(_Beside(task, intent))
+        return told[0]
+
     def _understands_beside(self, question: Question) -> bool:
         """A first question that is not small talk: its search need not wait for the model."""
         return (self._config.retrieval.understand_beside and not question.history
@@ -209,11 +254,13 @@ class Pipeline:
         return await asyncio.to_thread(detect, question.text), corpus
 
     async def _understood(self, question: Question, run: _Run, use_llm: bool = True,
-                          languages: tuple[str, str] = ("", "")
+                          languages: tuple[str, str] = ("", ""),
+                          on_intent: Callable[[Intent], None] | None = None
                           ) -> tuple[Understanding, Usage]:
         started = time.perf_counter()
         understood, usage = await self._s.understander.understand(
-            question, use_llm, language=languages[0], corpus_language=languages[1])
+            question, use_llm, language=languages[0], corpus_language=languages[1],
+            on_intent=on_intent)
         run.lap("understand", started)
         if usage.calls:
             run.usage["understand"] = usage
@@ -228,8 +275,7 @@ class Pipeline:
     async def _from_candidates(self, question: Question, mode: Mode, run: _Run,
                                preview: TextSink | None, offline: bool,
                                understood: Understanding, exclude: tuple[str, ...],
-                               beside: asyncio.Task[tuple[Understanding, Usage]] | None,
-                               mark: float) -> Answer:
+                               beside: _Beside | None, mark: float) -> Answer:
         s = self._s
 
         # Always filtered: no groups matches nothing (an empty list is never "everything").
@@ -239,25 +285,60 @@ class Pipeline:
         mark = run.lap("retrieve", mark)
 
         grader = s.accurate_grader if mode is Mode.ACCURATE and s.accurate_grader else s.fast_grader
-        grading = asyncio.create_task(grader.grade(understood.standalone, candidates))
+        board = self._scoreboard(len(candidates), offline)
+        grading = asyncio.create_task(grader.grade(understood.standalone, candidates, board))
+        starting = None if board is None else asyncio.create_task(
+            self._early(board, candidates, understood, question, preview, beside))
+        early: EarlyAnswer[tuple[Draft, bool]] | None = None
         try:
             if beside is not None:  # small talk after all: the grades are not needed
-                await asyncio.wait((grading, beside), return_when=asyncio.FIRST_COMPLETED)
-                if beside.done() and beside.result()[0].intent is not Intent.KNOWLEDGE:
-                    return self._direct(beside.result()[0], question, mode)
+                await asyncio.wait((grading, beside.intent), return_when=asyncio.FIRST_COMPLETED)
+                if beside.intent.done() and beside.intent.result() is not Intent.KNOWLEDGE:
+                    return self._direct(await beside.understood(), question, mode)
             graded = await grading
+            early = _begun(starting)
+            candidates = [replace(c, grade=graded.grades.get(c.chunk.chunk_id))
+                          for c in candidates]
+            mark = run.lap("grade", mark)
+            if graded.usage.calls:
+                run.usage["grade"] = graded.usage
+                run.models["grade"] = self._config.models.fast_model
+
+            answer = await self._written(question, mode, run, preview, offline, understood,
+                                         candidates, graded, beside, mark, early)
         finally:
             grading.cancel()  # no-op once done
-        candidates = [replace(c, grade=graded.grades.get(c.chunk.chunk_id)) for c in candidates]
-        mark = run.lap("grade", mark)
-        if graded.usage.calls:
-            run.usage["grade"] = graded.usage
-            run.models["grade"] = self._config.models.fast_model
-
-        answer = await self._written(question, mode, run, preview, offline, understood,
-                                     candidates, graded, beside, mark)
+            if starting is not None:
+                starting.cancel()
+                early = early or _begun(starting)  # begun, but a failure came first
+            if early is not None:
+                await early.drop()  # no-op once taken
         answer = _searched_as_asked(answer, understood)
+        if beside is not None:
+            await beside.settled()
         return await self._with_reasons(answer, graded, run)
+
+    def _scoreboard(self, total: int, offline: bool) -> Scoreboard | None:
+        """Where grades are told as they are read, when the answer may begin before the last
+        (rag/early_answer.py): a model writes it, and the setting allows it."""
+        share = self._config.grading.early_answer_share
+        if offline or self._s.generator is None or share >= 1.0 or not total:
+            return None
+        return Scoreboard(total, share)
+
+    async def _early(self, board: Scoreboard, candidates: list[Candidate],
+                     understood: Understanding, question: Question, preview: TextSink | None,
+                     beside: _Beside | None) -> EarlyAnswer[tuple[Draft, bool]] | None:
+        """The answer begun from the grades read once the board has enough of them."""
+        await board.reached.wait()
+        if beside is not None and await beside.intent is not Intent.KNOWLEDGE:
+            return None
+        graded = [replace(c, grade=board.grades.get(c.chunk.chunk_id)) for c in candidates]
+        chosen = selected_in_order(select(graded, self._config.selection))
+        if not chosen:
+            return None
+        return EarlyAnswer(chosen, lambda shown: self._generate(
+            understood, chosen, question, shown, graded), preview)
 
     async def _with_reasons(self, answer: Answer, graded: GradingResult, run: _Run) -> Answer:
         """Score-first grades get their reasons (written meanwhile) before the answer is
@@ -275,14 +356,14 @@ class Pipeline:
     async def _written(self, question: Question, mode: Mode, run: _Run,
                        preview: TextSink | None, offline: bool, understood: Understanding,
                        candidates: list[Candidate], graded: GradingResult,
-                       beside: asyncio.Task[tuple[Understanding, Usage]] | None,
-                       mark: float) -> Answer:
-        """Select from the graded candidates and write the answer."""
+                       beside: _Beside | None, mark: float,
+                       early: EarlyAnswer[tuple[Draft, bool]] | None = None) -> Answer:
+        """Select from the graded candidates and write the answer (or keep the one begun
+        early, when the final selection is the same)."""
         s = self._s
         if beside is not None:  # its intent, before anything is said ("what can you do?")
-            said, _ = await beside
-            if said.intent is not Intent.KNOWLEDGE:
-                return self._direct(said, question, mode)
+            if await beside.intent is not Intent.KNOWLEDGE:
+                return self._direct(await beside.understood(), question, mode)
             mark = time.perf_counter()
         candidates = select(candidates, self._config.selection)
         chosen = selected_in_order(candidates)
@@ -296,8 +377,9 @@ class Pipeline:
             draft, generation_failed = await s.fallback_extractive.generate(
                 "", chosen, pool=candidates), True
         else:
-            draft, generation_failed = await self._generate(understood, chosen, question,
-                                                            preview, candidates)
+            taken = await early.take(chosen) if early is not None else None
+            draft, generation_failed = taken if taken is not None else await self._generate(
+                understood, chosen, question, preview, candidates)
         run.lap("generate", mark)
         if draft.usage.calls:
             run.usage["generate"] = draft.usage
@@ -431,3 +513,11 @@ class PolicedPreview:
         shown = self._policy.links(self._policy.hold_back(text), self._urls)
         if shown:
             await self._sink(shown)
+
+
+def _begun(starting: asyncio.Task[EarlyAnswer[tuple[Draft, bool]] | None] | None
+           ) -> EarlyAnswer[tuple[Draft, bool]] | None:
+    """The early answer, if it had begun by the time every grade was in."""
+    if starting is None or not starting.done() or starting.cancelled():
+        return None
+    return None if starting.exception() is not None else starting.result()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +14,7 @@ from rag.errors import LLMError
 from rag.follow_up import carry_subject
 from rag.i18n import tr
 from rag.language import differs, english_name
-from rag.ports import LLM, LLMRequest
+from rag.ports import LLM, LLMRequest, TextSink
 from rag.types import Intent, Question, Understanding, Usage
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,23 @@ def corpus_request(language: str, corpus_language: str) -> str:
             f"message's terms, keep product names and identifiers as they are.")
 
 
+# The intent at the start of a reply still being written: `{"intent": "knowledge",` (the
+# schema lists it first, and structured outputs keep that order).
+_LEADING_INTENT = re.compile(r'^\s*\{\s*"intent"\s*:\s*"([a-z_]+)"')
+
+
+def leading_intent(text: str) -> Intent | None:
+    """The intent at the start of a partial understanding; None until it is whole (or when
+    the reply does not start with a known one)."""
+    found = _LEADING_INTENT.match(text)
+    if found is None:
+        return None
+    try:
+        return Intent(found.group(1))
+    except ValueError:
+        return None
+
+
 def parse_understanding(text: str, question: Question) -> Understanding:
     """Validate the analyst's JSON; anything unusable falls back to the question as asked."""
     data = json.loads(text)
@@ -86,6 +104,24 @@ def parse_understanding(text: str, question: Question) -> Understanding:
     return Understanding(standalone, phrases or (standalone,), intent, reply)
 
 
+def _intent_reader(on_intent: Callable[[Intent], None]) -> TextSink:
+    """A stream's text sink that tells the intent once the reply has begun with it."""
+    written: list[str] = []
+    told = False
+
+    async def read(delta: str) -> None:
+        nonlocal told
+        if told or len(written) > 40:  # told, or the reply does not begin with its intent
+            return
+        written.append(delta)
+        intent = leading_intent("".join(written))
+        if intent is not None:
+            told = True
+            on_intent(intent)
+
+    return read
+
+
 class Understander:
     def __init__(self, llm: LLM | None, model: str, timeout_s: float = 10.0) -> None:
         self._llm = llm
@@ -93,13 +129,29 @@ class Understander:
         self._timeout_s = timeout_s
 
     async def understand(self, question: Question, use_llm: bool, *, language: str = "",
-                         corpus_language: str = "") -> tuple[Understanding, Usage]:
-        """`language`: the message's (rag/language.py); `corpus_language`: the documents'."""
-        understood, usage = await self._understand(question, use_llm, language, corpus_language)
+                         corpus_language: str = "",
+                         on_intent: Callable[[Intent], None] | None = None
+                         ) -> tuple[Understanding, Usage]:
+        """`language`: the message's (rag/language.py); `corpus_language`: the documents'.
+
+        `on_intent` is told the intent as soon as it is known: from the model, as soon as
+        its reply has begun with it (the rest is still being written); otherwise with the
+        whole understanding. It is told once."""
+        told: list[Intent] = []
+
+        def tell(intent: Intent) -> None:
+            if on_intent is not None and not told:
+                told.append(intent)
+                on_intent(intent)
+
+        understood, usage = await self._understand(question, use_llm, language, corpus_language,
+                                                   tell if on_intent else None)
+        tell(understood.intent)
         return replace(understood, language=language, corpus_language=corpus_language), usage
 
     async def _understand(self, question: Question, use_llm: bool, language: str,
-                          corpus_language: str) -> tuple[Understanding, Usage]:
+                          corpus_language: str, on_intent: Callable[[Intent], None] | None
+                          ) -> tuple[Understanding, Usage]:
         quick = rule_based(question)
         if quick is not None:
             return quick, Usage()
@@ -115,7 +167,8 @@ class Understander:
                              timeout_s=self._timeout_s, purpose="understand",
                              images=question.images)
         try:
-            response = await self._llm.complete(request)
+            response = await (self._llm.complete(request) if on_intent is None
+                              else self._llm.stream(request, _intent_reader(on_intent)))
             understood = parse_understanding(response.text, question)
             if differs(language, corpus_language):  # the message's own words are searched too
                 understood = replace(understood, across=True, search_phrases=tuple(

@@ -184,6 +184,9 @@ class FakeAnthropic(LocalServer):
         self.faithfulness_rule: Callable[[list[str]], list[str]] = all_supported
         self.accuracy_rule: Callable[[str, str, str], int] = always_correct
         self.stream_delay_s = 0.0  # between streamed text deltas
+        # A grade's extra wait before its reply begins, by the graded document's text (a
+        # slow call for one candidate, as a loaded API gives now and then).
+        self.grade_delay_rule: Callable[[str], float] | None = None
         self.model_latency = ModelLatency()  # added to latency_s, by the reply's length
         self.in_flight = 0
         self.max_in_flight = 0
@@ -221,6 +224,9 @@ class FakeAnthropic(LocalServer):
         try:
             scripted = self._take(kind)
             await asyncio.sleep(scripted.delay_s if scripted else self.latency_s.get(kind, 0.0))
+            if kind == "grade" and self.grade_delay_rule is not None:
+                graded = _DOC.search(_text_of(body["messages"][-1]["content"]))
+                await asyncio.sleep(self.grade_delay_rule(graded.group("body") if graded else ""))
             if scripted is not None and scripted.page is not None:
                 return web.Response(text=scripted.page, status=scripted.status,
                                     content_type="text/html")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.config import GradingConfig
-from rag.grade import REASON_CUT_OFF, Grader, GradingResult, LLMGrader
+from rag.grade import REASON_CUT_OFF, Grader, GradingResult, LLMGrader, Scoreboard
 from rag.grade_cache import CachedGrader, question_hash
 from rag.types import Candidate, GradeSource
 from tests.fakes.anthropic_server import FakeAnthropic, overloaded, text_reply
@@ -39,8 +39,9 @@ class Settled:
 
     inner: Grader
 
-    async def grade(self, question: str, found: Sequence[Candidate]) -> GradingResult:
-        return await (await self.inner.grade(question, found)).settled()
+    async def grade(self, question: str, found: Sequence[Candidate],
+                    board: Scoreboard | None = None) -> GradingResult:
+        return await (await self.inner.grade(question, found, board)).settled()
 
 
 def grader(fake: FakeAnthropic, cache_min_tokens: int = 1024, **config: object) -> Settled:
