@@ -86,6 +86,8 @@ class Result:
     tree: str
     asked: list[Asked] = field(default_factory=list)
     stages: dict[str, list[float]] = field(default_factory=dict)  # ms per answer
+    selected: list[tuple[str, ...]] = field(default_factory=list)  # each answer's excerpts
+    early: dict[str, int] = field(default_factory=dict)  # answers begun early: kept, dropped
 
 
 def covered_questions(limit: int) -> list[str]:
@@ -133,6 +135,21 @@ def stage_timings(database: Path) -> dict[str, list[float]]:
     return stages
 
 
+def selections(database: Path) -> list[tuple[str, ...]]:
+    """Each answer's selected chunks in the order the answer model saw them, but the warm-up's."""
+    with sqlite3.connect(database) as db:
+        ids = [row[0] for row in db.execute("SELECT id FROM interactions ORDER BY id")][1:]
+        return [tuple(chunk for (chunk,) in db.execute(
+            "SELECT chunk_id FROM interaction_sources WHERE interaction_id = ? AND selected "
+            "ORDER BY rank", (number,))) for number in ids]
+
+
+def early_answers(log: Path) -> dict[str, int]:
+    """How many answers were begun before the last grade (rag/early_answer.py), by outcome."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return {"kept": text.count("early answer kept"), "dropped": text.count("early answer dropped")}
+
+
 def run_sift(tree: Path, env: dict[str, str], *args: str) -> None:
     done = subprocess.run([sys.executable, "-c", ENTRY, *args], cwd=tree, env=env,
                           capture_output=True, text=True, check=False)
@@ -160,7 +177,8 @@ def measure(tree: Path, scratch: Path, fake_env: dict[str, str], extra: dict[str
         process.terminate()
         process.wait(30)
         run_sift(tree, env, "weaviate", "stop")
-    return Result(str(tree), asked, stage_timings(data_dir / "sift.db"))
+    return Result(str(tree), asked, stage_timings(data_dir / "sift.db"),
+                  selections(data_dir / "sift.db"), early_answers(errors))
 
 
 def _free_port() -> int:
@@ -194,6 +212,12 @@ def report(results: list[Result], rtt: float, latency: ModelLatency) -> None:
         cells = [f"{pct(r.stages[s], 50):>8.0f}/{pct(r.stages[s], 95):<8.0f}"
                  if r.stages.get(s) else f"{'–':>17}" for s in STAGES]
         print(f"{Path(r.tree).name + ' p50/p95':<28} " + " ".join(cells))
+    print()
+    for r in results:
+        same = sum(a == b for a, b in zip(r.selected, results[0].selected, strict=False))
+        print(f"{Path(r.tree).name:<28} early answers kept {r.early.get('kept', 0)}, dropped "
+              f"{r.early.get('dropped', 0)}; selection as {Path(results[0].tree).name}'s for "
+              f"{same} of {len(r.selected)} answers")
 
 
 def main() -> None:
