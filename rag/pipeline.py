@@ -91,10 +91,6 @@ class _Beside:
         else:
             self.intent.set_result(task.result()[0].intent)
 
-    def tell(self, intent: Intent) -> None:
-        if not self.intent.done():
-            self.intent.set_result(intent)
-
     async def understood(self) -> Understanding:
         return (await self.task)[0]
 
@@ -236,11 +232,14 @@ class Pipeline:
 
     def _beside(self, question: Question, run: _Run, languages: tuple[str, str]) -> _Beside:
         intent: asyncio.Future[Intent] = asyncio.get_running_loop().create_future()
-        told: list[_Beside] = []
-        task = asyncio.create_task(self._understood(
-            question, run, True, languages, on_intent=lambda i: told[0].tell(i)))
-        told.append(_Beside(task, intent))
-        return told[0]
+
+        def tell(known: Intent) -> None:
+            if not intent.done():
+                intent.set_result(known)
+
+        task = asyncio.create_task(self._understood(question, run, True, languages,
+                                                    on_intent=tell))
+        return _Beside(task, intent)
 
     def _understands_beside(self, question: Question) -> bool:
         """A first question that is not small talk: its search need not wait for the model."""
