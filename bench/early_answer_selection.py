@@ -2,14 +2,14 @@
 mode with a fake Claude that takes a real model's time, with and without the early answer.
 
 Run:  .venv/bin/python -m bench.early_answer_selection [--dataset ../shared/eval/aws-docs]
-      [--first-token-ms 500] [--per-token-ms 8] [--jitter 0.3] [--out DIR]
+      [--share 0.75] [--first-token-ms 500] [--per-token-ms 8] [--jitter 0.3] [--out DIR]
 
 `sift eval DATASET --modes graded` twice against one fake (grades by term overlap, each reply
 slowed by a time to the first token plus a time per output token, scaled by a seeded factor
 in [1 - jitter, 1 + jitter]): once with `[grading] early_answer_share = 1` (the answer begun
-after every grade), once with the default. Per question it compares the excerpts passed to
-the answer model, in order, and reports nDCG@10 of both runs and how many early answers
-were kept and dropped. Issue 67's rule: selection unchanged.
+after every grade), once with `--share` (0.75). Per question it compares nDCG@10 of the excerpts
+passed to the answer model, in their order, and counts the early answers kept and dropped (a
+kept one had exactly the final selection). Issue 67's rule: selection unchanged.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli import main
-from rag.config import GradingConfig
 from tests.fakes.anthropic_server import FakeAnthropic, ModelLatency
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +58,7 @@ async def _runs(args: argparse.Namespace) -> list[tuple[float, dict[str, Any], O
     os.environ.update(SIFT_ANTHROPIC_API_KEY="sk-fake", SIFT_ANTHROPIC_BASE_URL=fake.url)
     runs = []
     try:
-        for share in (1.0, GradingConfig.early_answer_share):
+        for share in (1.0, args.share):
             outcomes = Outcomes()
             logging.getLogger("rag.early_answer").addHandler(outcomes)
             try:
@@ -73,9 +72,10 @@ async def _runs(args: argparse.Namespace) -> list[tuple[float, dict[str, Any], O
     return runs
 
 
-def passed(report: dict[str, Any]) -> dict[str, list[str]]:
-    return {row["query"]["query_id"]: list(row["modes"]["graded"]["passed"])
-            for row in report["per_query"] if "graded" in row["modes"]}
+def ndcg(report: dict[str, Any]) -> dict[str, float]:
+    """Each question's nDCG@10 of the excerpts passed to the answer model, in their order."""
+    return {row["query_id"]: row["ndcg"]["graded"] for row in report["per_query"]
+            if "graded" in row["ndcg"]}
 
 
 def main_(argv: list[str] | None = None) -> None:
@@ -84,6 +84,8 @@ def main_(argv: list[str] | None = None) -> None:
     parser.add_argument("--first-token-ms", type=float, default=500.0)
     parser.add_argument("--per-token-ms", type=float, default=8.0)
     parser.add_argument("--jitter", type=float, default=0.3)
+    parser.add_argument("--share", type=float, default=0.75,
+                        help="the early_answer_share measured against 1 (default 0.75)")
     parser.add_argument("--out", type=Path, default=Path("eval-early-answer"))
     args = parser.parse_args(argv)
     os.environ.setdefault("SIFT_DATA_DIR", str((args.out / "data").absolute()))
@@ -91,7 +93,7 @@ def main_(argv: list[str] | None = None) -> None:
         (_, before, _), (share, after, outcomes) = asyncio.run(_runs(args))
     finally:
         main(["weaviate", "stop"])
-    first, second = passed(before), passed(after)
+    first, second = ndcg(before), ndcg(after)
     same = sum(first[q] == second.get(q) for q in first)
     print("\nearly_answer_share | nDCG@10 (graded) | questions | selection as with 1 | "
           "early answers kept / dropped")

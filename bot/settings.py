@@ -194,9 +194,10 @@ class GradingSettings(_Section):
     # Pointwise: a grade's score is used once read, its reason arrives while the answer is
     # written (false: each grade is awaited whole; bench.answer_latency compares).
     score_first: bool = True
-    # The answer is begun once this share of the grades is in, and kept only if the last
-    # grades leave the selection as it was (1: begun after every grade; bench.answer_latency).
-    early_answer_share: float = Field(0.75, gt=0.0, le=1.0)
+    # Below 1: the answer is begun once this share of the grades is in, and kept only if the
+    # last grades leave the selection as it was (1, the default: begun after every grade;
+    # bench.early_answer_selection measured why).
+    early_answer_share: float = Field(1.0, gt=0.0, le=1.0)
     cache_ttl_days: float = Field(30.0, ge=0)
     version: str = "g1"
 

@@ -33,9 +33,11 @@ class GradingConfig:
     # Pointwise grades are streamed and used as soon as their score is read; the reasons
     # follow while the answer is written (one round trip instead of one plus a sentence).
     score_first: bool = True
-    # Once this share of the grades is in, the answer is begun from what they select; it is
-    # kept if the final selection is the same (rag/early_answer.py). 1: after every grade.
-    early_answer_share: float = 0.75
+    # Below 1: once this share of the grades is in, the answer is begun from what they
+    # select, and kept if the final selection is the same (rag/early_answer.py). Off by
+    # default: on the dev set the last grades changed the selection almost every time
+    # (bench/README.md, bench.early_answer_selection), so it cost a call and saved nothing.
+    early_answer_share: float = 1.0
     version: str = "g1"
 
 

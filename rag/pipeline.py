@@ -32,6 +32,8 @@ from rag.types import (
     Answer,
     AnswerStatus,
     Candidate,
+    Grade,
+    GradeSource,
     Intent,
     Mode,
     Question,
@@ -44,6 +46,7 @@ from rag.types import (
 from rag.understand import Understander, passthrough, rule_based
 
 log = logging.getLogger(__name__)
+NOT_GRADED_YET = Grade(0.0, "not graded yet", GradeSource.LLM)  # for the early selection only
 CLAUDE = frozenset({"anthropic", "bedrock", "vertex"})  # the providers whose models read images
 
 
@@ -332,7 +335,11 @@ class Pipeline:
         await board.reached.wait()
         if beside is not None and await beside.intent is not Intent.KNOWLEDGE:
             return None
-        graded = [replace(c, grade=board.grades.get(c.chunk.chunk_id)) for c in candidates]
+        # The grades still out count as off-topic for now: they keep their place in retrieval
+        # order (so the floor is the same documents) and cannot raise the best grade. If they
+        # do come back that low, this is the final selection too.
+        graded = [replace(c, grade=board.grades.get(c.chunk.chunk_id, NOT_GRADED_YET))
+                  for c in candidates]
         chosen = selected_in_order(select(graded, self._config.selection))
         if not chosen:
             return None

@@ -110,7 +110,8 @@ async def test_a_first_questions_answer_waits_for_its_intent_not_its_whole_under
         "reply": ""}
     fake_anthropic.stream_delay_s = 0.04  # per piece: the long phrases take ~2 s to write
     fake_anthropic.grade_rule = grades(0.95, 0.2)
-    answer = await pipeline(index, embedder, fake_anthropic, 0.75).answer(Question(QUESTION))
+    answer = await pipeline(index, embedder, fake_anthropic,
+                            GradingConfig.early_answer_share).answer(Question(QUESTION))
     assert answer.status is AnswerStatus.ANSWERED
     [understood] = fake_anthropic.calls("understand")
     [written] = fake_anthropic.calls("answer")
