@@ -161,7 +161,8 @@ def measure(tree: Path, scratch: Path, fake_env: dict[str, str], extra: dict[str
             questions: list[str]) -> Result:
     data_dir = scratch / tree.name
     env = {**environment(data_dir), **fake_env, **extra, "PYTHONPATH": str(tree),
-           "SIFT_SYNC__SYNC_ON_START": "false", "SIFT_CHAT__QUOTA_PER_MINUTE": "100000"}
+           "SIFT_SYNC__SYNC_ON_START": "false", "SIFT_CHAT__QUOTA_PER_MINUTE": "100000",
+           "SIFT_LOG_LEVEL": "INFO"}  # the early answers' outcomes are logged at INFO
     port = env["SIFT_PORT"] = str(_free_port())
     print(f"{tree}: syncing the sample", file=sys.stderr, flush=True)
     run_sift(tree, env, "sync")

@@ -95,7 +95,7 @@ def main_(argv: list[str] | None = None) -> None:
         main(["weaviate", "stop"])
     first, second = ndcg(before), ndcg(after)
     same = sum(first[q] == second.get(q) for q in first)
-    print("\nearly_answer_share | nDCG@10 (graded) | questions | selection as with 1 | "
+    print("\nearly_answer_share | nDCG@10 (graded) | questions | same nDCG as with 1 | "
           "early answers kept / dropped")
     print(f"1 | {before['modes']['graded']['ndcg@10']:.3f} | {len(first)} | – | –")
     print(f"{share} | {after['modes']['graded']['ndcg@10']:.3f} | {len(second)} | "
