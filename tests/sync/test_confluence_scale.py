@@ -87,13 +87,15 @@ class Wiki:
             db.upgrade()
         self.state = CountingState(db)
 
-    async def sync(self, full: bool = False) -> SyncSummary:
+    def job(self) -> SyncJob:
         source = SourceConfig("wiki", url=self.server.url + "/wiki", token=TOKEN)
         settings = ConfluenceSettings(deployment="cloud", email=EMAIL, spaces=SPACES,
                                       page_size=100, backoff_s=0.01)
-        job = SyncJob("wiki", ConfluenceConnector(source, settings), self.index,
-                      HashEmbedder(), self.state, JobConfig())
-        return await job.run(full=full)
+        return SyncJob("wiki", ConfluenceConnector(source, settings), self.index,
+                       HashEmbedder(), self.state, JobConfig())
+
+    async def sync(self, full: bool = False) -> SyncSummary:
+        return await self.job().run(full=full)
 
     async def indexed(self) -> set[str]:
         return set(await self.index.list_documents("wiki"))
@@ -174,6 +176,20 @@ async def test_an_unchanged_plain_sync_reads_no_record_but_those_of_pages_it_lis
     # The listing since the checkpoint names the edited page alone (each space's newest
     # are older than the checkpoint's overlap): its record is the only one read.
     assert wiki.state.read_all == 0 and wiki.state.looked_up == [edited]
+
+
+async def test_a_push_reads_the_records_of_the_pages_it_names_alone(
+        confluence: FakeConfluence, tmp_path: Path) -> None:
+    wiki = Wiki(confluence, tmp_path)
+    await wiki.sync()
+    wiki.state.read_all = 0
+    edited, gone = sorted(confluence.pages)[3:5]
+    confluence.pages[edited] = dataclasses.replace(confluence.pages[edited], body="<p>New</p>")
+    del confluence.pages[gone]
+    pushed = await wiki.job().run_ids([edited, gone])
+    assert (pushed.counts.updated, pushed.counts.deleted) == (1, 1)
+    assert wiki.state.read_all == 0 and sorted(wiki.state.looked_up) == [edited, gone]
+    assert gone not in wiki.state.records() and gone not in await wiki.indexed()
 
 
 async def test_an_id_listing_that_fails_midway_deletes_nothing(
