@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -203,6 +204,16 @@ async def seed(connector: Any, job: Any, db: Any) -> Any:
     return time.time() - now, RunCounts(added=len(rows))
 
 
+def _state_ids(db: Any) -> set[str]:
+    from sqlalchemy import select
+
+    from storage.models import SourceDocument
+
+    with db.read() as session:
+        return set(session.scalars(select(SourceDocument.doc_id).where(
+            SourceDocument.source == SOURCE)))
+
+
 def child(url: str, workdir: Path, spaces: list[str], expect: Path | None,
           seeding: bool = False) -> dict[str, Any]:
     from storage.db import Database
@@ -218,7 +229,10 @@ def child(url: str, workdir: Path, spaces: list[str], expect: Path | None,
     state = SyncStateRepository(db)
     stored = workdir / "index.pickle"
     index = pickle.loads(stored.read_bytes()) if stored.exists() else DocIndex()
-    before = {"index": set(index.docs), "state": set(state.documents(SOURCE))}
+    # The ids alone: a checkout's whole records read here would leave freed memory that its
+    # run could reuse unseen by the RSS figures.
+    before = {"index": set(index.docs), "state": _state_ids(db)}
+    gc.collect()
     connector = ConfluenceConnector(
         SourceConfig(SOURCE, url=f"{url}/wiki", token=TOKEN),
         ConfluenceSettings(deployment="cloud", email=EMAIL, spaces=spaces, page_size=250))
@@ -232,7 +246,7 @@ def child(url: str, workdir: Path, spaces: list[str], expect: Path | None,
         summary = asyncio.run(job.run())
     wall = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    after = {"index": set(index.docs), "state": set(state.documents(SOURCE))}
+    after = {"index": set(index.docs), "state": _state_ids(db)}
     if not stored.exists():
         stored.write_bytes(pickle.dumps(index))
     result: dict[str, Any] = {

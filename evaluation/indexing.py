@@ -82,6 +82,15 @@ class BuildState:
     def documents(self, source: str) -> Mapping[str, _Doc]:
         return dict(self._docs)
 
+    def document(self, source: str, doc_id: str) -> _Doc | None:
+        return self._docs.get(doc_id)
+
+    def has_documents(self, source: str) -> bool:
+        return bool(self._docs)
+
+    def document_ids(self, source: str, *, after: str = "", limit: int = 5000) -> list[str]:
+        return sorted(d for d in self._docs if d > after)[:limit]
+
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
                         error: str = "", restricted: bool = False, warning: str = "") -> None:

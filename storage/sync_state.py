@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, CursorResult, delete, func, select, update
+from sqlalchemy import ColumnElement, CursorResult, Select, delete, func, select, update
 
 from storage.columns import utc_now
 from storage.db import Database
@@ -41,12 +41,29 @@ class SyncStateRepository:
         self._clock = clock
 
     def documents(self, source: str) -> dict[str, DocumentRecord]:
-        # Columns, not entities: no ORM object (nor identity map) per document of a big source.
-        d = SourceDocument
-        query = select(d.doc_id, d.content_hash, d.chunk_count, d.status, d.updated_at,
-                       d.last_synced, d.error, d.restricted, d.warning).where(d.source == source)
         with self._db.read() as session:
-            return {row[0]: DocumentRecord(*row) for row in session.execute(query)}
+            return {row[0]: DocumentRecord(*row) for row in session.execute(
+                _records(source))}
+
+    def document(self, source: str, doc_id: str) -> DocumentRecord | None:
+        with self._db.read() as session:
+            row = session.execute(_records(source).where(
+                SourceDocument.doc_id == doc_id)).first()
+        return None if row is None else DocumentRecord(*row)
+
+    def has_documents(self, source: str) -> bool:
+        query = select(SourceDocument.doc_id).where(SourceDocument.source == source).limit(1)
+        with self._db.read() as session:
+            return session.scalar(query) is not None
+
+    def document_ids(self, source: str, *, after: str = "", limit: int = 5000) -> list[str]:
+        # By key, not OFFSET: each page is a range read of the primary key's index, and a
+        # page stays right when the caller forgets documents between pages.
+        d = SourceDocument
+        query = (select(d.doc_id).where(d.source == source, d.doc_id > after)
+                 .order_by(d.doc_id).limit(limit))
+        with self._db.read() as session:
+            return list(session.scalars(query))
 
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
@@ -149,3 +166,11 @@ class SyncStateRepository:
             query = query.where(SyncRun.source == source)
         with self._db.read() as session:
             return list(session.scalars(query))
+
+
+def _records(source: str) -> Select[str, str, int, str, datetime | None, datetime, str, bool,
+                                   str]:
+    # Columns, not entities: no ORM object (nor identity map) per document of a big source.
+    d = SourceDocument
+    return select(d.doc_id, d.content_hash, d.chunk_count, d.status, d.updated_at,
+                  d.last_synced, d.error, d.restricted, d.warning).where(d.source == source)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import ParamSpec, TypeVar
@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 MAX_ERRORS_KEPT = 100
+ID_PAGE = 5000  # record ids read at a time when a plain run looks for deleted documents
 
 
 @dataclass(frozen=True)
@@ -80,12 +81,14 @@ class SyncJob:
         token = bind_correlation_id(new_correlation_id())
         started = time.perf_counter()
         try:
-            known = await self._state(self.state.documents, self.source)
             # No document on record (a source removed, then configured again): its last run
             # proves nothing is indexed, so this run reads everything, as a first one does.
-            since = None if full or not known else await self._state(
-                self.state.last_success, self.source)
-            run = RunState(full=full or since is None, dry_run=dry_run, known=known)
+            recorded = not full and await self._state(self.state.has_documents, self.source)
+            since = await self._state(self.state.last_success, self.source) \
+                if recorded else None
+            run = RunState(full=full or since is None, dry_run=dry_run)
+            if run.full:  # it reads every document: its records in one query, not one each
+                run.known = await self._state(self.state.documents, self.source)
             run_id = None if dry_run else await self._state(
                 self.state.start_run, self.source, full=run.full)
             try:
@@ -146,7 +149,6 @@ class SyncJob:
         started = time.perf_counter()
         try:
             run = RunState(full=False, dry_run=False)
-            run.known = await self._state(self.state.documents, self.source)
             try:
                 async for item in self.timers.iterate("read", targeted.fetch(doc_ids)):
                     await self._take(run, item)
@@ -227,18 +229,19 @@ class SyncJob:
         self._check_access(run, doc)
         with self.timers.phase("chunk"):
             digest = content_hash(doc, self.config.chunking)
-            old = run.known.get(doc.doc_id)
-            if old is not None and self._up_to_date(run, old, digest):
-                run.tally.unchanged += 1
-                self.progress.documents(1)
-                restricted = "public" not in doc.access
-                # Rows from before 0006 (restricted) and 0015 (warning) say less than this run.
-                if (old.restricted, old.warning) != (restricted, _warning(doc)):
-                    await self._state(self.state.record_document, self.source, doc.doc_id,
-                                      content_hash=digest, chunk_count=old.chunk_count,
-                                      updated_at=doc.updated_at, restricted=restricted,
-                                      warning=_warning(doc))
-                return
+        old = await self._known(run, doc.doc_id)
+        if old is not None and self._up_to_date(run, old, digest):
+            run.tally.unchanged += 1
+            self.progress.documents(1)
+            restricted = "public" not in doc.access
+            # Rows from before 0006 (restricted) and 0015 (warning) say less than this run.
+            if (old.restricted, old.warning) != (restricted, _warning(doc)):
+                await self._state(self.state.record_document, self.source, doc.doc_id,
+                                  content_hash=digest, chunk_count=old.chunk_count,
+                                  updated_at=doc.updated_at, restricted=restricted,
+                                  warning=_warning(doc))
+            return
+        with self.timers.phase("chunk"):
             every = to_chunks(self.source, doc, digest, self.config.chunking)
         chunks = await self._not_yet_written(run, doc.doc_id, digest, every)
         existed = bool(old and old.content_hash) or doc.doc_id in run.indexed
@@ -311,7 +314,7 @@ class SyncJob:
 
     async def _commit(self, run: RunState, item: Pending) -> None:
         doc = item.doc
-        maybe_stale = doc.doc_id in run.known or doc.doc_id in run.indexed or not run.full
+        maybe_stale = not run.full or doc.doc_id in run.known or doc.doc_id in run.indexed
         if maybe_stale:  # chunks of older versions, or of a run killed before its record
             with self.timers.phase("write"):
                 await self.index.delete_document(self.source, doc.doc_id, keep_hash=item.digest)
@@ -331,9 +334,9 @@ class SyncJob:
         run.tally.failed += 1
         run.errors.append(failure.error)
         self.progress.documents(1)
-        old = run.known.get(failure.doc_id)
         if run.dry_run or not record:
             return
+        old = await self._known(run, failure.doc_id)
         await self._state(self.state.record_document, self.source, failure.doc_id,
                           content_hash=old.content_hash if old else "",
                           chunk_count=old.chunk_count if old else 0, updated_at=None,
@@ -341,29 +344,54 @@ class SyncJob:
 
     async def _gone(self, run: RunState, doc_id: str) -> None:
         """Deleted at the source: its chunks and its record go now, not at the next prune."""
-        known = doc_id in run.known or doc_id in run.indexed
-        run.tally.deleted += int(known)
+        recorded = await self._known(run, doc_id) is not None
+        run.tally.deleted += int(recorded or doc_id in run.indexed)
         self.progress.documents(1)
         if run.dry_run:
             return
         with self.timers.phase("write"):  # even unrecorded: chunks of a run killed mid-way
             await self.index.delete_document(self.source, doc_id)
-        if doc_id in run.known:
+        if recorded:
             await self._state(self.state.forget_document, self.source, doc_id)
 
+    async def _known(self, run: RunState, doc_id: str) -> DocumentState | None:
+        """The document's record: from those a full run read at its start, else looked up
+        (a plain run reads the records of the few documents it lists, not all of them)."""
+        if run.full:
+            return run.known.get(doc_id)
+        return await self._state(self.state.document, self.source, doc_id)
+
     async def _prune(self, run: RunState) -> None:
-        """Delete documents the source no longer has (its own listing is the authority)."""
-        present = set(run.seen)
+        """Delete documents the source no longer has (its own listing is the authority).
+        A listing that fails raises before anything is deleted."""
+        listed: Set[str] = set()
         if not run.listed_all:  # else this run's listing was already complete
             with self.timers.phase("read"):
-                present |= await self.connector.list_ids()
-        for doc_id in sorted((set(run.known) | set(run.indexed)) - present):
+                listed = await self.connector.list_ids()
+        for doc_id in sorted(await self._unlisted(run, listed)):
             run.tally.deleted += 1
             if run.dry_run:
                 continue
             with self.timers.phase("write"):
                 await self.index.delete_document(self.source, doc_id)
             await self._state(self.state.forget_document, self.source, doc_id)
+
+    async def _unlisted(self, run: RunState, listed: Set[str]) -> set[str]:
+        """Documents on record or in the index that neither this run nor `listed` named. A
+        plain run reads the records' ids a page at a time: memory for the few gone, not for
+        every document of the source."""
+        def gone(doc_id: str) -> bool:
+            return doc_id not in listed and doc_id not in run.seen
+
+        found = {d for d in run.indexed if gone(d)}
+        if run.full:
+            return found | {d for d in run.known if gone(d)}
+        after = ""
+        while page := await self._state(self.state.document_ids, self.source, after=after,
+                                        limit=ID_PAGE):
+            found.update(d for d in page if gone(d))
+            after = page[-1]
+        return found
 
     async def _state(self, call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Storage calls block; keep them off the event loop that also serves chat."""

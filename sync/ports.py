@@ -66,6 +66,15 @@ class SyncState(Protocol):
 
     def documents(self, source: str) -> Mapping[str, DocumentState]: ...
 
+    def document(self, source: str, doc_id: str) -> DocumentState | None: ...
+
+    def has_documents(self, source: str) -> bool: ...
+
+    def document_ids(self, source: str, *, after: str = "", limit: int = 5000) -> list[str]:
+        """Up to `limit` of the source's recorded ids greater than `after`, in order: a big
+        source's ids read a page at a time."""
+        ...
+
     def record_document(
         self,
         source: str,

@@ -31,6 +31,7 @@ class RunState:
 
     full: bool
     dry_run: bool
+    # Every document's record, read by a full run; a plain run looks up the few it lists.
     known: Mapping[str, DocumentState] = field(default_factory=dict)
     indexed: dict[str, set[str]] = field(default_factory=dict)
     tally: Tally = field(default_factory=Tally)

@@ -47,6 +47,18 @@ class MemorySyncState:
         with self._lock:
             return dict(self.docs.get(source, {}))
 
+    def document(self, source: str, doc_id: str) -> StoredDocument | None:
+        with self._lock:
+            return self.docs.get(source, {}).get(doc_id)
+
+    def has_documents(self, source: str) -> bool:
+        with self._lock:
+            return bool(self.docs.get(source))
+
+    def document_ids(self, source: str, *, after: str = "", limit: int = 5000) -> list[str]:
+        with self._lock:
+            return sorted(d for d in self.docs.get(source, {}) if d > after)[:limit]
+
     def record_document(self, source: str, doc_id: str, *, content_hash: str,
                         chunk_count: int, updated_at: datetime | None, status: str = "ok",
                         error: str = "", restricted: bool = False, warning: str = "") -> None:

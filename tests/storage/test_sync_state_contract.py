@@ -61,6 +61,38 @@ def test_forgetting_a_source_leaves_the_others(state: SyncState) -> None:
     assert set(state.documents("wiki")) == {"a"}
 
 
+def test_one_document_is_looked_up_by_its_id(state: SyncState) -> None:
+    assert not state.has_documents("kb") and state.document("kb", "a") is None
+    state.record_document("kb", "a", content_hash="h1", chunk_count=3, updated_at=EDITED,
+                          restricted=True, warning="w")
+    state.record_document("wiki", "b", content_hash="h2", chunk_count=1, updated_at=None)
+    a = state.document("kb", "a")
+    assert a is not None and (a.doc_id, a.content_hash, a.chunk_count, a.status,
+                              a.restricted, a.warning) == ("a", "h1", 3, "ok", True, "w")
+    assert state.document("kb", "b") is None  # another source's
+    assert state.has_documents("kb") and not state.has_documents("other")
+    state.forget_document("kb", "a")
+    assert state.document("kb", "a") is None and not state.has_documents("kb")
+
+
+def test_the_ids_are_read_a_page_at_a_time_by_key(state: SyncState) -> None:
+    ids = [f"page-{n}" for n in range(11)] + ["Z", "a b", "ü"]
+    for doc_id in ids:
+        state.record_document("kb", doc_id, content_hash="h", chunk_count=1, updated_at=None)
+    state.record_document("wiki", "page-0b", content_hash="h", chunk_count=1, updated_at=None)
+    read: list[str] = []
+    pages = 0
+    while page := state.document_ids("kb", after=read[-1] if read else "", limit=4):
+        assert len(page) <= 4
+        pages += 1
+        read += page
+        if pages == 2:  # forgetting records between pages moves no page
+            state.forget_document("kb", page[0])
+            state.forget_document("kb", read[0])
+    # Each once (an OFFSET would skip two after the forgetting), and none of wiki's.
+    assert pages == 4 and sorted(read) == sorted(ids)
+
+
 def test_synced_sources_are_those_with_documents_or_runs(state: SyncState) -> None:
     assert state.synced_sources() == set()
     state.record_document("kb", "a", content_hash="h", chunk_count=1, updated_at=None)
