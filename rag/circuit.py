@@ -35,30 +35,44 @@ class CircuitBreaker:
         return not self._probing and self._clock() >= self._open_until
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await self._guarded(request, lambda: self._inner.complete(request))
+        return await self._guarded(request, lambda accepted: self._inner.complete(request))
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
-        return await self._guarded(request, lambda: self._inner.stream(request, on_text))
+        def call(accepted: Callable[[], None]) -> Awaitable[LLMResponse]:
+            async def read(delta: str) -> None:
+                accepted()  # text streams only under a key the API accepted
+                await on_text(delta)
+            return self._inner.stream(request, read)
+        return await self._guarded(request, call)
 
     async def _guarded(self, request: LLMRequest,
-                       call: Callable[[], Awaitable[LLMResponse]]) -> LLMResponse:
+                       call: Callable[[Callable[[], None]], Awaitable[LLMResponse]]
+                       ) -> LLMResponse:
         probe = self._open_until is not None
         if probe and not self.allows_calls():
             raise LLMError("the circuit is open after an authentication or spend-limit error",
                            kind="circuit_open", retryable=False)
         self._probing = probe
+
+        def accepted() -> None:
+            # A streamed probe proves the key with its first text, not at its end: the calls
+            # waiting beside it (a question's grades) need not fail meanwhile.
+            if probe and self._open_until is not None:
+                self._probing = False
+                self._close()
+
         try:
-            response = await call()
+            response = await call(accepted)
         except LLMError as exc:
             if exc.kind in TRIPPING_KINDS:
                 self._trip(exc)
             elif probe:
-                self._close()  # the key was accepted; this failure is of another kind
+                accepted()  # the key was accepted; this failure is of another kind
             raise
         finally:
-            self._probing = False
-        if probe:
-            self._close()
+            if probe:
+                self._probing = False
+        accepted()
         return response
 
     def _trip(self, exc: LLMError) -> None:
