@@ -1,7 +1,8 @@
 """An answer begun before the last grades are in, kept only if the selection stands.
 
-The slowest of twenty grading calls sets when the answer may start. Once most scores are in
-(`GradingConfig.early_answer_share`), the answer is begun from what those select; its text is
+The slowest of twenty grading calls sets when the answer may start. With
+`GradingConfig.early_answer_share` below 1 (it is 1, off, by default: bench/README.md), once
+that share of the scores is in, the answer is begun from what those select; its text is
 held back. When every grade is in, the selection is made again: the same excerpts in the same
 order keep the answer already under way (its text is shown from then on), anything else
 cancels it and the answer is written from the final selection. So an answer is never written
@@ -79,5 +80,7 @@ class EarlyAnswer(Generic[T]):
         """Cancel it (a no-op once taken)."""
         if not self._task.done():
             self._task.cancel()
+        # Its outcome is not wanted any more: a failure of the discarded call is not the
+        # answer's (the answer written instead reports its own).
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
