@@ -121,7 +121,10 @@ async def test_the_model_sees_few_input_shapes_whatever_the_texts() -> None:
     assert {rows for rows, _ in shapes} <= {1, 2, 4, 8, 16, 32}
     assert len({width for _, width in shapes}) <= 17  # widths up to 256 tokens
     together = await embedder.embed_documents(questions)
-    assert min(dot(a, b) for a, b in zip(alone, together, strict=True)) > 1 - 1e-5
+    # In bfloat16 (AMX, AVX-512 BF16) the batch's shape changes how the products are summed:
+    # 1e-4 of cosine seen on an AMX CPU. Padding the model attends to costs about 0.5.
+    tolerance = 5e-4 if model.runtime.precision == "bf16" else 1e-5
+    assert min(dot(a, b) for a, b in zip(alone, together, strict=True)) > 1 - tolerance
 
 
 async def test_texts_long_in_letters_but_short_in_tokens_keep_their_vectors(
