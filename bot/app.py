@@ -226,7 +226,7 @@ class App:
                       w.raft_rpc_port, w.profiling_port)
         binary = find_binary(w.version, self.settings.weaviate_binary)
         return ManagedWeaviate(binary, self.data_dir / "weaviate", ports,
-                               memory_limit=w.memory_limit)
+                               memory_limit=w.memory_limit, disk_access=w.disk_access)
 
     @property
     def weaviate_run(self) -> ManagedRun:

@@ -88,6 +88,10 @@ class WeaviateSettings(_Section):
     # works harder as the heap nears it, instead of letting the heap grow to twice what is
     # live. Weaviate's guidance is 80-90% of the memory it may use. Empty: no limit.
     memory_limit: str = ""
+    # How the managed server reads its segments: "mmap" maps them into its memory (the
+    # pages it touched count in its resident set); "pread" reads what a query needs, leaving
+    # the pages to the kernel's cache, which a container's limit does not count the same way.
+    disk_access: Literal["mmap", "pread"] = "mmap"
 
     @field_validator("memory_limit")
     @classmethod

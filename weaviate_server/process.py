@@ -212,10 +212,15 @@ class ManagedWeaviate:
     """One Weaviate process with its data, log and pid file under `data_dir`."""
 
     def __init__(self, binary: Path | None, data_dir: Path, ports: Ports,
-                 cluster_env: dict[str, str] | None = None, memory_limit: str = "") -> None:
+                 cluster_env: dict[str, str] | None = None, memory_limit: str = "",
+                 disk_access: str = "mmap") -> None:
         self.binary = binary
         # The Go runtime's soft heap limit (GOMEMLIMIT, "3GiB"); empty: Go's default.
         self.memory_limit = memory_limit
+        # How its segments are read (PERSISTENCE_LSM_ACCESS_STRATEGY): "mmap" maps them, and
+        # the pages it touched count in its resident memory; "pread" reads them into buffers,
+        # leaving the pages to the kernel's cache, outside it.
+        self.disk_access = disk_access
         # Absolute: the server runs inside its data directory and is told the path again.
         self.data_dir = data_dir.absolute()
         self.ports = ports
@@ -295,6 +300,7 @@ class ManagedWeaviate:
                  "--scheme", "http"],
                 cwd=self.data_dir,
                 env={**server_env(self.data_dir, self.ports, self.api_key), **self.cluster_env,
+                     "PERSISTENCE_LSM_ACCESS_STRATEGY": self.disk_access,
                      **({"GOMEMLIMIT": self.memory_limit} if self.memory_limit else {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -263,3 +263,18 @@ def test_loaded_settings_are_read_only(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="frozen"):
             setattr(owner, name, value)
     assert settings.workers != 4 and settings.slack.streaming and web.max_retries == 3
+
+
+def test_the_managed_servers_memory_settings_reach_it(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    from bot.app import App
+
+    monkeypatch.setenv("SIFT_WEAVIATE__DISK_ACCESS", "pread")
+    monkeypatch.setenv("SIFT_WEAVIATE__MEMORY_LIMIT", "3GiB")
+    monkeypatch.setenv("SIFT_DATA_DIR", str(tmp_path))
+    server = App(build_settings()).managed_weaviate
+    assert server is not None
+    assert (server.disk_access, server.memory_limit) == ("pread", "3GiB")
+    monkeypatch.delenv("SIFT_WEAVIATE__DISK_ACCESS")
+    default = App(build_settings()).managed_weaviate
+    assert default is not None and default.disk_access == "mmap"

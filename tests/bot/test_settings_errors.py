@@ -105,6 +105,7 @@ def test_global_options_also_follow_the_command(tmp_path: Path,
     ("SIFT_DATABASE_URL", "sqlite:////nonexistent/dir/sift.db",
      "The folder /nonexistent/dir for SIFT_DATABASE_URL's SQLite file does not exist"),
     ("SIFT_WEAVIATE__MEMORY_LIMIT", "3.5GB", "'3.5GB' is not a size Go reads"),
+    ("SIFT_WEAVIATE__DISK_ACCESS", "direct", "(got 'direct'): Input should be 'mmap' or 'pread'"),
 ])
 def test_ordinary_mistakes_are_one_sentence(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str],

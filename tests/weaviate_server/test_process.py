@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from rag.errors import RetrievalError
+from rag.index import WeaviateIndex
+from tests.conftest import index_config
+from tests.rag.builders import chunk
 from tests.weaviate_server.test_cli import weaviate_binary
 from weaviate_server.process import LOOPBACK, ManagedWeaviate, free_ports
 
@@ -85,6 +88,66 @@ def test_the_memory_limit_reaches_the_servers_go_runtime(tmp_path: Path) -> None
                     if v.startswith(b"GOMEMLIMIT=")]
     finally:
         unlimited.stop()
+
+
+def resident_through_mappings(server: ManagedWeaviate, folder: str) -> int:
+    """Bytes of the files under `folder` (in the server's data directory) that the server's
+    process has resident through its mappings of them (/proc/PID/smaps)."""
+    pid = server.status().pid
+    assert pid is not None
+    resident, mapped_file = 0, ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 6:  # a mapping's header: the file is last
+            mapped_file = fields[-1]
+        elif fields[0] == "Rss:" and f"/{folder}/" in mapped_file:
+            resident += int(fields[1]) * 1024
+    return resident
+
+
+@pytest.mark.weaviate
+@pytest.mark.parametrize("disk_access", ["mmap", "pread"])
+async def test_disk_access_decides_whether_read_objects_count_in_the_servers_memory(
+        tmp_path: Path, disk_access: str) -> None:
+    """By default Weaviate reads its segment files through mappings, so the pages a search
+    touched count in its resident memory; with pread it reads them into buffers and they stay
+    in the kernel's cache, outside it. Either way it finds, after a restart, what it stored."""
+    server = ManagedWeaviate(weaviate_binary(), tmp_path / "weaviate", free_ports(),
+                             disk_access=disk_access)
+    count = 3000
+    stored = [chunk(f"doc-{n}", f"Runbook {n}", f"rotate the staging key number {n}. " * 80)
+              for n in range(count)]
+    vectors = [[1.0, n / count, 0.5, 0.1] for n in range(count)]
+    server.start(60)
+    try:
+        index = WeaviateIndex(index_config(server, "DiskAccess"), "test-embedder", 4)
+        await index.connect()
+        for start in range(0, count, 500):
+            await index.upsert(stored[start:start + 500], vectors[start:start + 500])
+        await index.close()
+        # The first start after the writes turns them into segment files and reads those
+        # through a mapping whatever the setting; the setting governs the reads after.
+        for _ in range(2):
+            server.stop()
+            server.start(60)
+        environ = Path(f"/proc/{server.status().pid}/environ").read_bytes().split(b"\0")
+        assert f"PERSISTENCE_LSM_ACCESS_STRATEGY={disk_access}".encode() in environ
+        index = WeaviateIndex(index_config(server, "DiskAccess"), "test-embedder", 4)
+        await index.connect()
+        for n in range(0, count, 7):  # every object read by some search
+            hits = await index.search(f"staging key number {n}", vectors[n], limit=20)
+            assert hits
+        await index.close()
+        objects = sum(path.stat().st_size for path in server.data_dir.rglob("lsm/objects/*.db"))
+        assert objects > 10_000_000  # the stored text, flushed
+        resident = resident_through_mappings(server, "lsm/objects")
+        if disk_access == "mmap":
+            assert resident > objects / 2, (resident, objects)
+        else:
+            # What stays is the segments' keys and headers, not the objects read.
+            assert resident < objects / 5, (resident, objects)
+    finally:
+        server.stop()
 
 
 def test_free_ports_are_distinct_bindable_and_outside_the_ephemeral_range() -> None:
