@@ -65,23 +65,27 @@ async def test_a_token_for_this_resource_names_its_person(oidc: FakeOidc) -> Non
         oidc.access_token(["https://other.example.com", RESOURCE]), RESOURCE)
 
 
-FORGERIES: dict[str, tuple[dict[str, Any], str]] = {
-    "another resource": ({"aud": "https://sift.example.com/api/v1"}, "aud"),
-    "another service": ({"aud": "https://wiki.example.com"}, "aud"),
-    "the console's ID token audience": ({"aud": "sift-console"}, "aud"),
-    "no audience": ({"aud": None}, "aud"),
-    "expired": ({"exp": int(time.time()) - 600}, "exp"),
-    "no expiry": ({"exp": None}, "exp"),
-    "not yet valid": ({"nbf": int(time.time()) + 600}, "not yet valid"),
-    "another issuer": ({"iss": "https://login.evil.example"}, "iss"),
-    "no email": ({"email": None}, "email"),
-    "an unverified email": ({"email_verified": False}, "verified"),
-}
+def forgeries(now: int) -> dict[str, tuple[dict[str, Any], str]]:
+    """Claims that must be refused, each with the word its refusal names; times from `now`,
+    taken as the test runs (a time fixed when the module was imported has passed by the
+    time a long suite reaches the test)."""
+    return {
+        "another resource": ({"aud": "https://sift.example.com/api/v1"}, "aud"),
+        "another service": ({"aud": "https://wiki.example.com"}, "aud"),
+        "the console's ID token audience": ({"aud": "sift-console"}, "aud"),
+        "no audience": ({"aud": None}, "aud"),
+        "expired": ({"exp": now - 600}, "exp"),
+        "no expiry": ({"exp": None}, "exp"),
+        "not yet valid": ({"nbf": now + 600}, "not yet valid"),
+        "another issuer": ({"iss": "https://login.evil.example"}, "iss"),
+        "no email": ({"email": None}, "email"),
+        "an unverified email": ({"email_verified": False}, "verified"),
+    }
 
 
-@pytest.mark.parametrize("case", FORGERIES)
+@pytest.mark.parametrize("case", forgeries(0))
 async def test_claims_that_do_not_hold_are_refused(oidc: FakeOidc, case: str) -> None:
-    overrides, cause = FORGERIES[case]
+    overrides, cause = forgeries(int(time.time()))[case]
     with pytest.raises(OAuthRefused, match=cause):
         await _tokens(oidc).email_of(oidc.access_token(RESOURCE, **overrides), RESOURCE)
 
