@@ -271,14 +271,14 @@ async def bench(args: argparse.Namespace, binary: Path, folder: Path, chosen: di
     ports = free_ports()
     server, cap = start_server(binary, folder, ports, chosen)
 
-    def open_index() -> WeaviateIndex:
+    def open_index(server: ManagedWeaviate) -> WeaviateIndex:
         return WeaviateIndex(IndexConfig(http_url=server.url, grpc_url=f"127.0.0.1:"
                                          f"{server.ports.grpc}", api_key=server.api_key,
                                          collection="BenchRetrieval", insert_timeout_s=600,
                                          vectors=vectors),
                              embedder.name, embedder.dimension)
 
-    index = open_index()
+    index = open_index(server)
     await index.connect()
     started, import_s, done = time.perf_counter(), 0.0, 0
     results = []
@@ -318,7 +318,7 @@ async def bench(args: argparse.Namespace, binary: Path, folder: Path, chosen: di
             restart = time.perf_counter()
             server, cap = start_server(binary, folder, ports, settings)
             start_s = time.perf_counter() - restart
-            index = open_index()
+            index = open_index(server)  # the restarted server
             try:
                 await index.connect()
                 settle_s = await settled(server, args.settle_timeout_s)
